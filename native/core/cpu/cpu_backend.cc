@@ -1,0 +1,257 @@
+#include "core/cpu/cpu_backend.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "core/status.h"
+
+namespace pygpukit::cpu {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr size_t kAlignment = 64;
+
+class CpuStream final : public hal::Stream {
+ public:
+  explicit CpuStream(int priority) : priority_(priority), worker_([this] { Loop(); }) {}
+  ~CpuStream() override {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    worker_.join();  // drains queued work first
+  }
+  Device device() const override { return Device{DeviceType::kCPU, 0}; }
+  int priority() const override { return priority_; }
+  void* native_handle() const override { return const_cast<CpuStream*>(this); }
+
+  void Push(std::function<void()> task) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      q_.push_back(std::move(task));
+    }
+    cv_.notify_all();
+  }
+
+  // Returns and clears the sticky error.
+  absl::Status TakeError() {
+    std::lock_guard<std::mutex> l(mu_);
+    absl::Status s = error_;
+    error_ = absl::OkStatus();
+    return s;
+  }
+
+ private:
+  void Loop() {
+    for (;;) {
+      std::function<void()> task;
+      {
+        std::unique_lock<std::mutex> l(mu_);
+        cv_.wait(l, [&] { return stop_ || !q_.empty(); });
+        if (q_.empty()) return;
+        task = std::move(q_.front());
+        q_.pop_front();
+      }
+      try {
+        task();
+      } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> l(mu_);
+        if (error_.ok()) error_ = RuntimeError(absl::StrCat("cpu stream task failed: ", e.what()));
+      } catch (...) {
+        std::lock_guard<std::mutex> l(mu_);
+        if (error_.ok()) error_ = RuntimeError("cpu stream task failed");
+      }
+    }
+  }
+
+  int priority_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> q_;
+  bool stop_ = false;
+  absl::Status error_;
+  std::thread worker_;  // last: starts after the members it uses
+};
+
+// Generation-counted event: Record bumps `recorded`; the stream marks `completed` when it reaches
+// the marker. Complete when completed >= recorded.
+class CpuEvent final : public hal::Event {
+ public:
+  Device device() const override { return Device{DeviceType::kCPU, 0}; }
+  void* native_handle() const override { return const_cast<CpuEvent*>(this); }
+
+  uint64_t NextGeneration() {
+    std::lock_guard<std::mutex> l(mu);
+    return ++recorded;
+  }
+  void Complete(uint64_t gen) {
+    {
+      std::lock_guard<std::mutex> l(mu);
+      if (gen > completed) {
+        completed = gen;
+        when = Clock::now();
+      }
+    }
+    cv.notify_all();
+  }
+  void WaitFor(uint64_t gen) {
+    std::unique_lock<std::mutex> l(mu);
+    cv.wait(l, [&] { return completed >= gen; });
+  }
+
+  std::mutex mu;
+  std::condition_variable cv;
+  uint64_t recorded = 0, completed = 0;
+  Clock::time_point when{};
+};
+
+CpuStream& AsCpu(hal::Stream& s) { return static_cast<CpuStream&>(s); }
+CpuEvent& AsCpu(hal::Event& e) { return static_cast<CpuEvent&>(e); }
+
+absl::Status CheckCpu(const Device& d, absl::string_view what) {
+  if (!d.is_cpu()) return ValueError(absl::StrCat(what, ": object belongs to ", d.ToString()));
+  return absl::OkStatus();
+}
+
+std::string CpuModelName() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      auto pos = line.find(':');
+      if (pos != std::string::npos) return line.substr(pos + 2);
+    }
+  }
+  return "host CPU";
+}
+
+}  // namespace
+
+CpuBackend::CpuBackend() = default;
+CpuBackend::~CpuBackend() = default;
+
+absl::StatusOr<hal::DeviceProperties> CpuBackend::properties(int device) const {
+  if (device != 0) return ValueError(absl::StrCat("cpu: no device ", device));
+  hal::DeviceProperties p;
+  p.name = CpuModelName();
+  p.multiprocessors = static_cast<int>(std::thread::hardware_concurrency());
+  p.total_memory = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+  return p;
+}
+
+absl::StatusOr<void*> CpuBackend::RawAllocate(int, size_t bytes) {
+  size_t rounded = (std::max<size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
+  void* p = std::aligned_alloc(kAlignment, rounded);
+  if (p == nullptr) {
+    return MemoryError(absl::StrCat("cpu: out of host memory allocating ", bytes, " bytes"));
+  }
+  return p;
+}
+
+absl::Status CpuBackend::RawFree(int, void* ptr) {
+  std::free(ptr);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::pair<size_t, size_t>> CpuBackend::MemoryInfo(int) const {
+  size_t page = sysconf(_SC_PAGESIZE);
+  return std::pair<size_t, size_t>(sysconf(_SC_AVPHYS_PAGES) * page,
+                                   sysconf(_SC_PHYS_PAGES) * page);
+}
+
+absl::StatusOr<std::unique_ptr<hal::Stream>> CpuBackend::CreateStream(int device, int priority) {
+  if (device != 0) return ValueError(absl::StrCat("cpu: no device ", device));
+  auto [least, greatest] = StreamPriorityRange();
+  priority = std::clamp(priority, greatest, least);
+  return std::unique_ptr<hal::Stream>(new CpuStream(priority));
+}
+
+absl::StatusOr<std::unique_ptr<hal::Event>> CpuBackend::CreateEvent(int device, bool) {
+  if (device != 0) return ValueError(absl::StrCat("cpu: no device ", device));
+  return std::unique_ptr<hal::Event>(new CpuEvent());
+}
+
+absl::Status CpuBackend::Enqueue(hal::Stream& stream, std::function<void()> task) {
+  PGK_RETURN_IF_ERROR(CheckCpu(stream.device(), "cpu enqueue"));
+  AsCpu(stream).Push(std::move(task));
+  return absl::OkStatus();
+}
+
+absl::Status CpuBackend::Record(hal::Event& event, hal::Stream& stream) {
+  PGK_RETURN_IF_ERROR(CheckCpu(event.device(), "event record"));
+  CpuEvent* e = &AsCpu(event);
+  uint64_t gen = e->NextGeneration();
+  return Enqueue(stream, [e, gen] { e->Complete(gen); });
+}
+
+absl::Status CpuBackend::Wait(hal::Stream& stream, hal::Event& event) {
+  PGK_RETURN_IF_ERROR(CheckCpu(event.device(), "stream wait"));
+  CpuEvent* e = &AsCpu(event);
+  uint64_t gen;
+  {
+    std::lock_guard<std::mutex> l(e->mu);
+    gen = e->recorded;
+  }
+  if (gen == 0) return absl::OkStatus();
+  return Enqueue(stream, [e, gen] { e->WaitFor(gen); });
+}
+
+absl::StatusOr<bool> CpuBackend::Query(hal::Event& event) {
+  CpuEvent& e = AsCpu(event);
+  std::lock_guard<std::mutex> l(e.mu);
+  return e.completed >= e.recorded;
+}
+
+absl::Status CpuBackend::Synchronize(hal::Event& event) {
+  CpuEvent& e = AsCpu(event);
+  uint64_t gen;
+  {
+    std::lock_guard<std::mutex> l(e.mu);
+    gen = e.recorded;
+  }
+  e.WaitFor(gen);
+  return absl::OkStatus();
+}
+
+absl::Status CpuBackend::Synchronize(hal::Stream& stream) {
+  auto done = std::make_shared<std::promise<void>>();
+  std::future<void> f = done->get_future();
+  PGK_RETURN_IF_ERROR(Enqueue(stream, [done] { done->set_value(); }));
+  f.wait();
+  return AsCpu(stream).TakeError();
+}
+
+absl::StatusOr<float> CpuBackend::ElapsedMs(hal::Event& start, hal::Event& end) {
+  CpuEvent& a = AsCpu(start);
+  CpuEvent& b = AsCpu(end);
+  std::scoped_lock l(a.mu, b.mu);
+  if (a.completed == 0 || b.completed == 0 || a.completed < a.recorded ||
+      b.completed < b.recorded) {
+    return ValueError("event elapsed time: both events must be recorded and completed");
+  }
+  return std::chrono::duration<float, std::milli>(b.when - a.when).count();
+}
+
+absl::Status CpuBackend::CopyAsync(void* dst, const void* src, size_t bytes, hal::CopyKind,
+                                   hal::Stream& stream) {
+  if (bytes == 0) return absl::OkStatus();
+  return Enqueue(stream, [dst, src, bytes] { std::memcpy(dst, src, bytes); });
+}
+
+absl::Status CpuBackend::MemsetAsync(void* dst, uint8_t value, size_t bytes, hal::Stream& stream) {
+  if (bytes == 0) return absl::OkStatus();
+  return Enqueue(stream, [dst, value, bytes] { std::memset(dst, value, bytes); });
+}
+
+}  // namespace pygpukit::cpu

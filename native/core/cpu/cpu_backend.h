@@ -1,0 +1,46 @@
+// CPU backend: host memory, and streams as in-order work queues each drained by its own worker
+// thread, with events, so that stream ordering and cross-stream waits behave as on CUDA.
+#pragma once
+
+#include <functional>
+#include <memory>
+
+#include "core/hal/backend.h"
+
+namespace pygpukit::cpu {
+
+/// The host backend. One device, "cpu".
+class CpuBackend final : public hal::Backend {
+ public:
+  CpuBackend();
+  ~CpuBackend() override;
+
+  DeviceType type() const override { return DeviceType::kCPU; }
+  int device_count() const override { return 1; }
+  absl::StatusOr<hal::DeviceProperties> properties(int device) const override;
+
+  absl::StatusOr<void*> RawAllocate(int device, size_t bytes) override;
+  absl::Status RawFree(int device, void* ptr) override;
+  absl::StatusOr<std::pair<size_t, size_t>> MemoryInfo(int device) const override;
+
+  absl::StatusOr<std::unique_ptr<hal::Stream>> CreateStream(int device, int priority) override;
+  std::pair<int, int> StreamPriorityRange() const override { return {0, -5}; }
+  absl::StatusOr<std::unique_ptr<hal::Event>> CreateEvent(int device, bool timing) override;
+
+  absl::Status Record(hal::Event& event, hal::Stream& stream) override;
+  absl::Status Wait(hal::Stream& stream, hal::Event& event) override;
+  absl::StatusOr<bool> Query(hal::Event& event) override;
+  absl::Status Synchronize(hal::Event& event) override;
+  absl::Status Synchronize(hal::Stream& stream) override;
+  absl::StatusOr<float> ElapsedMs(hal::Event& start, hal::Event& end) override;
+
+  absl::Status CopyAsync(void* dst, const void* src, size_t bytes, hal::CopyKind kind,
+                         hal::Stream& stream) override;
+  absl::Status MemsetAsync(void* dst, uint8_t value, size_t bytes, hal::Stream& stream) override;
+
+  /// Appends a host task to the stream. The task runs on the stream's worker after all earlier
+  /// work; an exception it throws becomes the stream's sticky error, reported by Synchronize.
+  absl::Status Enqueue(hal::Stream& stream, std::function<void()> task);
+};
+
+}  // namespace pygpukit::cpu

@@ -1,0 +1,293 @@
+#include "core/cuda/cuda_backend.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/cuda/driver_api.h"
+#include "core/status.h"
+
+namespace pygpukit::cuda {
+namespace {
+
+const DriverApi* api = nullptr;  // set once by Create()
+
+class CudaStream final : public hal::Stream {
+ public:
+  CudaStream(int device, int priority, CUstream s) : device_(device), priority_(priority), s_(s) {}
+  ~CudaStream() override {
+    if (s_ != nullptr) api->cuStreamDestroy(s_);
+  }
+  Device device() const override { return Device{DeviceType::kCUDA, device_}; }
+  int priority() const override { return priority_; }
+  void* native_handle() const override { return s_; }
+  CUstream get() const { return s_; }
+
+ private:
+  int device_, priority_;
+  CUstream s_;
+};
+
+class CudaEvent final : public hal::Event {
+ public:
+  CudaEvent(int device, CUevent e) : device_(device), e_(e) {}
+  ~CudaEvent() override {
+    if (e_ != nullptr) api->cuEventDestroy(e_);
+  }
+  Device device() const override { return Device{DeviceType::kCUDA, device_}; }
+  void* native_handle() const override { return e_; }
+  CUevent get() const { return e_; }
+
+ private:
+  int device_;
+  CUevent e_;
+};
+
+CUstream AsCu(hal::Stream& s) { return static_cast<CudaStream&>(s).get(); }
+CUevent AsCu(hal::Event& e) { return static_cast<CudaEvent&>(e).get(); }
+
+}  // namespace
+
+struct CudaBackend::DeviceState {
+  CUdevice dev = 0;
+  CUcontext ctx = nullptr;
+  hal::DeviceProperties props;
+};
+
+CudaBackend::CudaBackend() = default;
+
+CudaBackend::~CudaBackend() {
+  // Primary contexts stay retained for the life of the process: releasing them during static
+  // destruction races with other libraries (cuBLASLt, PyTorch) that share them.
+}
+
+absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create() {
+  PGK_ASSIGN_OR_RETURN(api, LoadDriverApi());
+  PGK_CU_RETURN_IF_ERROR(api->cuInit(0), "cuda: cuInit");
+  int count = 0;
+  PGK_CU_RETURN_IF_ERROR(api->cuDeviceGetCount(&count), "cuda: cuDeviceGetCount");
+  if (count == 0) return NotImplementedError("cuda: the driver reports no CUDA devices");
+  std::unique_ptr<CudaBackend> b(new CudaBackend());
+  int driver = 0;
+  api->cuDriverGetVersion(&driver);
+  for (int i = 0; i < count; ++i) {
+    auto st = std::make_unique<DeviceState>();
+    PGK_CU_RETURN_IF_ERROR(api->cuDeviceGet(&st->dev, i), "cuda: cuDeviceGet");
+    PGK_CU_RETURN_IF_ERROR(api->cuDevicePrimaryCtxRetain(&st->ctx, st->dev),
+                           "cuda: cuDevicePrimaryCtxRetain");
+    char name[256] = {0};
+    api->cuDeviceGetName(name, sizeof(name) - 1, st->dev);
+    auto attr = [&](CUdevice_attribute a) {
+      int v = 0;
+      api->cuDeviceGetAttribute(&v, a, st->dev);
+      return v;
+    };
+    size_t total = 0;
+    api->cuDeviceTotalMem(&total, st->dev);
+    st->props.name = name;
+    st->props.sm_major = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+    st->props.sm_minor = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+    st->props.multiprocessors = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+    st->props.l2_cache_bytes = attr(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
+    st->props.max_shared_memory_per_block =
+        attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+    st->props.total_memory = static_cast<int64_t>(total);
+    st->props.driver_version = driver;
+    b->devices_.push_back(std::move(st));
+  }
+  PGK_RETURN_IF_ERROR(b->MakeCurrent(0));
+  int least = 0, greatest = 0;
+  PGK_CU_RETURN_IF_ERROR(api->cuCtxGetStreamPriorityRange(&least, &greatest),
+                         "cuda: cuCtxGetStreamPriorityRange");
+  b->priority_range_ = {least, greatest};
+  return b;
+}
+
+absl::Status CudaBackend::MakeCurrent(int device) {
+  if (device < 0 || device >= device_count()) {
+    return ValueError(absl::StrCat("cuda: no device ", device, " (", device_count(), " present)"));
+  }
+  // Asked every time rather than cached: other libraries on this thread (PyTorch, CuPy) may
+  // have switched the current context since our last call.
+  CUcontext want = devices_[device]->ctx, current = nullptr;
+  api->cuCtxGetCurrent(&current);
+  if (current != want) {
+    PGK_CU_RETURN_IF_ERROR(api->cuCtxSetCurrent(want), "cuda: cuCtxSetCurrent");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<hal::DeviceProperties> CudaBackend::properties(int device) const {
+  if (device < 0 || device >= device_count()) {
+    return ValueError(absl::StrCat("cuda: no device ", device));
+  }
+  return devices_[device]->props;
+}
+
+absl::StatusOr<void*> CudaBackend::RawAllocate(int device, size_t bytes) {
+  PGK_RETURN_IF_ERROR(MakeCurrent(device));
+  CUdeviceptr p = 0;
+  CUresult r = api->cuMemAlloc(&p, std::max<size_t>(bytes, 1));
+  if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+    return MemoryError(absl::StrCat("cuda:", device, ": out of device memory allocating ", bytes,
+                                    " bytes"));
+  }
+  PGK_CU_RETURN_IF_ERROR(r, "cuda: cuMemAlloc");
+  return reinterpret_cast<void*>(p);
+}
+
+absl::Status CudaBackend::RawFree(int device, void* ptr) {
+  PGK_RETURN_IF_ERROR(MakeCurrent(device));
+  PGK_CU_RETURN_IF_ERROR(api->cuMemFree(reinterpret_cast<CUdeviceptr>(ptr)), "cuda: cuMemFree");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::pair<size_t, size_t>> CudaBackend::MemoryInfo(int device) const {
+  PGK_RETURN_IF_ERROR(const_cast<CudaBackend*>(this)->MakeCurrent(device));
+  size_t free = 0, total = 0;
+  PGK_CU_RETURN_IF_ERROR(api->cuMemGetInfo(&free, &total), "cuda: cuMemGetInfo");
+  return std::pair<size_t, size_t>(free, total);
+}
+
+absl::StatusOr<std::unique_ptr<hal::Stream>> CudaBackend::CreateStream(int device, int priority) {
+  PGK_RETURN_IF_ERROR(MakeCurrent(device));
+  priority = std::clamp(priority, priority_range_.second, priority_range_.first);
+  CUstream s = nullptr;
+  PGK_CU_RETURN_IF_ERROR(api->cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, priority),
+                         "cuda: cuStreamCreateWithPriority");
+  return std::unique_ptr<hal::Stream>(new CudaStream(device, priority, s));
+}
+
+absl::StatusOr<std::unique_ptr<hal::Event>> CudaBackend::CreateEvent(int device, bool timing) {
+  PGK_RETURN_IF_ERROR(MakeCurrent(device));
+  CUevent e = nullptr;
+  PGK_CU_RETURN_IF_ERROR(api->cuEventCreate(&e, timing ? CU_EVENT_DEFAULT : CU_EVENT_DISABLE_TIMING),
+                         "cuda: cuEventCreate");
+  return std::unique_ptr<hal::Event>(new CudaEvent(device, e));
+}
+
+absl::Status CudaBackend::Record(hal::Event& event, hal::Stream& stream) {
+  PGK_RETURN_IF_ERROR(MakeCurrent(stream.device().index));
+  PGK_CU_RETURN_IF_ERROR(api->cuEventRecord(AsCu(event), AsCu(stream)), "cuda: cuEventRecord");
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::Wait(hal::Stream& stream, hal::Event& event) {
+  PGK_RETURN_IF_ERROR(MakeCurrent(stream.device().index));
+  PGK_CU_RETURN_IF_ERROR(api->cuStreamWaitEvent(AsCu(stream), AsCu(event), 0),
+                         "cuda: cuStreamWaitEvent");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> CudaBackend::Query(hal::Event& event) {
+  PGK_RETURN_IF_ERROR(MakeCurrent(event.device().index));
+  CUresult r = api->cuEventQuery(AsCu(event));
+  if (r == CUDA_ERROR_NOT_READY) return false;
+  PGK_CU_RETURN_IF_ERROR(r, "cuda: cuEventQuery");
+  return true;
+}
+
+absl::Status CudaBackend::Synchronize(hal::Event& event) {
+  PGK_RETURN_IF_ERROR(MakeCurrent(event.device().index));
+  PGK_CU_RETURN_IF_ERROR(api->cuEventSynchronize(AsCu(event)), "cuda: cuEventSynchronize");
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::Synchronize(hal::Stream& stream) {
+  PGK_RETURN_IF_ERROR(MakeCurrent(stream.device().index));
+  PGK_CU_RETURN_IF_ERROR(api->cuStreamSynchronize(AsCu(stream)), "cuda: cuStreamSynchronize");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<float> CudaBackend::ElapsedMs(hal::Event& start, hal::Event& end) {
+  PGK_RETURN_IF_ERROR(MakeCurrent(start.device().index));
+  float ms = 0;
+  PGK_CU_RETURN_IF_ERROR(api->cuEventElapsedTime(&ms, AsCu(start), AsCu(end)),
+                         "cuda: cuEventElapsedTime");
+  return ms;
+}
+
+absl::Status CudaBackend::CopyAsync(void* dst, const void* src, size_t bytes, hal::CopyKind kind,
+                                    hal::Stream& stream) {
+  if (bytes == 0) return absl::OkStatus();
+  PGK_RETURN_IF_ERROR(MakeCurrent(stream.device().index));
+  CUstream s = AsCu(stream);
+  CUresult r;
+  switch (kind) {
+    case hal::CopyKind::kHostToDevice:
+      r = api->cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(dst), src, bytes, s);
+      break;
+    case hal::CopyKind::kDeviceToHost:
+      r = api->cuMemcpyDtoHAsync(dst, reinterpret_cast<CUdeviceptr>(src), bytes, s);
+      break;
+    default:
+      r = api->cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(dst),
+                                 reinterpret_cast<CUdeviceptr>(src), bytes, s);
+  }
+  PGK_CU_RETURN_IF_ERROR(r, "cuda: memcpy");
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::MemsetAsync(void* dst, uint8_t value, size_t bytes, hal::Stream& stream) {
+  if (bytes == 0) return absl::OkStatus();
+  PGK_RETURN_IF_ERROR(MakeCurrent(stream.device().index));
+  PGK_CU_RETURN_IF_ERROR(
+      api->cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(dst), value, bytes, AsCu(stream)),
+      "cuda: cuMemsetD8Async");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<void*> CudaBackend::LoadLibrary(const void* image) {
+  PGK_RETURN_IF_ERROR(MakeCurrent(0));
+  CUlibrary lib = nullptr;
+  PGK_CU_RETURN_IF_ERROR(
+      api->cuLibraryLoadData(&lib, image, nullptr, nullptr, 0, nullptr, nullptr, 0),
+      "cuda: cuLibraryLoadData (embedded kernels; was the library built for this GPU's arch?)");
+  return lib;
+}
+
+absl::StatusOr<void*> CudaBackend::GetFunction(void* library, const char* name, int device) {
+  PGK_RETURN_IF_ERROR(MakeCurrent(device));
+  CUkernel k = nullptr;
+  CUresult r = api->cuLibraryGetKernel(&k, static_cast<CUlibrary>(library), name);
+  if (r == CUDA_ERROR_NOT_FOUND) return absl::NotFoundError(name);
+  PGK_CU_RETURN_IF_ERROR(r, absl::StrCat("cuda: cuLibraryGetKernel(", name, ")"));
+  CUfunction f = nullptr;
+  PGK_CU_RETURN_IF_ERROR(api->cuKernelGetFunction(&f, k),
+                         absl::StrCat("cuda: cuKernelGetFunction(", name, ")"));
+  return f;
+}
+
+absl::Status CudaBackend::SetMaxDynamicSharedMemory(void* function, int device, int bytes) {
+  PGK_RETURN_IF_ERROR(MakeCurrent(device));
+  PGK_CU_RETURN_IF_ERROR(
+      api->cuFuncSetAttribute(static_cast<CUfunction>(function),
+                              CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes),
+      "cuda: cuFuncSetAttribute");
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::Launch(void* function, const hal::LaunchDims& d, hal::Stream& stream,
+                                 void** args) {
+  PGK_RETURN_IF_ERROR(MakeCurrent(stream.device().index));
+  CUlaunchConfig cfg{};
+  cfg.gridDimX = d.grid[0];
+  cfg.gridDimY = d.grid[1];
+  cfg.gridDimZ = d.grid[2];
+  cfg.blockDimX = d.block[0];
+  cfg.blockDimY = d.block[1];
+  cfg.blockDimZ = d.block[2];
+  cfg.sharedMemBytes = d.shared_bytes;
+  cfg.hStream = AsCu(stream);
+  CUlaunchAttribute attr[1];
+  if (d.cluster[0] != 0) {
+    attr[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr[0].value.clusterDim.x = d.cluster[0];
+    attr[0].value.clusterDim.y = d.cluster[1];
+    attr[0].value.clusterDim.z = d.cluster[2];
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+  }
+  PGK_CU_RETURN_IF_ERROR(api->cuLaunchKernelEx(&cfg, static_cast<CUfunction>(function), args, nullptr),
+                         "cuda: cuLaunchKernelEx");
+  return absl::OkStatus();
+}
+
+}  // namespace pygpukit::cuda

@@ -1,0 +1,61 @@
+// CUDA backend: the driver API (loaded at run time), one primary context per device, streams with
+// priorities, events, module loading of nvcc-built fatbins and cuLaunchKernelEx.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/hal/backend.h"
+
+namespace pygpukit::cuda {
+
+/// The CUDA driver backend.
+class CudaBackend final : public hal::Backend {
+ public:
+  /// Loads the driver and enumerates devices; the error says why CUDA is unusable.
+  static absl::StatusOr<std::unique_ptr<CudaBackend>> Create();
+  ~CudaBackend() override;
+
+  DeviceType type() const override { return DeviceType::kCUDA; }
+  int device_count() const override { return static_cast<int>(devices_.size()); }
+  absl::StatusOr<hal::DeviceProperties> properties(int device) const override;
+
+  absl::StatusOr<void*> RawAllocate(int device, size_t bytes) override;
+  absl::Status RawFree(int device, void* ptr) override;
+  absl::StatusOr<std::pair<size_t, size_t>> MemoryInfo(int device) const override;
+
+  absl::StatusOr<std::unique_ptr<hal::Stream>> CreateStream(int device, int priority) override;
+  std::pair<int, int> StreamPriorityRange() const override { return priority_range_; }
+  absl::StatusOr<std::unique_ptr<hal::Event>> CreateEvent(int device, bool timing) override;
+
+  absl::Status Record(hal::Event& event, hal::Stream& stream) override;
+  absl::Status Wait(hal::Stream& stream, hal::Event& event) override;
+  absl::StatusOr<bool> Query(hal::Event& event) override;
+  absl::Status Synchronize(hal::Event& event) override;
+  absl::Status Synchronize(hal::Stream& stream) override;
+  absl::StatusOr<float> ElapsedMs(hal::Event& start, hal::Event& end) override;
+
+  absl::Status CopyAsync(void* dst, const void* src, size_t bytes, hal::CopyKind kind,
+                         hal::Stream& stream) override;
+  absl::Status MemsetAsync(void* dst, uint8_t value, size_t bytes, hal::Stream& stream) override;
+
+  /// Loads a fatbin/cubin/PTX image as a context-independent library (CUlibrary).
+  absl::StatusOr<void*> LoadLibrary(const void* image);
+  /// The CUfunction of kernel `name` of `library` for `device`; NotFound when absent.
+  absl::StatusOr<void*> GetFunction(void* library, const char* name, int device);
+  /// Sets the dynamic shared memory limit of a function (needed above 48 KiB).
+  absl::Status SetMaxDynamicSharedMemory(void* function, int device, int bytes);
+  /// Launches `function` on `stream` through cuLaunchKernelEx.
+  absl::Status Launch(void* function, const hal::LaunchDims& dims, hal::Stream& stream, void** args);
+  /// Makes the device's primary context current on this thread (for libraries such as cuBLASLt).
+  absl::Status MakeCurrent(int device);
+
+ private:
+  struct DeviceState;
+  CudaBackend();
+  std::vector<std::unique_ptr<DeviceState>> devices_;
+  std::pair<int, int> priority_range_{0, 0};
+};
+
+}  // namespace pygpukit::cuda

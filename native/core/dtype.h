@@ -1,0 +1,100 @@
+// Dtypes, their properties and the type-promotion rules (Python Array API tables extended the way
+// NumPy 2 does for mixed kinds, with NEP 50 "weak" Python scalars).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <type_traits>
+#include <utility>
+
+#include "absl/status/statusor.h"
+#include "core/dtype_list.h"
+#include "core/scalar_types.h"
+
+namespace pygpukit {
+
+/// Element type of an array.
+enum class DType : uint8_t {
+#define PGK_DTYPE_ENUM(E, T, C) E,
+  PGK_FOR_EACH_DTYPE(PGK_DTYPE_ENUM)
+#undef PGK_DTYPE_ENUM
+};
+
+/// Number of dtypes in PGK_FOR_EACH_DTYPE.
+inline constexpr int kNumDTypes = static_cast<int>(DType::Complex128) + 1;
+
+/// Broad category of a dtype, in promotion order.
+enum class DTypeKind : uint8_t { Bool, Signed, Unsigned, Float, Complex };
+
+/// Size in bytes of one element.
+int ItemSize(DType dt);
+/// Kind of a dtype.
+DTypeKind KindOf(DType dt);
+/// NumPy-style name: "float32", "bfloat16", "bool", ...
+absl::string_view DTypeName(DType dt);
+/// Short code used in CUDA kernel symbol names ("f4", "bf2", ...).
+absl::string_view DTypeCode(DType dt);
+/// Parses a dtype name (also accepts NumPy aliases such as "float", "int", "f4").
+absl::StatusOr<DType> ParseDType(absl::string_view name);
+
+inline bool IsFloating(DType dt) { return KindOf(dt) == DTypeKind::Float; }
+inline bool IsComplex(DType dt) { return KindOf(dt) == DTypeKind::Complex; }
+inline bool IsInteger(DType dt) {
+  return KindOf(dt) == DTypeKind::Signed || KindOf(dt) == DTypeKind::Unsigned;
+}
+/// Float or complex.
+inline bool IsInexact(DType dt) { return IsFloating(dt) || IsComplex(dt); }
+
+/// Default dtypes of this library (documented in README): float32 / int64 / complex64, the
+/// GPU-friendly choice PyTorch also makes.
+inline constexpr DType kDefaultFloat = DType::Float32;
+inline constexpr DType kDefaultInt = DType::Int64;
+inline constexpr DType kDefaultComplex = DType::Complex64;
+
+/// Result dtype of a binary operation between two arrays.
+DType PromoteTypes(DType a, DType b);
+
+/// Kind of a Python scalar operand.
+enum class ScalarKind : uint8_t { Bool, Int, Float, Complex };
+
+/// Result dtype of an array of dtype `a` combined with a weak Python scalar (NEP 50): the array's
+/// dtype wins unless the scalar is of a higher kind.
+DType PromoteWithScalar(DType a, ScalarKind s);
+
+/// Complex dtype with the given float component type (float32 -> complex64, ...).
+DType ComplexOf(DType real);
+/// Real component dtype of a complex dtype (complex64 -> float32); identity otherwise.
+DType RealOf(DType dt);
+
+/// Maps the C++ scalar type of a dtype (bool, float, pygpukit::float16, ...) to its DType.
+template <typename T>
+struct DTypeOf;
+#define PGK_DTYPE_OF(E, T, C)                  \
+  template <>                                  \
+  struct DTypeOf<T> {                          \
+    static constexpr DType value = DType::E;   \
+  };
+PGK_FOR_EACH_DTYPE(PGK_DTYPE_OF)
+#undef PGK_DTYPE_OF
+
+/// Tag carrying a C++ scalar type, passed to VisitDType's callback.
+template <typename T>
+struct TypeTag {
+  using type = T;
+};
+
+/// The one dtype-dispatch helper: calls fn(TypeTag<T>{}) with T the scalar type of `dt`.
+template <typename Fn>
+decltype(auto) VisitDType(DType dt, Fn&& fn) {
+  switch (dt) {
+#define PGK_VISIT_CASE(E, T, C) \
+  case DType::E:                \
+    return std::forward<Fn>(fn)(TypeTag<T>{});
+    PGK_FOR_EACH_DTYPE(PGK_VISIT_CASE)
+#undef PGK_VISIT_CASE
+  }
+  __builtin_unreachable();
+}
+
+}  // namespace pygpukit

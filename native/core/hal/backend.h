@@ -1,0 +1,98 @@
+// The backend interface (HAL). Two implementations: cpu/ (host memory, streams as in-order worker
+// queues) and cuda/ (driver API loaded at run time). Everything above core/ talks to devices only
+// through this interface, so stream ordering and events behave the same on both.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/device.h"
+
+namespace pygpukit::hal {
+
+/// What a device is and can do.
+struct DeviceProperties {
+  std::string name;
+  int sm_major = 0, sm_minor = 0;  // compute capability (0.0 on the CPU)
+  int multiprocessors = 0;         // SMs, or hardware threads on the CPU
+  int64_t total_memory = 0;        // bytes
+  int64_t l2_cache_bytes = 0;
+  int64_t max_shared_memory_per_block = 0;
+  int driver_version = 0;  // e.g. 13000; 0 on the CPU
+};
+
+/// An in-order queue of work on one device.
+class Stream {
+ public:
+  virtual ~Stream() = default;
+  virtual Device device() const = 0;
+  /// Lower value = higher priority (CUDA convention).
+  virtual int priority() const = 0;
+  /// Backend handle (CUstream on CUDA; the queue object on CPU).
+  virtual void* native_handle() const = 0;
+};
+
+/// A marker recorded into a stream; completes when all work before it has finished.
+class Event {
+ public:
+  virtual ~Event() = default;
+  virtual Device device() const = 0;
+  virtual void* native_handle() const = 0;
+};
+
+/// Grid / block / shared memory / cluster shape of one device kernel launch.
+struct LaunchDims {
+  unsigned grid[3] = {1, 1, 1};
+  unsigned block[3] = {1, 1, 1};
+  unsigned shared_bytes = 0;
+  unsigned cluster[3] = {0, 0, 0};  // 0 = no cluster attribute
+};
+
+/// Direction of a memory copy.
+enum class CopyKind { kHostToDevice, kDeviceToHost, kDeviceToDevice };
+
+/// One backend (a family of devices).
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual DeviceType type() const = 0;
+  virtual int device_count() const = 0;
+  virtual absl::StatusOr<DeviceProperties> properties(int device) const = 0;
+
+  /// Raw device memory from the OS / driver. Only allocators call these.
+  virtual absl::StatusOr<void*> RawAllocate(int device, size_t bytes) = 0;
+  virtual absl::Status RawFree(int device, void* ptr) = 0;
+  /// (free, total) bytes of device memory as the driver sees it.
+  virtual absl::StatusOr<std::pair<size_t, size_t>> MemoryInfo(int device) const = 0;
+
+  /// Creates a stream; `priority` is clamped to the device's range.
+  virtual absl::StatusOr<std::unique_ptr<Stream>> CreateStream(int device, int priority) = 0;
+  /// Range of stream priorities as (least, greatest); greatest is numerically lowest.
+  virtual std::pair<int, int> StreamPriorityRange() const = 0;
+  virtual absl::StatusOr<std::unique_ptr<Event>> CreateEvent(int device, bool timing) = 0;
+
+  /// Records `event` at the current tail of `stream`.
+  virtual absl::Status Record(Event& event, Stream& stream) = 0;
+  /// Makes later work on `stream` wait for `event` (no host blocking).
+  virtual absl::Status Wait(Stream& stream, Event& event) = 0;
+  /// True when the event has completed (or was never recorded).
+  virtual absl::StatusOr<bool> Query(Event& event) = 0;
+  /// Blocks the host until the event has completed.
+  virtual absl::Status Synchronize(Event& event) = 0;
+  /// Blocks the host until all work on the stream has finished.
+  virtual absl::Status Synchronize(Stream& stream) = 0;
+  /// Milliseconds between two completed timing events.
+  virtual absl::StatusOr<float> ElapsedMs(Event& start, Event& end) = 0;
+
+  /// Stream-ordered copy of `bytes`; host pointers must stay valid until the copy completes.
+  virtual absl::Status CopyAsync(void* dst, const void* src, size_t bytes, CopyKind kind,
+                                 Stream& stream) = 0;
+  /// Stream-ordered byte fill.
+  virtual absl::Status MemsetAsync(void* dst, uint8_t value, size_t bytes, Stream& stream) = 0;
+};
+
+}  // namespace pygpukit::hal

@@ -1,0 +1,142 @@
+// Portable scalar types shared by the host compiler and nvcc: float16 / bfloat16 storage types
+// with round-to-nearest-even conversions, and a small complex type. The same definitions are used
+// by CPU kernels and CUDA kernels so both backends compute identical bits for conversions.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__CUDACC__)
+#define PGK_HD __host__ __device__ __forceinline__
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#else
+#define PGK_HD inline
+#endif
+
+namespace pygpukit {
+
+namespace detail {
+PGK_HD uint32_t FloatBits(float f) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#else
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+#endif
+}
+PGK_HD float BitsFloat(uint32_t u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+#endif
+}
+
+// IEEE binary16 from binary32, round to nearest even, with overflow to inf and NaN kept quiet.
+PGK_HD uint16_t FloatToHalfBits(float f) {
+  uint32_t x = FloatBits(f);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  uint32_t absx = x & 0x7fffffffu;
+  if (absx >= 0x7f800000u) {  // inf or NaN
+    return static_cast<uint16_t>(sign | 0x7c00u | (absx > 0x7f800000u ? 0x200u : 0u));
+  }
+  if (absx >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to inf
+  if (absx < 0x38800000u) {  // result is subnormal or zero: let float addition round for us
+    float a = BitsFloat(absx) + 0.5f;  // 0.5 = 2^-1; ulp of subnormal half is 2^-24
+    return static_cast<uint16_t>(sign | (FloatBits(a) - 0x3f000000u));
+  }
+  uint32_t mant_odd = (absx >> 13) & 1u;
+  absx += 0xc8000fffu + mant_odd;  // rebias exponent (-112 << 23) and round half to even
+  return static_cast<uint16_t>(sign | (absx >> 13));
+}
+
+PGK_HD float HalfBitsToFloat(uint16_t h) {
+  uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t mant = h & 0x3ffu;
+  if (exp == 0x1fu) return BitsFloat(sign | 0x7f800000u | (mant << 13));
+  if (exp == 0) {  // zero or subnormal: mant * 2^-24
+    float v = static_cast<float>(mant) * 5.9604644775390625e-8f;
+    return sign ? -v : v;
+  }
+  return BitsFloat(sign | ((exp + 112u) << 23) | (mant << 13));
+}
+
+PGK_HD uint16_t FloatToBFloat16Bits(float f) {
+  uint32_t x = FloatBits(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet NaN
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return static_cast<uint16_t>(x >> 16);
+}
+PGK_HD float BFloat16BitsToFloat(uint16_t b) { return BitsFloat(static_cast<uint32_t>(b) << 16); }
+}  // namespace detail
+
+// 16-bit IEEE half precision storage type; arithmetic goes through float.
+struct float16 {
+  uint16_t bits;
+  float16() = default;
+  PGK_HD explicit float16(float f) : bits(detail::FloatToHalfBits(f)) {}
+  PGK_HD explicit operator float() const { return detail::HalfBitsToFloat(bits); }
+  PGK_HD static float16 FromBits(uint16_t b) {
+    float16 h;
+    h.bits = b;
+    return h;
+  }
+};
+
+// bfloat16 storage type (8-bit exponent, 7-bit mantissa); arithmetic goes through float.
+struct bfloat16 {
+  uint16_t bits;
+  bfloat16() = default;
+  PGK_HD explicit bfloat16(float f) : bits(detail::FloatToBFloat16Bits(f)) {}
+  PGK_HD explicit operator float() const { return detail::BFloat16BitsToFloat(bits); }
+  PGK_HD static bfloat16 FromBits(uint16_t b) {
+    bfloat16 h;
+    h.bits = b;
+    return h;
+  }
+};
+
+// Complex number with the memory layout of std::complex / cuComplex (real, imag).
+template <typename T>
+struct alignas(2 * sizeof(T)) Complex {
+  T re, im;
+  Complex() = default;
+  PGK_HD constexpr Complex(T r, T i = T(0)) : re(r), im(i) {}
+};
+using complex64 = Complex<float>;
+using complex128 = Complex<double>;
+
+template <typename T>
+PGK_HD Complex<T> operator+(Complex<T> a, Complex<T> b) {
+  return {a.re + b.re, a.im + b.im};
+}
+template <typename T>
+PGK_HD Complex<T> operator-(Complex<T> a, Complex<T> b) {
+  return {a.re - b.re, a.im - b.im};
+}
+template <typename T>
+PGK_HD Complex<T> operator*(Complex<T> a, Complex<T> b) {
+  return {a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re};
+}
+// Smith's algorithm: avoids overflow of |b|^2 for large operands.
+template <typename T>
+PGK_HD Complex<T> operator/(Complex<T> a, Complex<T> b) {
+  using std::fabs;
+  if (fabs(b.re) >= fabs(b.im)) {
+    if (b.re == T(0) && b.im == T(0)) {
+      return {a.re / fabs(b.re), a.im / fabs(b.im)};
+    }
+    T r = b.im / b.re, d = b.re + b.im * r;
+    return {(a.re + a.im * r) / d, (a.im - a.re * r) / d};
+  }
+  T r = b.re / b.im, d = b.re * r + b.im;
+  return {(a.re * r + a.im) / d, (a.im * r - a.re) / d};
+}
+
+}  // namespace pygpukit

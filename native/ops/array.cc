@@ -1,0 +1,13 @@
+#include "ops/array.h"
+
+namespace pygpukit {
+
+GPUArray::GPUArray(std::shared_ptr<Buffer> buffer, DType dtype, Shape shape, Strides strides,
+                   int64_t offset)
+    : buffer_(std::move(buffer)),
+      dtype_(dtype),
+      shape_(std::move(shape)),
+      strides_(std::move(strides)),
+      offset_(offset) {}
+
+}  // namespace pygpukit

@@ -1,0 +1,69 @@
+// GPUArray: a view of a device buffer (shared buffer + dtype + shape + strides + offset). Views
+// (slices, transposes, broadcasts, reshapes that need no copy) share the buffer.
+#pragma once
+
+#include <complex>
+#include <cstdint>
+#include <memory>
+
+#include "core/device.h"
+#include "core/dtype.h"
+#include "core/shape.h"
+#include "runtime/allocator.h"
+
+namespace pygpukit {
+
+/// An n-dimensional array on a device. Cheap to copy (the buffer is shared).
+class GPUArray {
+ public:
+  GPUArray() = default;
+  /// Wraps `buffer`; strides and offset are in elements.
+  GPUArray(std::shared_ptr<Buffer> buffer, DType dtype, Shape shape, Strides strides,
+           int64_t offset);
+
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  const Strides& strides() const { return strides_; }
+  int64_t offset() const { return offset_; }
+  Device device() const { return buffer_ ? buffer_->device() : Device{}; }
+  int ndim() const { return static_cast<int>(shape_.size()); }
+  int64_t size() const { return NumElements(shape_); }
+  int64_t itemsize() const { return ItemSize(dtype_); }
+  int64_t nbytes() const { return size() * itemsize(); }
+  /// Dense C-order layout.
+  bool is_contiguous() const { return IsContiguous(shape_, strides_); }
+  /// Address of element 0 (device address on CUDA).
+  void* data() const {
+    return static_cast<char*>(buffer_->data()) + offset_ * ItemSize(dtype_);
+  }
+  const std::shared_ptr<Buffer>& buffer() const { return buffer_; }
+  bool valid() const { return buffer_ != nullptr; }
+
+ private:
+  std::shared_ptr<Buffer> buffer_;
+  DType dtype_ = DType::Float32;
+  Shape shape_;
+  Strides strides_;
+  int64_t offset_ = 0;
+};
+
+/// A Python-style scalar: bool, int, float or complex. Used for fill values and for weak scalar
+/// operands of arithmetic (NEP 50).
+struct Scalar {
+  ScalarKind kind = ScalarKind::Int;
+  bool b = false;
+  int64_t i = 0;
+  double f = 0;
+  std::complex<double> c;
+
+  static Scalar Bool(bool v) { return Scalar{ScalarKind::Bool, v, v, double(v), double(v)}; }
+  static Scalar Int(int64_t v) { return Scalar{ScalarKind::Int, v != 0, v, double(v), double(v)}; }
+  static Scalar Float(double v) {
+    return Scalar{ScalarKind::Float, v != 0, static_cast<int64_t>(v), v, v};
+  }
+  static Scalar Complex(std::complex<double> v) {
+    return Scalar{ScalarKind::Complex, v != 0.0, static_cast<int64_t>(v.real()), v.real(), v};
+  }
+};
+
+}  // namespace pygpukit

@@ -1,0 +1,139 @@
+// Copies: host <-> device transfers, contiguous copies, casts, assignment and moves between
+// devices. Transfers are synchronous for the caller (the host buffer is free to reuse on return).
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/status.h"
+#include "ops/kernel_launch.h"
+#include "ops/ops.h"
+#include "runtime/runtime.h"
+
+namespace pygpukit::ops {
+namespace {
+
+struct Queue {
+  hal::Backend* backend;
+  hal::Stream* stream;
+};
+
+absl::StatusOr<Queue> QueueOf(Device d) {
+  Runtime& rt = Runtime::Get();
+  PGK_ASSIGN_OR_RETURN(hal::Backend * b, rt.backend(d.type));
+  PGK_ASSIGN_OR_RETURN(hal::Stream * s, rt.stream(d));
+  return Queue{b, s};
+}
+
+}  // namespace
+
+absl::StatusOr<GPUArray> FromHost(const void* data, absl::Span<const int64_t> shape, DType dtype,
+                                  Device device) {
+  PGK_ASSIGN_OR_RETURN(GPUArray out, Empty(shape, dtype, device));
+  if (out.nbytes() == 0) return out;
+  PGK_ASSIGN_OR_RETURN(Queue q, QueueOf(device));
+  PGK_RETURN_IF_ERROR(q.backend->CopyAsync(out.data(), data, out.nbytes(),
+                                           hal::CopyKind::kHostToDevice, *q.stream));
+  PGK_RETURN_IF_ERROR(q.backend->Synchronize(*q.stream));
+  return out;
+}
+
+absl::Status ToHost(const GPUArray& a, void* dst) {
+  if (a.size() == 0) return absl::OkStatus();
+  PGK_ASSIGN_OR_RETURN(GPUArray src, Contiguous(a));
+  PGK_ASSIGN_OR_RETURN(Queue q, QueueOf(src.device()));
+  PGK_RETURN_IF_ERROR(q.backend->CopyAsync(dst, src.data(), src.nbytes(),
+                                           hal::CopyKind::kDeviceToHost, *q.stream));
+  return q.backend->Synchronize(*q.stream);
+}
+
+absl::StatusOr<GPUArray> Copy(const GPUArray& a) {
+  PGK_ASSIGN_OR_RETURN(GPUArray out, Empty(a.shape(), a.dtype(), a.device()));
+  if (a.is_contiguous() && a.size() > 0) {
+    // A dense copy is a plain device-to-device memcpy.
+    PGK_ASSIGN_OR_RETURN(Queue q, QueueOf(a.device()));
+    PGK_RETURN_IF_ERROR(q.backend->CopyAsync(out.data(), a.data(), a.nbytes(),
+                                             hal::CopyKind::kDeviceToDevice, *q.stream));
+    return out;
+  }
+  PGK_RETURN_IF_ERROR(LaunchCopy(a, out));
+  return out;
+}
+
+absl::StatusOr<GPUArray> Contiguous(const GPUArray& a) {
+  if (a.is_contiguous()) return a;
+  return Copy(a);
+}
+
+absl::StatusOr<GPUArray> AsType(const GPUArray& a, DType dtype, bool copy) {
+  if (dtype == a.dtype()) return copy ? Copy(a) : a;
+  PGK_ASSIGN_OR_RETURN(GPUArray out, Empty(a.shape(), dtype, a.device()));
+  PGK_RETURN_IF_ERROR(LaunchCopy(a, out));
+  return out;
+}
+
+absl::StatusOr<GPUArray> ToDevice(const GPUArray& a, Device device) {
+  PGK_RETURN_IF_ERROR(Runtime::Get().CheckDevice(device));
+  if (device == a.device()) return a;
+  std::vector<unsigned char> host(static_cast<size_t>(a.nbytes()));
+  PGK_RETURN_IF_ERROR(ToHost(a, host.data()));
+  return FromHost(host.data(), a.shape(), a.dtype(), device);
+}
+
+absl::Status Assign(const GPUArray& dst, const GPUArray& src) {
+  if (dst.device() != src.device()) {
+    return ValueError(absl::StrCat("setitem: value is on ", src.device().ToString(),
+                                   " but the array is on ", dst.device().ToString()));
+  }
+  PGK_ASSIGN_OR_RETURN(GPUArray value, BroadcastTo(src, dst.shape()));
+  if (value.buffer() == dst.buffer()) {
+    // Source and destination may overlap: read everything before writing.
+    PGK_ASSIGN_OR_RETURN(value, Copy(value));
+  }
+  return LaunchCopy(value, dst);
+}
+
+absl::StatusOr<Scalar> Item(const GPUArray& a) {
+  if (a.size() != 1) {
+    return ValueError(absl::StrCat("item: only arrays of one element convert to a scalar, got shape ",
+                                   ShapeToString(a.shape())));
+  }
+  // Read the value as float64 / complex128 / int64 / bool, the Python scalar's precision.
+  DType wide = IsComplex(a.dtype())   ? DType::Complex128
+               : IsFloating(a.dtype()) ? DType::Float64
+               : a.dtype() == DType::Bool ? DType::Bool
+               : a.dtype() == DType::UInt64 ? DType::UInt64
+                                            : DType::Int64;
+  PGK_ASSIGN_OR_RETURN(GPUArray w, AsType(a, wide, false));
+  unsigned char raw[16] = {0};
+  PGK_RETURN_IF_ERROR(ToHost(w, raw));
+  switch (wide) {
+    case DType::Complex128: {
+      double c[2];
+      std::memcpy(c, raw, 16);
+      return Scalar::Complex({c[0], c[1]});
+    }
+    case DType::Float64: {
+      double v;
+      std::memcpy(&v, raw, 8);
+      return Scalar::Float(v);
+    }
+    case DType::Bool:
+      return Scalar::Bool(raw[0] != 0);
+    case DType::UInt64: {
+      uint64_t v;
+      std::memcpy(&v, raw, 8);
+      // Values above INT64_MAX come back as float, Python-side big ints are not representable.
+      if (v > static_cast<uint64_t>(INT64_MAX)) return Scalar::Float(static_cast<double>(v));
+      return Scalar::Int(static_cast<int64_t>(v));
+    }
+    default: {
+      int64_t v;
+      std::memcpy(&v, raw, 8);
+      return Scalar::Int(v);
+    }
+  }
+}
+
+absl::Status Synchronize(Device device) { return Runtime::Get().Synchronize(device); }
+
+}  // namespace pygpukit::ops

@@ -1,0 +1,110 @@
+// CPU implementations of the elementwise kernel families: the shared per-element bodies from
+// ops/kernels/elementwise.h run in parallel chunks on the host thread pool, queued on the
+// array's CPU stream through the dispatcher.
+#include "absl/strings/str_cat.h"
+#include "core/cpu/thread_pool.h"
+#include "core/status.h"
+#include "ops/kernel_launch.h"
+#include "ops/kernels/elementwise.h"
+#include "runtime/runtime.h"
+
+namespace pygpukit::ops::cpu_kernels {
+namespace {
+
+using kernels::ElementwiseParams;
+
+constexpr int64_t kGrain = 1 << 15;  // elements per parallel chunk
+
+// Queues `body(i)` for every element index on the stream.
+template <typename Body>
+absl::Status Enqueue(hal::Stream& s, absl::string_view kernel, int64_t n, KeepAlive keep,
+                     Body body) {
+  return Runtime::Get().dispatcher().LaunchHost(
+      s, kernel, [n, body, keep = std::move(keep)] {
+        cpu::ParallelFor(n, kGrain, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) body(i);
+        });
+      });
+}
+
+template <typename Word>
+void FillElement(const ElementwiseParams& p, int64_t i) {
+  Word v;
+  std::memcpy(&v, p.scalar, sizeof(Word));
+  Word* out = static_cast<Word*>(p.out);
+  if (p.contiguous) {
+    out[i] = v;
+  } else {
+    out[kernels::OffsetOf(i, p.ndim, p.shape, p.out_strides)] = v;
+  }
+}
+
+}  // namespace
+
+absl::Status Copy(hal::Stream& s, DType src, DType dst, const ElementwiseParams& p,
+                  KeepAlive keep) {
+  return VisitDType(src, [&](auto st) {
+    return VisitDType(dst, [&](auto dt) {
+      using S = typename decltype(st)::type;
+      using D = typename decltype(dt)::type;
+      return Enqueue(s, "copy", p.n, std::move(keep),
+                     [p](int64_t i) { kernels::CopyElement<S, D>(p, i); });
+    });
+  });
+}
+
+absl::Status Fill(hal::Stream& s, int itemsize, const ElementwiseParams& p, KeepAlive keep) {
+  switch (itemsize) {
+    case 1:
+      return Enqueue(s, "fill", p.n, std::move(keep), [p](int64_t i) { FillElement<uint8_t>(p, i); });
+    case 2:
+      return Enqueue(s, "fill", p.n, std::move(keep), [p](int64_t i) { FillElement<uint16_t>(p, i); });
+    case 4:
+      return Enqueue(s, "fill", p.n, std::move(keep), [p](int64_t i) { FillElement<uint32_t>(p, i); });
+    case 8:
+      return Enqueue(s, "fill", p.n, std::move(keep), [p](int64_t i) { FillElement<uint64_t>(p, i); });
+    case 16:
+      return Enqueue(s, "fill", p.n, std::move(keep), [p](int64_t i) { FillElement<complex128>(p, i); });
+  }
+  return RuntimeError(absl::StrCat("fill: unsupported item size ", itemsize));
+}
+
+absl::Status Arange(hal::Stream& s, DType dtype, const kernels::ArangeParams& p, KeepAlive keep) {
+  return VisitDType(dtype, [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    if constexpr (kernels::IsComplexT<T>::value || std::is_same_v<T, bool>) {
+      return TypeError(absl::StrCat("arange: unsupported dtype ", DTypeName(dtype)));
+    } else {
+      return Enqueue(s, "arange", p.n, std::move(keep),
+                     [p](int64_t i) { kernels::ArangeElement<T>(p, i); });
+    }
+  });
+}
+
+absl::Status Binary(hal::Stream& s, BinaryOp op, DType dtype, const ElementwiseParams& p,
+                    KeepAlive keep) {
+  return VisitDType(dtype, [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    switch (op) {
+      case BinaryOp::kAdd:
+        return Enqueue(s, "add", p.n, std::move(keep),
+                       [p](int64_t i) { kernels::BinaryElement<kernels::AddOp, T>(p, i); });
+      case BinaryOp::kSubtract:
+        return Enqueue(s, "subtract", p.n, std::move(keep),
+                       [p](int64_t i) { kernels::BinaryElement<kernels::SubOp, T>(p, i); });
+      case BinaryOp::kMultiply:
+        return Enqueue(s, "multiply", p.n, std::move(keep),
+                       [p](int64_t i) { kernels::BinaryElement<kernels::MulOp, T>(p, i); });
+      case BinaryOp::kDivide:
+        if constexpr (std::is_integral_v<T>) {
+          return TypeError("divide: integer operands must be promoted before the kernel");
+        } else {
+          return Enqueue(s, "divide", p.n, std::move(keep),
+                         [p](int64_t i) { kernels::BinaryElement<kernels::DivOp, T>(p, i); });
+        }
+    }
+    return RuntimeError("binary: unknown op");
+  });
+}
+
+}  // namespace pygpukit::ops::cpu_kernels

@@ -1,0 +1,82 @@
+// Creation ops: empty / full / zeros / ones / arange / from host data.
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "core/status.h"
+#include "ops/kernel_launch.h"
+#include "ops/ops.h"
+#include "runtime/runtime.h"
+
+namespace pygpukit::ops {
+
+absl::StatusOr<GPUArray> Empty(absl::Span<const int64_t> shape, DType dtype, Device device) {
+  PGK_RETURN_IF_ERROR(ValidateShape(shape, "empty"));
+  Runtime& rt = Runtime::Get();
+  PGK_ASSIGN_OR_RETURN(Allocator * alloc, rt.allocator(device));
+  PGK_ASSIGN_OR_RETURN(hal::Stream * stream, rt.stream(device));
+  size_t bytes = static_cast<size_t>(NumElements(shape)) * ItemSize(dtype);
+  PGK_ASSIGN_OR_RETURN(auto buffer, alloc->Allocate(bytes, *stream));
+  return GPUArray(std::move(buffer), dtype, Shape(shape.begin(), shape.end()),
+                  ContiguousStrides(shape), 0);
+}
+
+absl::StatusOr<GPUArray> Full(absl::Span<const int64_t> shape, const Scalar& value, DType dtype,
+                              Device device) {
+  unsigned char encoded[16];
+  PGK_RETURN_IF_ERROR(EncodeScalar(value, dtype, encoded, "full"));
+  PGK_ASSIGN_OR_RETURN(GPUArray out, Empty(shape, dtype, device));
+  PGK_RETURN_IF_ERROR(LaunchFill(out, encoded));
+  return out;
+}
+
+absl::StatusOr<GPUArray> Zeros(absl::Span<const int64_t> shape, DType dtype, Device device) {
+  return Full(shape, Scalar::Int(0), dtype, device);
+}
+
+absl::StatusOr<GPUArray> Ones(absl::Span<const int64_t> shape, DType dtype, Device device) {
+  return Full(shape, Scalar::Int(1), dtype, device);
+}
+
+absl::StatusOr<GPUArray> Arange(double start, double stop, double step, DType dtype,
+                                Device device) {
+  if (step == 0) return ValueError("arange: step must not be zero");
+  if (!std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step)) {
+    return ValueError("arange: start, stop and step must be finite");
+  }
+  if (IsComplex(dtype) || dtype == DType::Bool) {
+    return TypeError(absl::StrCat("arange: unsupported dtype ", DTypeName(dtype)));
+  }
+  double len = std::ceil((stop - start) / step);
+  int64_t n = len > 0 ? static_cast<int64_t>(len) : 0;
+  PGK_ASSIGN_OR_RETURN(GPUArray out, Empty({n}, dtype, device));
+  kernels::ArangeParams p{};
+  p.start_f = start;
+  p.step_f = step;
+  p.start_i = static_cast<int64_t>(start);
+  p.step_i = static_cast<int64_t>(step);
+  PGK_RETURN_IF_ERROR(LaunchArange(out, p));
+  return out;
+}
+
+absl::StatusOr<GPUArray> ArangeInt(int64_t start, int64_t stop, int64_t step, DType dtype,
+                                   Device device) {
+  if (step == 0) return ValueError("arange: step must not be zero");
+  if (IsComplex(dtype) || dtype == DType::Bool) {
+    return TypeError(absl::StrCat("arange: unsupported dtype ", DTypeName(dtype)));
+  }
+  // Exact count in 128-bit arithmetic: (stop - start) may overflow int64.
+  __int128 span = static_cast<__int128>(stop) - start;
+  __int128 count = step > 0 ? (span + step - 1) / step : (span + step + 1) / step;
+  int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
+  PGK_ASSIGN_OR_RETURN(GPUArray out, Empty({n}, dtype, device));
+  kernels::ArangeParams p{};
+  p.start_i = start;
+  p.step_i = step;
+  p.start_f = static_cast<double>(start);
+  p.step_f = static_cast<double>(step);
+  PGK_RETURN_IF_ERROR(LaunchArange(out, p));
+  return out;
+}
+
+}  // namespace pygpukit::ops

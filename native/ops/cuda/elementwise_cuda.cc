@@ -1,0 +1,50 @@
+// Host side of the CUDA elementwise families: picks the kernel symbol for the dtype, sizes the
+// grid and launches through the dispatcher. Compiled by the host compiler; the kernels themselves
+// are in elementwise.cu.
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "core/status.h"
+#include "ops/kernel_launch.h"
+#include "runtime/runtime.h"
+
+namespace pygpukit::ops::cuda_kernels {
+namespace {
+
+constexpr unsigned kBlock = 256;
+constexpr int64_t kMaxBlocks = 1 << 16;  // grid-stride loops cover the rest
+
+template <typename Params>
+absl::Status Launch(hal::Stream& s, const std::string& kernel, int64_t n, const Params& p) {
+  hal::LaunchDims dims;
+  dims.block[0] = kBlock;
+  dims.grid[0] = static_cast<unsigned>(std::clamp<int64_t>((n + kBlock - 1) / kBlock, 1, kMaxBlocks));
+  void* args[] = {const_cast<Params*>(&p)};
+  return Runtime::Get().dispatcher().LaunchDevice(s, kernel, dims, args);
+}
+
+}  // namespace
+
+absl::Status Copy(hal::Stream& s, DType, DType dst, const kernels::ElementwiseParams& p) {
+  return Launch(s, absl::StrCat("pgk_copy_", DTypeCode(dst)), p.n, p);
+}
+
+absl::Status Fill(hal::Stream& s, int itemsize, const kernels::ElementwiseParams& p) {
+  return Launch(s, absl::StrCat("pgk_fill_", itemsize), p.n, p);
+}
+
+absl::Status Arange(hal::Stream& s, DType dtype, const kernels::ArangeParams& p) {
+  if (IsComplex(dtype) || dtype == DType::Bool) {
+    return TypeError(absl::StrCat("arange: unsupported dtype ", DTypeName(dtype)));
+  }
+  return Launch(s, absl::StrCat("pgk_arange_", DTypeCode(dtype)), p.n, p);
+}
+
+absl::Status Binary(hal::Stream& s, BinaryOp op, DType dtype, const kernels::ElementwiseParams& p) {
+  if (op == BinaryOp::kDivide && (IsInteger(dtype) || dtype == DType::Bool)) {
+    return TypeError("divide: integer operands must be promoted before the kernel");
+  }
+  return Launch(s, absl::StrCat("pgk_", BinaryOpName(op), "_", DTypeCode(dtype)), p.n, p);
+}
+
+}  // namespace pygpukit::ops::cuda_kernels

@@ -1,0 +1,172 @@
+#include "ops/kernel_launch.h"
+
+#include <cstring>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "core/status.h"
+#include "ops/kernels/scalar_ops.h"
+#include "runtime/runtime.h"
+
+namespace pygpukit::ops {
+namespace {
+
+using kernels::ElementwiseParams;
+using kernels::kKernelMaxDims;
+
+// Fills shape/strides of `p` from the coalesced layout of the given operands (output first).
+absl::Status BuildParams(const GPUArray& out, const GPUArray* a, const GPUArray* b,
+                         ElementwiseParams& p, absl::string_view op) {
+  std::memset(&p, 0, sizeof(p));
+  p.n = out.size();
+  absl::InlinedVector<absl::Span<const int64_t>, 3> strides = {out.strides()};
+  if (a) strides.push_back(a->strides());
+  if (b) strides.push_back(b->strides());
+  CoalescedLayout layout = Coalesce(out.shape(), strides);
+  if (layout.shape.size() > static_cast<size_t>(kKernelMaxDims)) {
+    return NotImplementedError(absl::StrCat(op, ": operand layout has ", layout.shape.size(),
+                                            " non-mergeable dimensions; kernels support ",
+                                            kKernelMaxDims, " (make the operands contiguous)"));
+  }
+  p.ndim = static_cast<int32_t>(layout.shape.size());
+  bool contiguous = true;
+  for (int d = 0; d < p.ndim; ++d) p.shape[d] = layout.shape[d];
+  for (size_t k = 0; k < strides.size(); ++k) {
+    int64_t* dst = k == 0 ? p.out_strides : (k == 1 && a ? p.a_strides : p.b_strides);
+    for (int d = 0; d < p.ndim; ++d) dst[d] = layout.strides[k][d];
+    contiguous = contiguous && (p.ndim == 0 || (p.ndim == 1 && layout.strides[k][0] == 1));
+  }
+  p.contiguous = contiguous ? 1 : 0;
+  p.out = out.data();
+  p.a = a ? a->data() : nullptr;
+  p.b = b ? b->data() : nullptr;
+  return absl::OkStatus();
+}
+
+KeepAlive Keep(std::initializer_list<const GPUArray*> arrays) {
+  KeepAlive k;
+  for (const GPUArray* a : arrays) {
+    if (a != nullptr) k.push_back(a->buffer());
+  }
+  return k;
+}
+
+absl::StatusOr<hal::Stream*> StreamOf(const GPUArray& a) {
+  return Runtime::Get().stream(a.device());
+}
+
+template <typename T>
+bool FitsInteger(int64_t v) {
+  if constexpr (std::is_same_v<T, uint64_t>) {
+    return v >= 0;
+  } else {
+    return v >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
+           v <= static_cast<int64_t>(std::numeric_limits<T>::max());
+  }
+}
+
+}  // namespace
+
+absl::string_view BinaryOpName(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::kAdd:
+      return "add";
+    case BinaryOp::kSubtract:
+      return "subtract";
+    case BinaryOp::kMultiply:
+      return "multiply";
+    case BinaryOp::kDivide:
+      return "divide";
+  }
+  return "?";
+}
+
+absl::Status EncodeScalar(const Scalar& s, DType dtype, unsigned char* out16, absl::string_view op) {
+  std::memset(out16, 0, 16);
+  return VisitDType(dtype, [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    T v;
+    switch (s.kind) {
+      case ScalarKind::Bool:
+        v = kernels::Cast<T>(s.b);
+        break;
+      case ScalarKind::Int:
+        if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+          if (!FitsInteger<T>(s.i)) {
+            return OverflowError(absl::StrCat(op, ": Python integer ", s.i, " out of bounds for ",
+                                              DTypeName(dtype)));
+          }
+        }
+        v = kernels::Cast<T>(s.i);
+        break;
+      case ScalarKind::Float:
+        v = kernels::Cast<T>(s.f);
+        break;
+      case ScalarKind::Complex:
+        v = kernels::Cast<T>(complex128(s.c.real(), s.c.imag()));
+        break;
+    }
+    std::memcpy(out16, &v, sizeof(T));
+    return absl::OkStatus();
+  });
+}
+
+absl::Status LaunchCopy(const GPUArray& src, const GPUArray& dst) {
+  if (dst.size() == 0) return absl::OkStatus();
+  if (src.device() != dst.device()) {
+    return ValueError(absl::StrCat("copy: arrays on ", src.device().ToString(), " and ",
+                                   dst.device().ToString()));
+  }
+  ElementwiseParams p;
+  PGK_RETURN_IF_ERROR(BuildParams(dst, &src, nullptr, p, "copy"));
+  p.a_dtype = static_cast<int32_t>(src.dtype());
+  PGK_ASSIGN_OR_RETURN(hal::Stream * s, StreamOf(dst));
+  if (dst.device().is_cpu()) {
+    return cpu_kernels::Copy(*s, src.dtype(), dst.dtype(), p, Keep({&src, &dst}));
+  }
+  return cuda_kernels::Copy(*s, src.dtype(), dst.dtype(), p);
+}
+
+absl::Status LaunchFill(const GPUArray& dst, const unsigned char* value) {
+  if (dst.size() == 0) return absl::OkStatus();
+  ElementwiseParams p;
+  PGK_RETURN_IF_ERROR(BuildParams(dst, nullptr, nullptr, p, "fill"));
+  std::memcpy(p.scalar, value, dst.itemsize());
+  PGK_ASSIGN_OR_RETURN(hal::Stream * s, StreamOf(dst));
+  int itemsize = static_cast<int>(dst.itemsize());
+  if (dst.device().is_cpu()) return cpu_kernels::Fill(*s, itemsize, p, Keep({&dst}));
+  return cuda_kernels::Fill(*s, itemsize, p);
+}
+
+absl::Status LaunchArange(const GPUArray& dst, const kernels::ArangeParams& params) {
+  if (dst.size() == 0) return absl::OkStatus();
+  kernels::ArangeParams p = params;
+  p.n = dst.size();
+  p.out = dst.data();
+  PGK_ASSIGN_OR_RETURN(hal::Stream * s, StreamOf(dst));
+  if (dst.device().is_cpu()) return cpu_kernels::Arange(*s, dst.dtype(), p, Keep({&dst}));
+  return cuda_kernels::Arange(*s, dst.dtype(), p);
+}
+
+absl::Status LaunchBinary(BinaryOp op, const GPUArray& out, const GPUArray* a, const GPUArray* b,
+                          const unsigned char* scalar) {
+  if (out.size() == 0) return absl::OkStatus();
+  ElementwiseParams p;
+  PGK_RETURN_IF_ERROR(BuildParams(out, a, b, p, BinaryOpName(op)));
+  if (a == nullptr) p.scalar_operand = kernels::kScalarA;
+  if (b == nullptr) p.scalar_operand = kernels::kScalarB;
+  if (scalar != nullptr) std::memcpy(p.scalar, scalar, out.itemsize());
+  PGK_ASSIGN_OR_RETURN(hal::Stream * s, StreamOf(out));
+  if (out.device().is_cpu()) {
+    return cpu_kernels::Binary(*s, op, out.dtype(), p, Keep({&out, a, b}));
+  }
+  return cuda_kernels::Binary(*s, op, out.dtype(), p);
+}
+
+absl::Status LaunchMatmul(const MatmulProblem& problem, Device device, KeepAlive keep) {
+  PGK_ASSIGN_OR_RETURN(hal::Stream * s, Runtime::Get().stream(device));
+  if (device.is_cpu()) return cpu_kernels::Matmul(*s, problem, std::move(keep));
+  return cuda_kernels::Matmul(*s, problem, device);
+}
+
+}  // namespace pygpukit::ops

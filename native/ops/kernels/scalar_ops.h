@@ -1,0 +1,110 @@
+// Scalar semantics of elementwise ops, defined once for both backends: the CPU kernels (g++) and
+// the CUDA kernels (nvcc) instantiate these same templates, so both compute the same bits.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "core/scalar_types.h"
+
+namespace pygpukit::kernels {
+
+template <typename T>
+struct IsComplexT : std::false_type {};
+template <typename T>
+struct IsComplexT<Complex<T>> : std::true_type {};
+template <typename T>
+struct IsHalfT : std::bool_constant<std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>> {};
+
+namespace detail {
+// double -> float rounding to odd: a following rounding to a narrower format (half, bfloat16)
+// then rounds correctly, avoiding double-rounding errors.
+PGK_HD float DoubleToFloatRoundOdd(double d) {
+  float f = static_cast<float>(d);
+  if (static_cast<double>(f) == d || d != d) return f;
+  uint32_t bits = ::pygpukit::detail::FloatBits(f);
+  if ((bits & 1u) == 0) {
+    bool f_above = static_cast<double>(f) > d;
+    bool positive = (bits >> 31) == 0;
+    bits += (f_above == positive) ? uint32_t(-1) : 1u;  // step toward d in magnitude terms
+  }
+  return ::pygpukit::detail::BitsFloat(bits);
+}
+}  // namespace detail
+
+/// Converts between any two dtypes' scalar types with NumPy semantics (complex -> real keeps the
+/// real part; anything -> bool is != 0; float -> int truncates).
+template <typename To, typename From>
+PGK_HD To Cast(From x) {
+  if constexpr (std::is_same_v<To, From>) {
+    return x;
+  } else if constexpr (IsComplexT<From>::value) {
+    if constexpr (IsComplexT<To>::value) {
+      using R = decltype(To{}.re);
+      return To(static_cast<R>(x.re), static_cast<R>(x.im));
+    } else if constexpr (std::is_same_v<To, bool>) {
+      return x.re != 0 || x.im != 0;
+    } else {
+      return Cast<To>(x.re);
+    }
+  } else if constexpr (IsComplexT<To>::value) {
+    using R = decltype(To{}.re);
+    return To(Cast<R>(x), R(0));
+  } else if constexpr (IsHalfT<From>::value) {
+    return Cast<To>(static_cast<float>(x));
+  } else if constexpr (IsHalfT<To>::value) {
+    if constexpr (std::is_same_v<From, double>) {
+      return To(detail::DoubleToFloatRoundOdd(x));
+    } else if constexpr (std::is_integral_v<From> && sizeof(From) >= 4) {
+      return To(detail::DoubleToFloatRoundOdd(static_cast<double>(x)));
+    } else {
+      return To(static_cast<float>(x));
+    }
+  } else if constexpr (std::is_same_v<To, bool>) {
+    return x != From(0);
+  } else {
+    return static_cast<To>(x);
+  }
+}
+
+/// Unsigned type integer arithmetic is done in: integer ops wrap (two's complement) as in NumPy,
+/// and signed overflow is undefined in C++. At least 32 bits so that narrow operands are not
+/// promoted to (signed) int, where uint16 * uint16 could overflow.
+template <typename T>
+using WrapType = std::conditional_t<(sizeof(T) < 4), uint32_t, std::make_unsigned_t<T>>;
+
+#define PGK_BINARY_OP(NAME, EXPR_BOOL, OPERATOR)                                    \
+  struct NAME {                                                                     \
+    template <typename T>                                                           \
+    PGK_HD static T Apply(T a, T b) {                                               \
+      if constexpr (std::is_same_v<T, bool>) {                                      \
+        return EXPR_BOOL;                                                           \
+      } else if constexpr (IsHalfT<T>::value) {                                     \
+        return T(static_cast<float>(a) OPERATOR static_cast<float>(b));             \
+      } else if constexpr (std::is_integral_v<T>) {                                 \
+        return static_cast<T>(WrapType<T>(a) OPERATOR WrapType<T>(b));              \
+      } else {                                                                      \
+        return a OPERATOR b;                                                        \
+      }                                                                             \
+    }                                                                               \
+  };
+
+PGK_BINARY_OP(AddOp, a || b, +)
+PGK_BINARY_OP(SubOp, a != b, -)  // bool is rejected before reaching kernels
+PGK_BINARY_OP(MulOp, a && b, *)
+#undef PGK_BINARY_OP
+
+/// True division; ops promote integer operands to a floating dtype before reaching it.
+struct DivOp {
+  template <typename T>
+  PGK_HD static T Apply(T a, T b) {
+    if constexpr (IsHalfT<T>::value) {
+      return T(static_cast<float>(a) / static_cast<float>(b));
+    } else {
+      static_assert(!std::is_integral_v<T>, "integer true division is done in floating point");
+      return a / b;
+    }
+  }
+};
+
+}  // namespace pygpukit::kernels

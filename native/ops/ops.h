@@ -1,0 +1,104 @@
+// The array operations of the C++ API. Each validates its arguments, applies type promotion,
+// allocates the output from the device's pool and launches through the dispatcher. Errors come
+// back as statuses that name the op and the offending shapes / dtypes.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "ops/array.h"
+
+namespace pygpukit::ops {
+
+// ---- creation ----
+/// Uninitialized array.
+absl::StatusOr<GPUArray> Empty(absl::Span<const int64_t> shape, DType dtype, Device device);
+/// Array filled with `value` cast to `dtype`.
+absl::StatusOr<GPUArray> Full(absl::Span<const int64_t> shape, const Scalar& value, DType dtype,
+                              Device device);
+absl::StatusOr<GPUArray> Zeros(absl::Span<const int64_t> shape, DType dtype, Device device);
+absl::StatusOr<GPUArray> Ones(absl::Span<const int64_t> shape, DType dtype, Device device);
+/// Values start, start+step, ... below stop (above, for negative step). Real dtypes only.
+absl::StatusOr<GPUArray> Arange(double start, double stop, double step, DType dtype, Device device);
+/// Integer arange computed exactly in int64.
+absl::StatusOr<GPUArray> ArangeInt(int64_t start, int64_t stop, int64_t step, DType dtype,
+                                   Device device);
+/// Copies C-contiguous host data into a new array; returns once `data` may be reused.
+absl::StatusOr<GPUArray> FromHost(const void* data, absl::Span<const int64_t> shape, DType dtype,
+                                  Device device);
+
+// ---- host transfer / copies ----
+/// Copies `a` in C order into `dst` (a.nbytes() bytes); blocks until the data is there.
+absl::Status ToHost(const GPUArray& a, void* dst);
+/// A C-contiguous copy of `a` (same dtype), always new memory.
+absl::StatusOr<GPUArray> Copy(const GPUArray& a);
+/// `a` if it is already C-contiguous, else a contiguous copy.
+absl::StatusOr<GPUArray> Contiguous(const GPUArray& a);
+/// Cast to `dtype` (a copy; `a` itself when `copy` is false and the dtype already matches).
+absl::StatusOr<GPUArray> AsType(const GPUArray& a, DType dtype, bool copy = true);
+/// The same data on another device.
+absl::StatusOr<GPUArray> ToDevice(const GPUArray& a, Device device);
+/// Writes `src` (broadcast to dst's shape, cast to dst's dtype) into `dst`.
+absl::Status Assign(const GPUArray& dst, const GPUArray& src);
+
+// ---- views ----
+/// Reshape; a view when the layout allows, else a copy. One -1 extent is inferred.
+absl::StatusOr<GPUArray> Reshape(const GPUArray& a, absl::Span<const int64_t> shape);
+/// Permutes axes (negative axes allowed).
+absl::StatusOr<GPUArray> PermuteDims(const GPUArray& a, absl::Span<const int64_t> axes);
+/// Reverses all axes (NumPy's .T).
+absl::StatusOr<GPUArray> Transpose(const GPUArray& a);
+/// Swaps the last two axes (Array API .mT); needs ndim >= 2.
+absl::StatusOr<GPUArray> MatrixTranspose(const GPUArray& a);
+/// View broadcast to `shape`.
+absl::StatusOr<GPUArray> BroadcastTo(const GPUArray& a, absl::Span<const int64_t> shape);
+
+/// One component of a basic index.
+struct IndexItem {
+  enum class Kind { kInteger, kSlice, kNewAxis, kEllipsis } kind = Kind::kInteger;
+  int64_t index = 0;
+  std::optional<int64_t> start, stop;
+  int64_t step = 1;
+};
+/// Basic indexing (integers, slices with steps, None, Ellipsis): always a view.
+absl::StatusOr<GPUArray> Index(const GPUArray& a, absl::Span<const IndexItem> items);
+
+// ---- arithmetic ----
+enum class BinaryOp { kAdd, kSubtract, kMultiply, kDivide };
+/// Elementwise a op b with broadcasting and type promotion.
+absl::StatusOr<GPUArray> Binary(BinaryOp op, const GPUArray& a, const GPUArray& b);
+/// a op s with s a weak Python scalar (NEP 50).
+absl::StatusOr<GPUArray> Binary(BinaryOp op, const GPUArray& a, const Scalar& s);
+/// s op a with s a weak Python scalar.
+absl::StatusOr<GPUArray> Binary(BinaryOp op, const Scalar& s, const GPUArray& a);
+absl::StatusOr<GPUArray> Add(const GPUArray& a, const GPUArray& b);
+absl::StatusOr<GPUArray> Subtract(const GPUArray& a, const GPUArray& b);
+absl::StatusOr<GPUArray> Multiply(const GPUArray& a, const GPUArray& b);
+absl::StatusOr<GPUArray> Divide(const GPUArray& a, const GPUArray& b);
+
+// ---- linear algebra ----
+/// Precision of float32 matrix products.
+enum class MatmulPrecision {
+  kHighest,  // true FP32 (default)
+  kTF32,     // tensor-core TF32 inputs, FP32 accumulation (CUDA only; CPU stays FP32)
+};
+/// Which implementation serves a CUDA matmul.
+enum class MatmulBackend { kAuto, kCublasLt };
+struct MatmulOptions {
+  MatmulPrecision precision = MatmulPrecision::kHighest;
+  MatmulBackend backend = MatmulBackend::kAuto;
+};
+/// NumPy matmul semantics: 1-D operands promoted and squeezed, batch dims broadcast.
+absl::StatusOr<GPUArray> Matmul(const GPUArray& a, const GPUArray& b,
+                                const MatmulOptions& options = {});
+
+// ---- utilities ----
+/// The scalar value of a one-element array (copied to the host).
+absl::StatusOr<Scalar> Item(const GPUArray& a);
+/// Waits for all work queued on the array's device.
+absl::Status Synchronize(Device device);
+
+}  // namespace pygpukit::ops

@@ -1,0 +1,120 @@
+#include "runtime/allocator.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/status.h"
+
+namespace pygpukit {
+
+Buffer::~Buffer() { owner_->Release(ptr_, bytes_, stream_); }
+
+size_t RoundAllocationSize(size_t bytes) {
+  constexpr size_t kSmall = 512, kLarge = size_t{2} << 20, kLargeThreshold = size_t{1} << 20;
+  size_t unit = bytes > kLargeThreshold ? kLarge : kSmall;
+  return (std::max<size_t>(bytes, 1) + unit - 1) / unit * unit;
+}
+
+CachingAllocator::CachingAllocator(hal::Backend* backend, Device device)
+    : backend_(backend), device_(device) {}
+
+CachingAllocator::~CachingAllocator() = default;  // process-lifetime; the driver reclaims memory
+
+absl::StatusOr<std::shared_ptr<Buffer>> CachingAllocator::Allocate(size_t bytes,
+                                                                    hal::Stream& stream) {
+  size_t size = RoundAllocationSize(bytes);
+  void* ptr = nullptr;
+  hal::Stream* owner = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.num_allocations;
+    // Best fit among cached blocks no larger than twice the request, preferring this stream's.
+    auto lo = free_.lower_bound(size), hi = free_.upper_bound(2 * size);
+    auto pick = hi;
+    for (auto it = lo; it != hi; ++it) {
+      if (it->second.stream == &stream) {
+        pick = it;
+        break;
+      }
+      if (pick == hi) pick = it;
+    }
+    if (pick != hi) {
+      size = pick->first;
+      ptr = pick->second.ptr;
+      owner = pick->second.stream;
+      free_.erase(pick);
+      ++stats_.num_cache_hits;
+      Account(size);
+    }
+  }
+  if (ptr != nullptr) {
+    if (owner != &stream) {
+      // Work queued on the owner stream may still touch the block: order this stream after it.
+      PGK_ASSIGN_OR_RETURN(auto ev, backend_->CreateEvent(device_.index, false));
+      PGK_RETURN_IF_ERROR(backend_->Record(*ev, *owner));
+      PGK_RETURN_IF_ERROR(backend_->Wait(stream, *ev));
+    }
+    return std::make_shared<Buffer>(this, device_, ptr, size, &stream);
+  }
+  auto raw = backend_->RawAllocate(device_.index, size);
+  if (!raw.ok() && raw.status().code() == absl::StatusCode::kResourceExhausted) {
+    PGK_RETURN_IF_ERROR(EmptyCache());
+    raw = backend_->RawAllocate(device_.index, size);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!raw.ok()) {
+    if (raw.status().code() != absl::StatusCode::kResourceExhausted) return raw.status();
+    return MemoryError(absl::StrCat("out of memory on ", device_.ToString(), ": requested ", bytes,
+                                    " bytes; allocated ", stats_.allocated_bytes, ", reserved ",
+                                    stats_.reserved_bytes, " (cached blocks already released)"));
+  }
+  ++stats_.num_driver_allocations;
+  stats_.reserved_bytes += static_cast<int64_t>(size);
+  Account(size);
+  return std::make_shared<Buffer>(this, device_, *raw, size, &stream);
+}
+
+void CachingAllocator::Account(size_t size) {
+  stats_.allocated_bytes += static_cast<int64_t>(size);
+  stats_.peak_allocated_bytes = std::max(stats_.peak_allocated_bytes, stats_.allocated_bytes);
+  ++stats_.active_blocks;
+}
+
+void CachingAllocator::Release(void* ptr, size_t bytes, hal::Stream* stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.allocated_bytes -= static_cast<int64_t>(bytes);
+  --stats_.active_blocks;
+  free_.emplace(bytes, Cached{ptr, stream});
+}
+
+absl::Status CachingAllocator::EmptyCache() {
+  std::multimap<size_t, Cached> blocks;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    blocks.swap(free_);
+  }
+  // Outside the lock: synchronizing a CPU stream runs tasks that may free buffers (and so call
+  // Release, which takes the lock).
+  absl::Status status;
+  int64_t freed = 0, count = 0;
+  for (auto& [size, block] : blocks) {
+    // Work still queued on the owning stream may use the block; wait for it before freeing.
+    absl::Status s = backend_->Synchronize(*block.stream);
+    if (s.ok()) s = backend_->RawFree(device_.index, block.ptr);
+    if (s.ok()) {
+      freed += static_cast<int64_t>(size);
+      ++count;
+    } else if (status.ok()) {
+      status = s;
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.reserved_bytes -= freed;
+  stats_.num_driver_frees += count;
+  return status;
+}
+
+MemoryStats CachingAllocator::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+}  // namespace pygpukit

@@ -1,0 +1,116 @@
+#include "runtime/dispatcher.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/cpu/cpu_backend.h"
+#include "core/status.h"
+#include "runtime/embedded_kernels.h"
+#if PGK_WITH_CUDA
+#include "core/cuda/cuda_backend.h"
+#endif
+
+namespace pygpukit {
+
+Dispatcher::Dispatcher(cpu::CpuBackend* cpu, cuda::CudaBackend* cuda) : cpu_(cpu), cuda_(cuda) {}
+Dispatcher::~Dispatcher() = default;
+
+void Dispatcher::Count(absl::string_view kernel) {
+  auto it = stats_.per_kernel.find(kernel);
+  if (it == stats_.per_kernel.end()) {
+    stats_.per_kernel.emplace(std::string(kernel), 1);
+  } else {
+    ++it->second;
+  }
+}
+
+absl::Status Dispatcher::LaunchHost(hal::Stream& stream, absl::string_view kernel,
+                                    std::function<void()> task) {
+  if (!stream.device().is_cpu()) {
+    return ValueError(absl::StrCat("dispatch ", kernel, ": host kernel on ",
+                                   stream.device().ToString(), " stream"));
+  }
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    ++stats_.host_tasks;
+    Count(kernel);
+  }
+  return cpu_->Enqueue(stream, std::move(task));
+}
+
+absl::StatusOr<void*> Dispatcher::DeviceFunction(absl::string_view kernel, int device) {
+#if PGK_WITH_CUDA
+  std::lock_guard<std::mutex> l(mu_);
+  auto key = std::make_pair(std::string(kernel), device);
+  if (auto it = functions_.find(key); it != functions_.end()) return it->second;
+  if (!libraries_loaded_) {
+    libraries_loaded_ = true;
+    for (const EmbeddedImage& img : EmbeddedKernelImages()) {
+      auto lib = cuda_->LoadLibrary(img.data);
+      if (!lib.ok()) {
+        library_status_ = absl::Status(lib.status().code(),
+                                       absl::StrCat(lib.status().message(), " [image ", img.name,
+                                                    ", built for ", EmbeddedKernelArchs(), "]"));
+        break;
+      }
+      libraries_.push_back(*lib);
+    }
+  }
+  PGK_RETURN_IF_ERROR(library_status_);
+  for (void* lib : libraries_) {
+    auto fn = cuda_->GetFunction(lib, key.first.c_str(), device);
+    if (fn.ok()) {
+      functions_.emplace(key, *fn);
+      return *fn;
+    }
+    if (fn.status().code() != absl::StatusCode::kNotFound) return fn.status();
+  }
+  return NotImplementedError(absl::StrCat("dispatch: no CUDA kernel named ", kernel,
+                                          " in the embedded images"));
+#else
+  return NotImplementedError(absl::StrCat("dispatch ", kernel, ": built without CUDA kernels"));
+#endif
+}
+
+absl::Status Dispatcher::LaunchDevice(hal::Stream& stream, absl::string_view kernel,
+                                      const hal::LaunchDims& dims, void** args) {
+#if PGK_WITH_CUDA
+  if (cuda_ == nullptr || !stream.device().is_cuda()) {
+    return ValueError(absl::StrCat("dispatch ", kernel, ": device kernel on ",
+                                   stream.device().ToString(), " stream"));
+  }
+  PGK_ASSIGN_OR_RETURN(void* fn, DeviceFunction(kernel, stream.device().index));
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    ++stats_.device_kernels;
+    Count(kernel);
+  }
+  return cuda_->Launch(fn, dims, stream, args);
+#else
+  (void)dims;
+  (void)args;
+  (void)stream;
+  return NotImplementedError(absl::StrCat("dispatch ", kernel, ": built without CUDA kernels"));
+#endif
+}
+
+absl::Status Dispatcher::LaunchLibrary(hal::Stream& stream, absl::string_view what,
+                                       const std::function<absl::Status()>& call) {
+  (void)stream;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    ++stats_.library_calls;
+    Count(what);
+  }
+  return call();
+}
+
+DispatchStats Dispatcher::stats() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return stats_;
+}
+
+void Dispatcher::ResetStats() {
+  std::lock_guard<std::mutex> l(mu_);
+  stats_ = DispatchStats{};
+}
+
+}  // namespace pygpukit

@@ -1,0 +1,71 @@
+// The dispatcher: the one place kernels are launched. Every op hands its work here, either as a
+// host task (CPU backend) or as a named device kernel from the embedded images (CUDA backend), or
+// as a library call (cuBLASLt). Kernel lookup, module loading on first use and per-kernel launch
+// counters live here; tracing and pacing hooks will attach here.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "core/hal/backend.h"
+
+namespace pygpukit {
+
+namespace cpu {
+class CpuBackend;
+}
+namespace cuda {
+class CudaBackend;
+}
+
+/// Launch counters, per kernel name.
+struct DispatchStats {
+  int64_t host_tasks = 0;
+  int64_t device_kernels = 0;
+  int64_t library_calls = 0;
+  std::map<std::string, int64_t, std::less<>> per_kernel;
+};
+
+/// Launches work on streams. Thread-safe.
+class Dispatcher {
+ public:
+  Dispatcher(cpu::CpuBackend* cpu, cuda::CudaBackend* cuda);
+  ~Dispatcher();
+
+  /// Enqueues `task` (a CPU kernel) on a CPU stream.
+  absl::Status LaunchHost(hal::Stream& stream, absl::string_view kernel, std::function<void()> task);
+  /// Launches the embedded CUDA kernel `kernel` (an extern "C" symbol) with `args` (pointers to
+  /// the kernel's parameters, as for cuLaunchKernel).
+  absl::Status LaunchDevice(hal::Stream& stream, absl::string_view kernel,
+                            const hal::LaunchDims& dims, void** args);
+  /// Runs `call`, which enqueues work on `stream` through a vendor library (cuBLASLt).
+  absl::Status LaunchLibrary(hal::Stream& stream, absl::string_view what,
+                             const std::function<absl::Status()>& call);
+
+  DispatchStats stats() const;
+  void ResetStats();
+
+ private:
+  absl::StatusOr<void*> DeviceFunction(absl::string_view kernel, int device);
+  void Count(absl::string_view kernel);
+
+  cpu::CpuBackend* cpu_;
+  cuda::CudaBackend* cuda_;
+  mutable std::mutex mu_;
+  std::vector<void*> libraries_;  // loaded lazily, once
+  bool libraries_loaded_ = false;
+  absl::Status library_status_;
+  absl::flat_hash_map<std::pair<std::string, int>, void*> functions_;
+  DispatchStats stats_;
+};
+
+}  // namespace pygpukit

@@ -1,0 +1,165 @@
+#include "runtime/runtime.h"
+
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+#include "core/cpu/cpu_backend.h"
+#include "core/status.h"
+#include "runtime/embedded_kernels.h"
+#if PGK_WITH_CUDA
+#include "core/cuda/cublaslt_api.h"
+#include "core/cuda/cuda_backend.h"
+#include "core/cuda/nvrtc_api.h"
+#endif
+
+#ifndef PGK_VERSION
+#define PGK_VERSION "0.0.0"
+#endif
+
+namespace pygpukit {
+
+const char* Version() { return PGK_VERSION; }
+
+Runtime& Runtime::Get() {
+  // Never destroyed: worker threads and driver handles must outlive every static that may still
+  // release arrays during process exit.
+  static Runtime* rt = new Runtime();
+  return *rt;
+}
+
+Runtime::Runtime() : cpu_(std::make_unique<cpu::CpuBackend>()) {
+  if (const char* env = std::getenv("PYGPUKIT_DEVICE")) forced_ = env;
+  auto make_device = [](hal::Backend* b, Device d) {
+    PerDevice p;
+    p.stream = *b->CreateStream(d.index, 0);
+    p.allocator = std::make_unique<CachingAllocator>(b, d);
+    return p;
+  };
+  cpu_device_ = make_device(cpu_.get(), Device{DeviceType::kCPU, 0});
+#if PGK_WITH_CUDA
+  if (forced_ == "cpu") {
+    cuda_status_ = NotImplementedError("cuda: disabled by PYGPUKIT_DEVICE=cpu");
+  } else if (EmbeddedKernelImages().empty()) {
+    cuda_status_ = NotImplementedError("cuda: this build has no CUDA kernels");
+  } else {
+    auto b = cuda::CudaBackend::Create();
+    if (b.ok()) {
+      cuda_ = std::move(*b);
+      for (int i = 0; i < cuda_->device_count(); ++i) {
+        auto s = cuda_->CreateStream(i, 0);
+        if (!s.ok()) {
+          cuda_status_ = s.status();
+          cuda_.reset();
+          cuda_devices_.clear();
+          break;
+        }
+        PerDevice p;
+        p.stream = std::move(*s);
+        p.allocator = std::make_unique<CachingAllocator>(cuda_.get(), Device{DeviceType::kCUDA, i});
+        cuda_devices_.push_back(std::move(p));
+      }
+    } else {
+      cuda_status_ = b.status();
+    }
+  }
+#else
+  cuda_status_ = NotImplementedError("cuda: pygpukit was built without CUDA support");
+#endif
+  bool want_cuda = forced_.rfind("cuda", 0) == 0 || forced_.rfind("gpu", 0) == 0;
+  if (want_cuda) {
+    auto d = ParseDevice(forced_);
+    default_device_ = d.ok() ? *d : Device{DeviceType::kCUDA, 0};
+  } else if (forced_ != "cpu" && cuda_ != nullptr) {
+    default_device_ = Device{DeviceType::kCUDA, 0};
+  } else {
+    default_device_ = Device{DeviceType::kCPU, 0};
+  }
+  dispatcher_ = std::make_unique<Dispatcher>(cpu_.get(), cuda_.get());
+}
+
+std::vector<Device> Runtime::devices() const {
+  std::vector<Device> out;
+  for (size_t i = 0; i < cuda_devices_.size(); ++i) {
+    out.push_back(Device{DeviceType::kCUDA, static_cast<int>(i)});
+  }
+  out.push_back(Device{DeviceType::kCPU, 0});
+  return out;
+}
+
+absl::StatusOr<const Runtime::PerDevice*> Runtime::per_device(Device d) const {
+  if (d.is_cpu()) {
+    if (d.index != 0) return ValueError(absl::StrCat("device: no device cpu:", d.index));
+    return &cpu_device_;
+  }
+  if (cuda_ == nullptr) {
+    std::string why(cuda_status_.message());
+    if (!forced_.empty() && forced_ != "cpu") {
+      absl::StrAppend(&why, " (PYGPUKIT_DEVICE=", forced_, " asks for it)");
+    }
+    return RuntimeError(absl::StrCat("device ", d.ToString(), " is not available: ", why));
+  }
+  if (d.index < 0 || d.index >= static_cast<int>(cuda_devices_.size())) {
+    return ValueError(absl::StrCat("device: no device ", d.ToString(), " (", cuda_devices_.size(),
+                                   " CUDA device(s) present)"));
+  }
+  return &cuda_devices_[d.index];
+}
+
+absl::Status Runtime::CheckDevice(Device d) const { return per_device(d).status(); }
+
+absl::StatusOr<hal::Backend*> Runtime::backend(DeviceType type) const {
+  if (type == DeviceType::kCPU) return cpu_.get();
+  PGK_RETURN_IF_ERROR(CheckDevice(Device{DeviceType::kCUDA, 0}));
+  return static_cast<hal::Backend*>(cuda_.get());
+}
+
+absl::StatusOr<hal::Stream*> Runtime::stream(Device d) const {
+  PGK_ASSIGN_OR_RETURN(const PerDevice* p, per_device(d));
+  return p->stream.get();
+}
+
+absl::StatusOr<Allocator*> Runtime::allocator(Device d) const {
+  PGK_ASSIGN_OR_RETURN(const PerDevice* p, per_device(d));
+  return p->allocator.get();
+}
+
+absl::StatusOr<hal::DeviceProperties> Runtime::properties(Device d) const {
+  PGK_ASSIGN_OR_RETURN(hal::Backend * b, backend(d.type));
+  PGK_RETURN_IF_ERROR(CheckDevice(d));
+  return b->properties(d.index);
+}
+
+absl::Status Runtime::Synchronize(Device d) const {
+  PGK_ASSIGN_OR_RETURN(hal::Backend * b, backend(d.type));
+  PGK_ASSIGN_OR_RETURN(hal::Stream * s, stream(d));
+  return b->Synchronize(*s);
+}
+
+RuntimeInfo Runtime::info() const {
+  RuntimeInfo i;
+  i.version = Version();
+  i.default_device = default_device_;
+  i.cuda_available = cuda_ != nullptr;
+  i.cuda_status = cuda_ != nullptr ? "ok" : std::string(cuda_status_.message());
+  i.forced_device = forced_;
+  i.kernel_archs = EmbeddedKernelArchs();
+#if PGK_WITH_CUDA
+  if (auto n = cuda::LoadNvrtc(); n.ok()) {
+    i.nvrtc_available = true;
+    i.nvrtc_version = absl::StrCat((*n)->major, ".", (*n)->minor);
+  } else {
+    i.nvrtc_version = std::string(n.status().message());
+  }
+  if (auto lt = cuda::LoadCublasLt(); lt.ok()) {
+    i.cublaslt_available = true;
+    i.cublaslt_version = absl::StrCat((*lt)->cublasLtGetVersion());
+  } else {
+    i.cublaslt_version = std::string(lt.status().message());
+  }
+#else
+  i.nvrtc_version = i.cublaslt_version = "built without CUDA support";
+#endif
+  return i;
+}
+
+}  // namespace pygpukit

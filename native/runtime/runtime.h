@@ -1,0 +1,89 @@
+// The Runtime: owns the backends, one default stream and one allocator per device, and the
+// dispatcher. A process has one Runtime (Runtime::Get()); the Python module and C++ services
+// share it.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/device.h"
+#include "core/hal/backend.h"
+#include "runtime/allocator.h"
+#include "runtime/dispatcher.h"
+
+namespace pygpukit {
+
+namespace cpu {
+class CpuBackend;
+}
+namespace cuda {
+class CudaBackend;
+}
+
+/// What the runtime found at start-up.
+struct RuntimeInfo {
+  std::string version;
+  Device default_device;
+  bool cuda_available = false;
+  std::string cuda_status;     // why CUDA is unavailable, or "ok"
+  std::string forced_device;   // value of PYGPUKIT_DEVICE ("" when unset)
+  std::string kernel_archs;    // archs of the embedded kernels
+  bool nvrtc_available = false;
+  std::string nvrtc_version;   // "13.0" or the reason it is unavailable
+  bool cublaslt_available = false;
+  std::string cublaslt_version;  // "130000" or the reason it is unavailable
+};
+
+/// Process-wide runtime.
+class Runtime {
+ public:
+  /// The process's runtime, created on first use (backends probed, PYGPUKIT_DEVICE honoured).
+  static Runtime& Get();
+
+  /// Every usable device: cuda devices first when present, then the cpu.
+  std::vector<Device> devices() const;
+  /// Device used when none is given: cuda:0 when available, else cpu; PYGPUKIT_DEVICE forces.
+  Device default_device() const { return default_device_; }
+  /// OK when `d` exists; otherwise an error naming the device and why it is unavailable.
+  absl::Status CheckDevice(Device d) const;
+
+  /// The backend serving devices of `type`.
+  absl::StatusOr<hal::Backend*> backend(DeviceType type) const;
+  /// The stream work on `d` is queued on (its default stream for now).
+  absl::StatusOr<hal::Stream*> stream(Device d) const;
+  /// The allocator of `d`.
+  absl::StatusOr<Allocator*> allocator(Device d) const;
+  absl::StatusOr<hal::DeviceProperties> properties(Device d) const;
+  /// Waits for all queued work on `d`'s default stream.
+  absl::Status Synchronize(Device d) const;
+  Dispatcher& dispatcher() const { return *dispatcher_; }
+  cpu::CpuBackend& cpu_backend() const { return *cpu_; }
+  /// The CUDA backend, or nullptr when CUDA is unavailable.
+  cuda::CudaBackend* cuda_backend() const { return cuda_.get(); }
+
+  RuntimeInfo info() const;
+
+ private:
+  Runtime();
+  struct PerDevice {
+    std::unique_ptr<hal::Stream> stream;
+    std::unique_ptr<Allocator> allocator;
+  };
+  absl::StatusOr<const PerDevice*> per_device(Device d) const;
+
+  std::unique_ptr<cpu::CpuBackend> cpu_;
+  std::unique_ptr<cuda::CudaBackend> cuda_;
+  absl::Status cuda_status_;
+  std::string forced_;
+  Device default_device_;
+  PerDevice cpu_device_;
+  std::vector<PerDevice> cuda_devices_;
+  std::unique_ptr<Dispatcher> dispatcher_;
+};
+
+/// Library version string.
+const char* Version();
+
+}  // namespace pygpukit

@@ -1,0 +1,135 @@
+"""pygpukit: a NumPy-like GPU array runtime.
+
+    import pygpukit as gp, numpy as np
+    A = gp.asarray(np.random.rand(512, 256).astype(np.float32))
+    B = gp.ones((256, 128))
+    C = A @ B            # runs on the default device (cuda:0 when present, else the CPU backend)
+    print(gp.to_numpy(C).sum())
+
+Default dtypes: float32 for floating values, int64 for integers, complex64 for complex values
+(the GPU-friendly choice PyTorch also makes). PYGPUKIT_DEVICE=cpu|cuda forces the device.
+"""
+
+import builtins as _builtins
+
+import numpy as _np
+
+from . import _core
+from ._core import (
+    Device,
+    GPUArray,
+    arange,
+    astype,
+    broadcast_to,
+    contiguous,
+    default_device,
+    device_properties,
+    devices,
+    dispatch_stats,
+    dtype,
+    empty,
+    empty_cache,
+    from_numpy,
+    full,
+    matmul,
+    matrix_transpose,
+    memory_stats,
+    permute_dims,
+    reset_dispatch_stats,
+    reshape,
+    runtime_info,
+    synchronize,
+    to_numpy,
+)
+from ._format import array_repr as _array_repr
+from ._format import array_str as _array_str
+
+__version__ = runtime_info()["version"]
+
+bool = _core.bool  # noqa: A001 - the Array API names the dtype `bool`
+int8, int16, int32, int64 = _core.int8, _core.int16, _core.int32, _core.int64
+uint8, uint16, uint32, uint64 = _core.uint8, _core.uint16, _core.uint32, _core.uint64
+float16, bfloat16, float32, float64 = _core.float16, _core.bfloat16, _core.float32, _core.float64
+complex64, complex128 = _core.complex64, _core.complex128
+
+GPUArray.__repr__ = _array_repr
+GPUArray.__str__ = _array_str
+
+# Python values without a NumPy dtype of their own take the library defaults.
+_DEFAULT_FOR_KIND = {"f": float32, "c": complex64}
+
+
+def asarray(obj, /, *, dtype=None, device=None, copy=None):
+    """Converts `obj` (a GPUArray, a NumPy array, a Python scalar or nested sequence) to a
+    GPUArray on `device` (default: the default device).
+
+    NumPy arrays keep their dtype; Python floats / complex values become float32 / complex64
+    unless `dtype` says otherwise. `copy=False` raises if a copy would be needed.
+    """
+    if isinstance(obj, GPUArray):
+        target = obj.device if device is None else Device(str(device))
+        out = obj
+        if target != obj.device:
+            if copy is False:
+                raise ValueError("asarray: copy=False but the array is on another device")
+            out = out.to_device(target)
+        if dtype is not None and out.dtype != dtype:
+            if copy is False:
+                raise ValueError("asarray: copy=False but a dtype conversion is needed")
+            return out.astype(dtype)
+        if copy and out is obj:
+            return obj.copy()
+        return out
+    if copy is False:
+        raise ValueError("asarray: copy=False is not possible for host data (it must be copied)")
+    host = _np.asarray(obj)
+    if host.dtype == object:
+        raise TypeError(f"asarray: cannot convert {type(obj).__name__} to an array")
+    if not isinstance(obj, (_np.ndarray, _np.generic)) and dtype is None:
+        default = _DEFAULT_FOR_KIND.get(host.dtype.kind)
+        if default is not None:
+            dtype = default
+    out = from_numpy(host, device)
+    if dtype is not None and out.dtype != dtype:
+        out = out.astype(dtype, copy=False)
+    return out
+
+
+def zeros(shape, *, dtype=None, device=None):
+    """An array of zeros (default dtype float32)."""
+    return full(shape, 0, dtype=float32 if dtype is None else dtype, device=device)
+
+
+def ones(shape, *, dtype=None, device=None):
+    """An array of ones (default dtype float32)."""
+    return full(shape, 1, dtype=float32 if dtype is None else dtype, device=device)
+
+
+def empty_like(x, /, *, dtype=None, device=None):
+    return empty(x.shape, dtype=x.dtype if dtype is None else dtype,
+                 device=x.device if device is None else device)
+
+
+def zeros_like(x, /, *, dtype=None, device=None):
+    return zeros(x.shape, dtype=x.dtype if dtype is None else dtype,
+                 device=x.device if device is None else device)
+
+
+def ones_like(x, /, *, dtype=None, device=None):
+    return ones(x.shape, dtype=x.dtype if dtype is None else dtype,
+                device=x.device if device is None else device)
+
+
+def full_like(x, /, fill_value, *, dtype=None, device=None):
+    return full(x.shape, fill_value, dtype=x.dtype if dtype is None else dtype,
+                device=x.device if device is None else device)
+
+
+def cmake_prefix_path():
+    """Directory to put on CMAKE_PREFIX_PATH for `find_package(pygpukit)` (pip installs)."""
+    import os
+
+    return os.path.dirname(os.path.abspath(__file__))
+
+
+__all__ = [name for name in dir() if not name.startswith("_") and name != "_builtins"]

@@ -1,0 +1,264 @@
+// Binding of GPUArray: attributes, operators (dunders call the C++ ops directly, so Python adds
+// nothing per op), indexing and host conversion.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "absl/strings/str_cat.h"
+#include "array_bindings.h"
+#include "convert.h"
+
+namespace pygpukit::py {
+namespace {
+
+using ops::BinaryOp;
+
+pyb::tuple ShapeTuple(const GPUArray& a) {
+  pyb::tuple t(a.ndim());
+  for (int i = 0; i < a.ndim(); ++i) t[i] = pyb::int_(a.shape()[i]);
+  return t;
+}
+
+// a op other, where other is an array or a Python scalar; NotImplemented for anything else so
+// Python can try the reflected operation (and then raise TypeError).
+pyb::object BinaryWith(BinaryOp op, const GPUArray& a, const pyb::object& other, bool reflected) {
+  if (pyb::isinstance<GPUArray>(other)) {
+    const GPUArray& b = other.cast<const GPUArray&>();
+    return pyb::cast(Unwrap(reflected ? ops::Binary(op, b, a) : ops::Binary(op, a, b)));
+  }
+  if (IsScalar(other)) {
+    Scalar s = ToScalar(other);
+    return pyb::cast(Unwrap(reflected ? ops::Binary(op, s, a) : ops::Binary(op, a, s)));
+  }
+  return pyb::reinterpret_borrow<pyb::object>(Py_NotImplemented);
+}
+
+std::vector<ops::IndexItem> ToIndex(const pyb::handle& key) {
+  std::vector<ops::IndexItem> items;
+  auto one = [&](const pyb::handle& k) {
+    ops::IndexItem it;
+    if (k.is_none()) {
+      it.kind = ops::IndexItem::Kind::kNewAxis;
+    } else if (k.ptr() == Py_Ellipsis) {
+      it.kind = ops::IndexItem::Kind::kEllipsis;
+    } else if (PySlice_Check(k.ptr())) {
+      it.kind = ops::IndexItem::Kind::kSlice;
+      auto field = [&](const char* name) -> std::optional<int64_t> {
+        pyb::object v = k.attr(name);
+        if (v.is_none()) return std::nullopt;
+        if (!PyIndex_Check(v.ptr())) {
+          throw pyb::type_error("index: slice indices must be integers or None");
+        }
+        return pyb::int_(v).cast<int64_t>();
+      };
+      it.start = field("start");
+      it.stop = field("stop");
+      it.step = field("step").value_or(1);
+    } else if (PyIndex_Check(k.ptr()) && !PyBool_Check(k.ptr())) {
+      it.kind = ops::IndexItem::Kind::kInteger;
+      it.index = pyb::int_(pyb::reinterpret_borrow<pyb::object>(k)).cast<int64_t>();
+    } else if (pyb::isinstance<GPUArray>(k) || pyb::isinstance<pyb::list>(k) ||
+               PyBool_Check(k.ptr())) {
+      RaiseStatus(NotImplementedError(
+          "index: integer-array and boolean-mask indexing are not supported yet"));
+    } else {
+      throw pyb::index_error(absl::StrCat("index: only integers, slices, None and Ellipsis are "
+                                          "valid indices, got ",
+                                          std::string(pyb::repr(k))));
+    }
+    items.push_back(it);
+  };
+  if (pyb::isinstance<pyb::tuple>(key)) {
+    for (pyb::handle k : key) one(k);
+  } else {
+    one(key);
+  }
+  return items;
+}
+
+pyb::object ScalarToPython(const Scalar& s) {
+  switch (s.kind) {
+    case ScalarKind::Bool:
+      return pyb::bool_(s.b);
+    case ScalarKind::Int:
+      return pyb::int_(s.i);
+    case ScalarKind::Float:
+      return pyb::float_(s.f);
+    case ScalarKind::Complex:
+      return pyb::cast(s.c);
+  }
+  return pyb::none();
+}
+
+pyb::object ItemOf(const GPUArray& a) {
+  Scalar s;
+  {
+    pyb::gil_scoped_release release;
+    s = Unwrap(ops::Item(a));
+  }
+  return ScalarToPython(s);
+}
+
+}  // namespace
+
+pyb::array ToNumpy(const GPUArray& a) {
+  pyb::object dt = NumpyDType(a.dtype());
+  std::vector<pyb::ssize_t> shape(a.shape().begin(), a.shape().end());
+  pyb::array out(pyb::dtype::from_args(dt), shape);
+  void* dst = out.mutable_data();
+  {
+    pyb::gil_scoped_release release;
+    Check(ops::ToHost(a, dst));
+  }
+  return out;
+}
+
+GPUArray FromNumpy(const pyb::array& arr, Device device) {
+  pyb::module_ np = pyb::module_::import("numpy");
+  pyb::array c = np.attr("ascontiguousarray")(arr);
+  DType dt = ToDType(c.attr("dtype"), "asarray");
+  Shape shape(c.shape(), c.shape() + c.ndim());
+  const void* data = c.data();
+  pyb::gil_scoped_release release;
+  return Unwrap(ops::FromHost(data, shape, dt, device));
+}
+
+void BindArray(pyb::module_& m) {
+  auto cls = pyb::class_<GPUArray>(m, "GPUArray", R"doc(
+An n-dimensional array on a device (a CUDA GPU or the CPU backend).
+
+Create arrays with pygpukit.asarray / zeros / ones / arange ...; operators (+ - * / @) and
+indexing run on the array's device. Convert to NumPy with pygpukit.to_numpy(x) or x.get().
+)doc");
+  cls.def_property_readonly("shape", &ShapeTuple, "Extents of each dimension.")
+      .def_property_readonly("dtype", [](const GPUArray& a) { return PyDType{a.dtype()}; })
+      .def_property_readonly("device", &GPUArray::device)
+      .def_property_readonly("ndim", &GPUArray::ndim)
+      .def_property_readonly("size", &GPUArray::size)
+      .def_property_readonly("itemsize", &GPUArray::itemsize)
+      .def_property_readonly("nbytes", &GPUArray::nbytes)
+      .def_property_readonly(
+          "strides",
+          [](const GPUArray& a) {
+            pyb::tuple t(a.ndim());
+            for (int i = 0; i < a.ndim(); ++i) t[i] = pyb::int_(a.strides()[i] * a.itemsize());
+            return t;
+          },
+          "Strides in bytes, as in NumPy.")
+      .def_property_readonly("is_contiguous", &GPUArray::is_contiguous)
+      .def_property_readonly("T", [](const GPUArray& a) { return Unwrap(ops::Transpose(a)); })
+      .def_property_readonly("mT",
+                             [](const GPUArray& a) { return Unwrap(ops::MatrixTranspose(a)); })
+      .def("__len__",
+           [](const GPUArray& a) {
+             if (a.ndim() == 0) throw pyb::type_error("len() of unsized (0-d) array");
+             return a.shape()[0];
+           })
+      .def("reshape",
+           [](const GPUArray& a, pyb::args args) {
+             pyb::object shape = args.size() == 1 ? args[0] : pyb::object(args);
+             return Unwrap(ops::Reshape(a, ToShape(shape, "reshape")));
+           })
+      .def(
+          "astype",
+          [](const GPUArray& a, const pyb::object& dtype, bool copy) {
+            return Unwrap(ops::AsType(a, ToDType(dtype, "astype"), copy));
+          },
+          pyb::arg("dtype"), pyb::arg("copy") = true)
+      .def("copy", [](const GPUArray& a) { return Unwrap(ops::Copy(a)); })
+      .def("get", &ToNumpy, "Copies the array to a new NumPy array.")
+      .def(
+          "to_device",
+          [](const GPUArray& a, const pyb::object& device, const pyb::object& stream) {
+            if (!stream.is_none()) {
+              throw pyb::value_error("to_device: the stream argument is not supported yet");
+            }
+            Device d = ToDevice(device);
+            pyb::gil_scoped_release release;
+            return Unwrap(ops::ToDevice(a, d));
+          },
+          pyb::arg("device"), pyb::arg("stream") = pyb::none())
+      .def("item", &ItemOf)
+      .def("__bool__",
+           [](const GPUArray& a) {
+             if (a.size() != 1) {
+               throw pyb::value_error(
+                   "The truth value of an array with more than one element is ambiguous");
+             }
+             return pyb::bool_(ItemOf(a));
+           })
+      .def("__float__", [](const GPUArray& a) { return pyb::float_(ItemOf(a)); })
+      .def("__int__", [](const GPUArray& a) { return pyb::int_(ItemOf(a)); })
+      .def("__complex__",
+           [](const GPUArray& a) {
+             return pyb::module_::import("builtins").attr("complex")(ItemOf(a));
+           })
+      .def("__index__",
+           [](const GPUArray& a) {
+             if (!IsInteger(a.dtype())) {
+               throw pyb::type_error("only integer arrays can be converted to an index");
+             }
+             return pyb::int_(ItemOf(a));
+           })
+      .def("__getitem__",
+           [](const GPUArray& a, const pyb::object& key) {
+             return Unwrap(ops::Index(a, ToIndex(key)));
+           })
+      .def("__setitem__",
+           [](const GPUArray& a, const pyb::object& key, const pyb::object& value) {
+             GPUArray view = Unwrap(ops::Index(a, ToIndex(key)));
+             GPUArray src;
+             if (pyb::isinstance<GPUArray>(value)) {
+               src = value.cast<GPUArray>();
+             } else if (IsScalar(value)) {
+               src = Unwrap(ops::Full({}, ToScalar(value), a.dtype(), a.device()));
+             } else {
+               throw pyb::type_error(absl::StrCat("setitem: value must be a GPUArray or a Python "
+                                                  "scalar, got ",
+                                                  std::string(pyb::repr(value.get_type()))));
+             }
+             Check(ops::Assign(view, src));
+           })
+      .def("__matmul__",
+           [](const GPUArray& a, const pyb::object& b) -> pyb::object {
+             if (!pyb::isinstance<GPUArray>(b)) return pyb::reinterpret_borrow<pyb::object>(Py_NotImplemented);
+             return pyb::cast(Unwrap(ops::Matmul(a, b.cast<const GPUArray&>())));
+           })
+      .def("__rmatmul__",
+           [](const GPUArray& a, const pyb::object& b) -> pyb::object {
+             if (!pyb::isinstance<GPUArray>(b)) return pyb::reinterpret_borrow<pyb::object>(Py_NotImplemented);
+             return pyb::cast(Unwrap(ops::Matmul(b.cast<const GPUArray&>(), a)));
+           })
+      .def("__pos__", [](const GPUArray& a) { return Unwrap(ops::Copy(a)); })
+      .def("__neg__",
+           [](const GPUArray& a) {
+             if (a.dtype() == DType::Bool) {
+               throw pyb::type_error("negative: boolean negation is not supported; use ~ / logical_not");
+             }
+             // -1 * x keeps signed zeros (0 - 0.0 would give +0.0); unsigned ints wrap as 0 - x.
+             if (KindOf(a.dtype()) == DTypeKind::Unsigned) {
+               return Unwrap(ops::Binary(BinaryOp::kSubtract, Scalar::Int(0), a));
+             }
+             return Unwrap(ops::Binary(BinaryOp::kMultiply, Scalar::Int(-1), a));
+           })
+      .attr("__array_ufunc__") = pyb::none();
+
+  struct OpDef {
+    const char *name, *rname;
+    BinaryOp op;
+  };
+  for (OpDef d : {OpDef{"__add__", "__radd__", BinaryOp::kAdd},
+                  OpDef{"__sub__", "__rsub__", BinaryOp::kSubtract},
+                  OpDef{"__mul__", "__rmul__", BinaryOp::kMultiply},
+                  OpDef{"__truediv__", "__rtruediv__", BinaryOp::kDivide}}) {
+    BinaryOp op = d.op;
+    cls.def(d.name, [op](const GPUArray& a, const pyb::object& o) {
+      return BinaryWith(op, a, o, false);
+    });
+    cls.def(d.rname, [op](const GPUArray& a, const pyb::object& o) {
+      return BinaryWith(op, a, o, true);
+    });
+  }
+}
+
+}  // namespace pygpukit::py

@@ -1,0 +1,123 @@
+#include "convert.h"
+
+#include <pybind11/complex.h>
+#include <pybind11/stl.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace pygpukit::py {
+
+void RaiseStatus(const absl::Status& s) {
+  PyObject* type = PyExc_RuntimeError;
+  switch (ErrorTypeOf(s)) {
+    case ErrorType::kValue:
+      type = PyExc_ValueError;
+      break;
+    case ErrorType::kType:
+      type = PyExc_TypeError;
+      break;
+    case ErrorType::kIndex:
+      type = PyExc_IndexError;
+      break;
+    case ErrorType::kMemory:
+      type = PyExc_MemoryError;
+      break;
+    case ErrorType::kNotImplemented:
+      type = PyExc_NotImplementedError;
+      break;
+    case ErrorType::kOverflow:
+      type = PyExc_OverflowError;
+      break;
+    case ErrorType::kRuntime:
+      type = PyExc_RuntimeError;
+      break;
+  }
+  PyErr_SetString(type, std::string(s.message()).c_str());
+  throw pyb::error_already_set();
+}
+
+DType ToDType(const pyb::handle& obj, absl::string_view op) {
+  if (pyb::isinstance<PyDType>(obj)) return obj.cast<PyDType>().dtype;
+  if (pyb::isinstance<pyb::str>(obj)) return Unwrap(ParseDType(obj.cast<std::string>()));
+  // NumPy dtypes, NumPy scalar types, Python types (float -> float64 as in NumPy), ml_dtypes.
+  try {
+    pyb::object np_dtype = pyb::module_::import("numpy").attr("dtype")(obj);
+    return Unwrap(ParseDType(np_dtype.attr("name").cast<std::string>()));
+  } catch (pyb::error_already_set&) {
+    PyErr_Clear();
+  }
+  throw pyb::type_error(absl::StrCat(op, ": cannot interpret ",
+                                     std::string(pyb::repr(obj)), " as a dtype"));
+}
+
+DType ToDTypeOr(const pyb::handle& obj, DType dflt, absl::string_view op) {
+  return obj.is_none() ? dflt : ToDType(obj, op);
+}
+
+Device ToDevice(const pyb::handle& obj) {
+  if (obj.is_none()) return Runtime::Get().default_device();
+  if (pyb::isinstance<Device>(obj)) return obj.cast<Device>();
+  if (pyb::isinstance<pyb::str>(obj)) return Unwrap(ParseDevice(obj.cast<std::string>()));
+  throw pyb::type_error(absl::StrCat("device: expected a pygpukit Device or a string such as "
+                                     "'cuda:0' or 'cpu', got ",
+                                     std::string(pyb::repr(obj))));
+}
+
+Shape ToShape(const pyb::handle& obj, absl::string_view op) {
+  Shape shape;
+  auto to_int = [&](const pyb::handle& h) -> int64_t {
+    if (pyb::isinstance<pyb::bool_>(h) || !PyIndex_Check(h.ptr())) {
+      throw pyb::type_error(absl::StrCat(op, ": shape entries must be integers, got ",
+                                         std::string(pyb::repr(h))));
+    }
+    return pyb::int_(pyb::reinterpret_borrow<pyb::object>(h)).cast<int64_t>();
+  };
+  if (PyIndex_Check(obj.ptr()) && !pyb::isinstance<pyb::bool_>(obj)) {
+    shape.push_back(to_int(obj));
+  } else if (pyb::isinstance<pyb::sequence>(obj) && !pyb::isinstance<pyb::str>(obj)) {
+    for (pyb::handle h : obj) shape.push_back(to_int(h));
+  } else {
+    throw pyb::type_error(absl::StrCat(op, ": shape must be an int or a sequence of ints, got ",
+                                       std::string(pyb::repr(obj))));
+  }
+  return shape;
+}
+
+bool IsScalar(const pyb::handle& obj) {
+  return PyBool_Check(obj.ptr()) || PyLong_Check(obj.ptr()) || PyFloat_Check(obj.ptr()) ||
+         PyComplex_Check(obj.ptr());
+}
+
+Scalar ToScalar(const pyb::handle& obj) {
+  if (PyBool_Check(obj.ptr())) return Scalar::Bool(obj.cast<bool>());
+  if (PyLong_Check(obj.ptr())) {
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(obj.ptr(), &overflow);
+    if (overflow != 0) {
+      RaiseStatus(OverflowError(absl::StrCat("Python integer ", std::string(pyb::str(obj)),
+                                             " does not fit in int64")));
+    }
+    return Scalar::Int(v);
+  }
+  if (PyFloat_Check(obj.ptr())) return Scalar::Float(obj.cast<double>());
+  if (PyComplex_Check(obj.ptr())) return Scalar::Complex(obj.cast<std::complex<double>>());
+  throw pyb::type_error(absl::StrCat("expected a Python scalar, got ",
+                                     std::string(pyb::repr(obj))));
+}
+
+pyb::object NumpyDType(DType dt) {
+  pyb::module_ np = pyb::module_::import("numpy");
+  if (dt == DType::BFloat16) {
+    try {
+      return np.attr("dtype")(pyb::module_::import("ml_dtypes").attr("bfloat16"));
+    } catch (pyb::error_already_set&) {
+      PyErr_Clear();
+      throw pyb::type_error(
+          "to_numpy: NumPy has no bfloat16; install ml_dtypes or convert with "
+          ".astype(pygpukit.float32) first");
+    }
+  }
+  return np.attr("dtype")(std::string(DTypeName(dt)));
+}
+
+}  // namespace pygpukit::py

@@ -1,0 +1,46 @@
+// Binding helpers: status -> Python exception (the one place errors are mapped) and conversion
+// of Python arguments (dtypes, devices, shapes, scalars).
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include "absl/status/statusor.h"
+#include "pygpukit.h"
+
+namespace pygpukit::py {
+
+namespace pyb = pybind11;
+
+/// Raises the Python exception a non-OK status maps to.
+[[noreturn]] void RaiseStatus(const absl::Status& s);
+
+inline void Check(const absl::Status& s) {
+  if (!s.ok()) RaiseStatus(s);
+}
+template <typename T>
+T Unwrap(absl::StatusOr<T> r) {
+  if (!r.ok()) RaiseStatus(r.status());
+  return *std::move(r);
+}
+
+/// Python-visible dtype object (gp.float32, ...).
+struct PyDType {
+  DType dtype;
+};
+
+/// Accepts a pygpukit dtype, a name, a NumPy dtype / scalar type or a Python type.
+DType ToDType(const pyb::handle& obj, absl::string_view op);
+/// None -> `dflt`; else ToDType.
+DType ToDTypeOr(const pyb::handle& obj, DType dflt, absl::string_view op);
+/// None -> default device; "cpu", "cuda:0", a Device.
+Device ToDevice(const pyb::handle& obj);
+/// int or sequence of ints.
+Shape ToShape(const pyb::handle& obj, absl::string_view op);
+/// True for bool / int / float / complex Python (or NumPy) scalars.
+bool IsScalar(const pyb::handle& obj);
+/// Converts a Python scalar; OverflowError for ints outside int64.
+Scalar ToScalar(const pyb::handle& obj);
+/// The NumPy dtype matching `dt` (bfloat16 needs ml_dtypes).
+pyb::object NumpyDType(DType dt);
+
+}  // namespace pygpukit::py

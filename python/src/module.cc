@@ -1,0 +1,276 @@
+// pygpukit._core: module definition, dtypes, devices, runtime information and the free
+// functions. Argument conversion and error mapping only; the work is in the C++ ops.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "absl/strings/str_cat.h"
+#include "array_bindings.h"
+#include "convert.h"
+
+namespace pygpukit::py {
+namespace {
+
+pyb::dict PropertiesDict(Device d) {
+  hal::DeviceProperties p = Unwrap(Runtime::Get().properties(d));
+  pyb::dict out;
+  out["name"] = p.name;
+  out["sm"] = d.is_cuda() ? absl::StrCat(p.sm_major, p.sm_minor) : std::string("");
+  out["compute_capability"] = pyb::make_tuple(p.sm_major, p.sm_minor);
+  out["multiprocessors"] = p.multiprocessors;
+  out["total_memory"] = p.total_memory;
+  out["l2_cache_bytes"] = p.l2_cache_bytes;
+  out["max_shared_memory_per_block"] = p.max_shared_memory_per_block;
+  out["driver_version"] = p.driver_version;
+  return out;
+}
+
+pyb::dict InfoDict() {
+  RuntimeInfo i = Runtime::Get().info();
+  pyb::dict out;
+  out["version"] = i.version;
+  out["default_device"] = i.default_device;
+  out["cuda_available"] = i.cuda_available;
+  out["cuda_status"] = i.cuda_status;
+  out["forced_device"] = i.forced_device;
+  out["kernel_archs"] = i.kernel_archs;
+  out["nvrtc_available"] = i.nvrtc_available;
+  out["nvrtc_version"] = i.nvrtc_version;
+  out["cublaslt_available"] = i.cublaslt_available;
+  out["cublaslt_version"] = i.cublaslt_version;
+  return out;
+}
+
+pyb::dict MemoryStatsDict(Device d) {
+  MemoryStats s = Unwrap(Runtime::Get().allocator(d))->stats();
+  pyb::dict out;
+  out["allocated_bytes"] = s.allocated_bytes;
+  out["reserved_bytes"] = s.reserved_bytes;
+  out["peak_allocated_bytes"] = s.peak_allocated_bytes;
+  out["active_blocks"] = s.active_blocks;
+  out["num_allocations"] = s.num_allocations;
+  out["num_cache_hits"] = s.num_cache_hits;
+  out["num_driver_allocations"] = s.num_driver_allocations;
+  out["num_driver_frees"] = s.num_driver_frees;
+  return out;
+}
+
+pyb::dict DispatchStatsDict() {
+  DispatchStats s = Runtime::Get().dispatcher().stats();
+  pyb::dict out;
+  out["host_tasks"] = s.host_tasks;
+  out["device_kernels"] = s.device_kernels;
+  out["library_calls"] = s.library_calls;
+  pyb::dict per;
+  for (const auto& [k, v] : s.per_kernel) per[pyb::str(k)] = v;
+  out["per_kernel"] = per;
+  return out;
+}
+
+ops::MatmulOptions ParseMatmulOptions(const std::string& precision, const std::string& backend) {
+  ops::MatmulOptions o;
+  if (precision == "highest" || precision == "fp32" || precision == "float32") {
+    o.precision = ops::MatmulPrecision::kHighest;
+  } else if (precision == "tf32") {
+    o.precision = ops::MatmulPrecision::kTF32;
+  } else {
+    throw pyb::value_error(absl::StrCat("matmul: unknown precision '", precision,
+                                        "' (expected 'highest' or 'tf32')"));
+  }
+  if (backend == "auto") {
+    o.backend = ops::MatmulBackend::kAuto;
+  } else if (backend == "cublaslt") {
+    o.backend = ops::MatmulBackend::kCublasLt;
+  } else {
+    throw pyb::value_error(absl::StrCat("matmul: unknown backend '", backend,
+                                        "' (expected 'auto' or 'cublaslt')"));
+  }
+  return o;
+}
+
+const GPUArray& AsArray(const pyb::handle& obj, absl::string_view op) {
+  if (!pyb::isinstance<GPUArray>(obj)) {
+    throw pyb::type_error(absl::StrCat(op, ": expected a GPUArray, got ",
+                                       std::string(pyb::repr(obj.get_type()))));
+  }
+  return obj.cast<const GPUArray&>();
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "pygpukit native core: GPUArray, devices and array operations.";
+
+  pyb::class_<PyDType>(m, "dtype", "An array element type.")
+      .def_property_readonly("name", [](const PyDType& d) { return std::string(DTypeName(d.dtype)); })
+      .def_property_readonly("itemsize", [](const PyDType& d) { return ItemSize(d.dtype); })
+      .def_property_readonly("kind",
+                             [](const PyDType& d) {
+                               switch (KindOf(d.dtype)) {
+                                 case DTypeKind::Bool:
+                                   return "b";
+                                 case DTypeKind::Signed:
+                                   return "i";
+                                 case DTypeKind::Unsigned:
+                                   return "u";
+                                 case DTypeKind::Float:
+                                   return "f";
+                                 default:
+                                   return "c";
+                               }
+                             })
+      .def("__repr__",
+           [](const PyDType& d) { return absl::StrCat("pygpukit.", DTypeName(d.dtype)); })
+      .def("__str__", [](const PyDType& d) { return std::string(DTypeName(d.dtype)); })
+      .def("__hash__", [](const PyDType& d) { return static_cast<int>(d.dtype); })
+      .def("__eq__", [](const PyDType& d, const pyb::object& other) {
+        try {
+          return ToDType(other, "dtype comparison") == d.dtype;
+        } catch (pyb::error_already_set&) {
+          PyErr_Clear();
+          return false;
+        } catch (pyb::type_error&) {
+          return false;
+        }
+      });
+#define PGK_EXPORT_DTYPE(E, T, C) \
+  m.attr(std::string(DTypeName(DType::E)).c_str()) = PyDType{DType::E};
+  PGK_FOR_EACH_DTYPE(PGK_EXPORT_DTYPE)
+#undef PGK_EXPORT_DTYPE
+
+  pyb::class_<Device>(m, "Device", "A device: 'cpu' or 'cuda:N'.")
+      .def(pyb::init([](const std::string& spec) { return Unwrap(ParseDevice(spec)); }))
+      .def_property_readonly("type", [](const Device& d) { return d.is_cuda() ? "cuda" : "cpu"; })
+      .def_readonly("index", &Device::index)
+      .def("__repr__", [](const Device& d) { return absl::StrCat("Device('", d.ToString(), "')"); })
+      .def("__str__", &Device::ToString)
+      .def("__hash__", [](const Device& d) { return static_cast<int>(d.type) * 1024 + d.index; })
+      .def("__eq__", [](const Device& d, const pyb::object& other) {
+        if (pyb::isinstance<Device>(other)) return d == other.cast<Device>();
+        if (pyb::isinstance<pyb::str>(other)) {
+          auto p = ParseDevice(other.cast<std::string>());
+          return p.ok() && *p == d;
+        }
+        return false;
+      });
+
+  BindArray(m);
+
+  m.def("devices", [] { return Runtime::Get().devices(); }, "All usable devices.");
+  m.def("default_device", [] { return Runtime::Get().default_device(); });
+  m.def("runtime_info", &InfoDict, "What the runtime found at start-up.");
+  m.def("device_properties", [](const pyb::object& d) { return PropertiesDict(ToDevice(d)); },
+        pyb::arg("device") = pyb::none());
+  m.def("memory_stats", [](const pyb::object& d) { return MemoryStatsDict(ToDevice(d)); },
+        pyb::arg("device") = pyb::none());
+  m.def(
+      "empty_cache",
+      [](const pyb::object& d) {
+        Allocator* a = Unwrap(Runtime::Get().allocator(ToDevice(d)));
+        pyb::gil_scoped_release release;
+        Check(a->EmptyCache());
+      },
+      pyb::arg("device") = pyb::none());
+  m.def("dispatch_stats", &DispatchStatsDict);
+  m.def("reset_dispatch_stats", [] { Runtime::Get().dispatcher().ResetStats(); });
+  m.def(
+      "synchronize",
+      [](const pyb::object& d) {
+        Device dev = ToDevice(d);
+        pyb::gil_scoped_release release;
+        Check(ops::Synchronize(dev));
+      },
+      pyb::arg("device") = pyb::none());
+
+  m.def(
+      "empty",
+      [](const pyb::object& shape, const pyb::object& dtype, const pyb::object& device) {
+        return Unwrap(ops::Empty(ToShape(shape, "empty"), ToDTypeOr(dtype, kDefaultFloat, "empty"),
+                                 ToDevice(device)));
+      },
+      pyb::arg("shape"), pyb::arg("dtype") = pyb::none(), pyb::arg("device") = pyb::none());
+  m.def(
+      "full",
+      [](const pyb::object& shape, const pyb::object& value, const pyb::object& dtype,
+         const pyb::object& device) {
+        Scalar v = ToScalar(value);
+        // Default dtype from the fill value's kind, as in the Array API.
+        DType dflt = v.kind == ScalarKind::Bool    ? DType::Bool
+                     : v.kind == ScalarKind::Int   ? kDefaultInt
+                     : v.kind == ScalarKind::Float ? kDefaultFloat
+                                                   : kDefaultComplex;
+        return Unwrap(ops::Full(ToShape(shape, "full"), v, ToDTypeOr(dtype, dflt, "full"),
+                                ToDevice(device)));
+      },
+      pyb::arg("shape"), pyb::arg("fill_value"), pyb::arg("dtype") = pyb::none(),
+      pyb::arg("device") = pyb::none());
+  m.def(
+      "arange",
+      [](const pyb::object& start, const pyb::object& stop, const pyb::object& step,
+         const pyb::object& dtype, const pyb::object& device) {
+        pyb::object lo = stop.is_none() ? pyb::object(pyb::int_(0)) : start;
+        pyb::object hi = stop.is_none() ? start : stop;
+        for (const pyb::object& v : {lo, hi, step}) {
+          if (!PyLong_Check(v.ptr()) && !PyFloat_Check(v.ptr())) {
+            throw pyb::type_error(absl::StrCat("arange: arguments must be int or float, got ",
+                                               std::string(pyb::repr(v))));
+          }
+        }
+        bool all_int = PyLong_Check(lo.ptr()) && PyLong_Check(hi.ptr()) && PyLong_Check(step.ptr());
+        DType dt = ToDTypeOr(dtype, all_int ? kDefaultInt : kDefaultFloat, "arange");
+        Device dev = ToDevice(device);
+        if (all_int) {
+          return Unwrap(ops::ArangeInt(lo.cast<int64_t>(), hi.cast<int64_t>(),
+                                       step.cast<int64_t>(), dt, dev));
+        }
+        return Unwrap(ops::Arange(lo.cast<double>(), hi.cast<double>(), step.cast<double>(), dt, dev));
+      },
+      pyb::arg("start"), pyb::arg("stop") = pyb::none(), pyb::arg("step") = 1,
+      pyb::arg("dtype") = pyb::none(), pyb::arg("device") = pyb::none());
+  m.def("from_numpy",
+        [](const pyb::array& arr, const pyb::object& device) {
+          return FromNumpy(arr, ToDevice(device));
+        },
+        pyb::arg("array"), pyb::arg("device") = pyb::none(),
+        "Copies a NumPy array to a device.");
+  m.def("to_numpy", [](const pyb::handle& x) { return ToNumpy(AsArray(x, "to_numpy")); },
+        pyb::arg("x"), "Copies an array into a new NumPy array.");
+  m.def(
+      "matmul",
+      [](const pyb::handle& a, const pyb::handle& b, const std::string& precision,
+         const std::string& backend) {
+        return Unwrap(ops::Matmul(AsArray(a, "matmul"), AsArray(b, "matmul"),
+                                  ParseMatmulOptions(precision, backend)));
+      },
+      pyb::arg("x1"), pyb::arg("x2"), pyb::kw_only(), pyb::arg("precision") = "highest",
+      pyb::arg("backend") = "auto",
+      "Matrix product with NumPy semantics. precision='tf32' allows TF32 tensor cores for "
+      "float32 on CUDA; the default keeps true FP32.");
+  m.def("astype",
+        [](const pyb::handle& x, const pyb::object& dtype, bool copy) {
+          return Unwrap(ops::AsType(AsArray(x, "astype"), ToDType(dtype, "astype"), copy));
+        },
+        pyb::arg("x"), pyb::arg("dtype"), pyb::kw_only(), pyb::arg("copy") = true);
+  m.def("reshape",
+        [](const pyb::handle& x, const pyb::object& shape) {
+          return Unwrap(ops::Reshape(AsArray(x, "reshape"), ToShape(shape, "reshape")));
+        },
+        pyb::arg("x"), pyb::arg("shape"));
+  m.def("permute_dims",
+        [](const pyb::handle& x, const pyb::object& axes) {
+          return Unwrap(ops::PermuteDims(AsArray(x, "permute_dims"), ToShape(axes, "permute_dims")));
+        },
+        pyb::arg("x"), pyb::arg("axes"));
+  m.def("matrix_transpose",
+        [](const pyb::handle& x) { return Unwrap(ops::MatrixTranspose(AsArray(x, "matrix_transpose"))); },
+        pyb::arg("x"));
+  m.def("broadcast_to",
+        [](const pyb::handle& x, const pyb::object& shape) {
+          return Unwrap(ops::BroadcastTo(AsArray(x, "broadcast_to"), ToShape(shape, "broadcast_to")));
+        },
+        pyb::arg("x"), pyb::arg("shape"));
+  m.def("contiguous", [](const pyb::handle& x) { return Unwrap(ops::Contiguous(AsArray(x, "contiguous"))); },
+        pyb::arg("x"));
+}
+
+}  // namespace pygpukit::py
