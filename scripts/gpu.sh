@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# One-call GPU run for the lent H100/H200 machines (see CONTRIBUTING.md): unpacks the carried
+# Abseil / GoogleTest .debs (the machine has no network), builds for sm_90a with -j16, runs the
+# C++ and Python suites with PYGPUKIT_DEVICE=cuda, python -m pygpukit and the benchmarks.
+#   steps: any of "build test selfcheck bench" (default: all)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+STEPS=${*:-build test selfcheck bench}
+OUTDIR=${OUT:-/tmp/pgk-out}
+mkdir -p "$OUTDIR"
+DEPS=/tmp/pgk-deps
+if [ -d .deps ] && [ ! -d "$DEPS/usr" ]; then
+  for d in .deps/*.deb; do dpkg -x "$d" "$DEPS"; done
+fi
+export CMAKE_PREFIX_PATH="$DEPS/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+export LD_LIBRARY_PATH="$DEPS/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export PYTHONUNBUFFERED=1
+BUILD=build/gpu
+PY=$(command -v python3)
+export PYTHONPATH="$PWD/$BUILD/python"
+rc=0
+has() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
+if has build; then
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv || true
+  cmake -S . -B $BUILD -G Ninja -DCMAKE_BUILD_TYPE=Release -DPYGPUKIT_CUDA_ARCHS=90a \
+    -Dpybind11_DIR="$($PY -c 'import pybind11; print(pybind11.get_cmake_dir())')" \
+    -DPython_EXECUTABLE="$PY" >"$OUTDIR/configure.log" 2>&1 || { tail -30 "$OUTDIR/configure.log"; exit 1; }
+  cmake --build $BUILD -j16 >"$OUTDIR/build.log" 2>&1 || { grep -E "error|FAILED" "$OUTDIR/build.log" | head -40; exit 1; }
+  echo "build OK"
+fi
+if has test; then
+  PYGPUKIT_DEVICE=cuda ctest --test-dir $BUILD --output-on-failure -j8 >"$OUTDIR/ctest.log" 2>&1 || rc=1
+  tail -15 "$OUTDIR/ctest.log"
+  PYGPUKIT_DEVICE=cuda $PY -m pytest tests/python -q -p no:cacheprovider -x -q >"$OUTDIR/pytest.log" 2>&1 || rc=1
+  tail -25 "$OUTDIR/pytest.log"
+fi
+if has selfcheck; then
+  PYGPUKIT_DEVICE=cuda $PY -m pygpukit 2>&1 | tee "$OUTDIR/selfcheck.log" || rc=1
+  (cd /tmp && PYGPUKIT_DEVICE=cuda $PY "$OLDPWD/examples/demo.py") || rc=1
+fi
+if has bench; then
+  $PY benchmarks/matmul.py --out "$OUTDIR" 2>&1 | tee "$OUTDIR/bench.log" || rc=1
+fi
+exit $rc
