@@ -29,6 +29,7 @@ if has build; then
   echo "build OK"
 fi
 if has test; then
+  $PY scripts/gpu_smoke.py 2>&1 | tee "$OUTDIR/smoke.log" | tail -40 || rc=1
   PYGPUKIT_DEVICE=cuda ctest --test-dir $BUILD --output-on-failure -j8 >"$OUTDIR/ctest.log" 2>&1 || rc=1
   tail -15 "$OUTDIR/ctest.log"
   PYGPUKIT_DEVICE=cuda $PY -m pytest tests/python -q -p no:cacheprovider -x -q >"$OUTDIR/pytest.log" 2>&1 || rc=1

@@ -30,6 +30,9 @@ struct ElementwiseParams {
   alignas(16) unsigned char scalar[16];  // the scalar operand, already in the compute dtype
 };
 
+// Both compilers must agree on the layout; a mismatch would silently corrupt kernel arguments.
+static_assert(sizeof(ElementwiseParams) == 320, "ElementwiseParams layout changed");
+
 /// out[i] = start + i * step over a contiguous output.
 struct ArangeParams {
   int64_t n;
@@ -37,6 +40,8 @@ struct ArangeParams {
   double start_f, step_f;    // used for floating outputs
   int64_t start_i, step_i;   // used for integer outputs
 };
+
+static_assert(sizeof(ArangeParams) == 48, "ArangeParams layout changed");
 
 /// Element offset of linear index `i` in an N-d strided layout.
 #if defined(__CUDACC__)
