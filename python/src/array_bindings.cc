@@ -91,12 +91,8 @@ pyb::object ScalarToPython(const Scalar& s) {
 }
 
 pyb::object ItemOf(const GPUArray& a) {
-  Scalar s;
-  {
-    pyb::gil_scoped_release release;
-    s = Unwrap(ops::Item(a));
-  }
-  return ScalarToPython(s);
+  absl::StatusOr<Scalar> s = WithoutGil([&] { return ops::Item(a); });
+  return ScalarToPython(Unwrap(std::move(s)));
 }
 
 }  // namespace
@@ -106,10 +102,8 @@ pyb::array ToNumpy(const GPUArray& a) {
   std::vector<pyb::ssize_t> shape(a.shape().begin(), a.shape().end());
   pyb::array out(pyb::dtype::from_args(dt), shape);
   void* dst = out.mutable_data();
-  {
-    pyb::gil_scoped_release release;
-    Check(ops::ToHost(a, dst));
-  }
+  absl::Status s = WithoutGil([&] { return ops::ToHost(a, dst); });
+  Check(s);  // errors are raised with the GIL held
   return out;
 }
 
@@ -119,8 +113,8 @@ GPUArray FromNumpy(const pyb::array& arr, Device device) {
   DType dt = ToDType(c.attr("dtype"), "asarray");
   Shape shape(c.shape(), c.shape() + c.ndim());
   const void* data = c.data();
-  pyb::gil_scoped_release release;
-  return Unwrap(ops::FromHost(data, shape, dt, device));
+  absl::StatusOr<GPUArray> r = WithoutGil([&] { return ops::FromHost(data, shape, dt, device); });
+  return Unwrap(std::move(r));
 }
 
 void BindArray(pyb::module_& m) {
@@ -174,8 +168,8 @@ indexing run on the array's device. Convert to NumPy with pygpukit.to_numpy(x) o
               throw pyb::value_error("to_device: the stream argument is not supported yet");
             }
             Device d = ToDevice(device);
-            pyb::gil_scoped_release release;
-            return Unwrap(ops::ToDevice(a, d));
+            absl::StatusOr<GPUArray> r = WithoutGil([&] { return ops::ToDevice(a, d); });
+            return Unwrap(std::move(r));
           },
           pyb::arg("device"), pyb::arg("stream") = pyb::none())
       .def("item", &ItemOf)

@@ -23,6 +23,14 @@ T Unwrap(absl::StatusOr<T> r) {
   return *std::move(r);
 }
 
+/// Runs `f` with the GIL released (blocking copies, synchronization) and returns its result;
+/// callers raise errors from the returned status only after the GIL is held again.
+template <typename F>
+auto WithoutGil(F&& f) {
+  pyb::gil_scoped_release release;
+  return f();
+}
+
 /// Python-visible dtype object (gp.float32, ...).
 struct PyDType {
   DType dtype;

@@ -167,8 +167,8 @@ PYBIND11_MODULE(_core, m) {
       "empty_cache",
       [](const pyb::object& d) {
         Allocator* a = Unwrap(Runtime::Get().allocator(ToDevice(d)));
-        pyb::gil_scoped_release release;
-        Check(a->EmptyCache());
+        absl::Status s = WithoutGil([&] { return a->EmptyCache(); });
+        Check(s);
       },
       pyb::arg("device") = pyb::none());
   m.def("dispatch_stats", &DispatchStatsDict);
@@ -177,8 +177,8 @@ PYBIND11_MODULE(_core, m) {
       "synchronize",
       [](const pyb::object& d) {
         Device dev = ToDevice(d);
-        pyb::gil_scoped_release release;
-        Check(ops::Synchronize(dev));
+        absl::Status s = WithoutGil([&] { return ops::Synchronize(dev); });
+        Check(s);
       },
       pyb::arg("device") = pyb::none());
 
