@@ -62,6 +62,15 @@ PGK_HD To Cast(From x) {
     }
   } else if constexpr (std::is_same_v<To, bool>) {
     return x != From(0);
+  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To> &&
+                       (sizeof(To) < 8 || std::is_unsigned_v<To>)) {
+    // Out-of-range float -> narrow/unsigned int is undefined in C++; hosts wrap and GPUs
+    // saturate. Going through int64 (wrapping modulo 2^bits) gives NumPy's x86 results on both.
+    if constexpr (std::is_unsigned_v<To> && sizeof(To) == 8) {
+      return x < From(0) ? static_cast<To>(static_cast<int64_t>(x)) : static_cast<To>(x);
+    } else {
+      return static_cast<To>(static_cast<int64_t>(x));
+    }
   } else {
     return static_cast<To>(x);
   }
