@@ -38,45 +38,48 @@ absl::StatusOr<GPUArray> Ones(absl::Span<const int64_t> shape, DType dtype, Devi
   return Full(shape, Scalar::Int(1), dtype, device);
 }
 
+namespace {
+
+// Shared tail of both arange forms: checks, allocates n elements and launches the kernel.
+absl::StatusOr<GPUArray> ArangeOf(int64_t n, const kernels::ArangeParams& params, DType dtype,
+                                  Device device) {
+  if (IsComplex(dtype) || dtype == DType::Bool) {
+    return TypeError(absl::StrCat("arange: unsupported dtype ", DTypeName(dtype)));
+  }
+  PGK_ASSIGN_OR_RETURN(GPUArray out, Empty({n}, dtype, device));
+  PGK_RETURN_IF_ERROR(LaunchArange(out, params));
+  return out;
+}
+
+}  // namespace
+
 absl::StatusOr<GPUArray> Arange(double start, double stop, double step, DType dtype,
                                 Device device) {
   if (step == 0) return ValueError("arange: step must not be zero");
   if (!std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step)) {
     return ValueError("arange: start, stop and step must be finite");
   }
-  if (IsComplex(dtype) || dtype == DType::Bool) {
-    return TypeError(absl::StrCat("arange: unsupported dtype ", DTypeName(dtype)));
-  }
   double len = std::ceil((stop - start) / step);
-  int64_t n = len > 0 ? static_cast<int64_t>(len) : 0;
-  PGK_ASSIGN_OR_RETURN(GPUArray out, Empty({n}, dtype, device));
   kernels::ArangeParams p{};
   p.start_f = start;
   p.step_f = step;
   p.start_i = static_cast<int64_t>(start);
   p.step_i = static_cast<int64_t>(step);
-  PGK_RETURN_IF_ERROR(LaunchArange(out, p));
-  return out;
+  return ArangeOf(len > 0 ? static_cast<int64_t>(len) : 0, p, dtype, device);
 }
 
 absl::StatusOr<GPUArray> ArangeInt(int64_t start, int64_t stop, int64_t step, DType dtype,
                                    Device device) {
   if (step == 0) return ValueError("arange: step must not be zero");
-  if (IsComplex(dtype) || dtype == DType::Bool) {
-    return TypeError(absl::StrCat("arange: unsupported dtype ", DTypeName(dtype)));
-  }
   // Exact count in 128-bit arithmetic: (stop - start) may overflow int64.
   __int128 span = static_cast<__int128>(stop) - start;
   __int128 count = step > 0 ? (span + step - 1) / step : (span + step + 1) / step;
-  int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
-  PGK_ASSIGN_OR_RETURN(GPUArray out, Empty({n}, dtype, device));
   kernels::ArangeParams p{};
   p.start_i = start;
   p.step_i = step;
   p.start_f = static_cast<double>(start);
   p.step_f = static_cast<double>(step);
-  PGK_RETURN_IF_ERROR(LaunchArange(out, p));
-  return out;
+  return ArangeOf(count > 0 ? static_cast<int64_t>(count) : 0, p, dtype, device);
 }
 
 }  // namespace pygpukit::ops
