@@ -60,6 +60,7 @@ absl::StatusOr<GPUArray> Arange(double start, double stop, double step, DType dt
     return ValueError("arange: start, stop and step must be finite");
   }
   double len = std::ceil((stop - start) / step);
+  if (len > 4e18) return ValueError(absl::StrCat("arange: ", len, " elements is too many"));
   kernels::ArangeParams p{};
   p.start_f = start;
   p.step_f = step;
