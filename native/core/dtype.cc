@@ -110,8 +110,10 @@ absl::StatusOr<DType> ParseDType(absl::string_view name) {
       {"c8", DType::Complex64},     {"c16", DType::Complex128},  {"complex", DType::Complex128},
       {"bf16", DType::BFloat16},
   };
+  // Aliases match exactly: NumPy's one-letter codes are case-sensitive ('F' is complex64 there,
+  // 'f' float32), so only the canonical names above are matched ignoring case.
   for (const Alias& a : kAliases) {
-    if (a.name == n) return a.dt;
+    if (a.name == name) return a.dt;
   }
   return TypeError(absl::StrCat("dtype: unknown dtype '", name, "'"));
 }

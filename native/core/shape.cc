@@ -23,9 +23,12 @@ Strides ContiguousStrides(absl::Span<const int64_t> shape) {
 }
 
 bool IsContiguous(absl::Span<const int64_t> shape, absl::Span<const int64_t> strides) {
+  // An empty array has no elements to misplace: it is contiguous whatever its strides (NumPy).
+  for (int64_t d : shape) {
+    if (d == 0) return true;
+  }
   int64_t expected = 1;
   for (int i = static_cast<int>(shape.size()) - 1; i >= 0; --i) {
-    if (shape[i] == 0) return true;
     if (shape[i] != 1 && strides[i] != expected) return false;
     expected *= shape[i];
   }

@@ -109,7 +109,8 @@ pyb::array ToNumpy(const GPUArray& a) {
 
 GPUArray FromNumpy(const pyb::array& arr, Device device) {
   pyb::module_ np = pyb::module_::import("numpy");
-  pyb::array c = np.attr("ascontiguousarray")(arr);
+  // Not ascontiguousarray: it turns 0-d arrays into 1-d ones.
+  pyb::array c = np.attr("asarray")(arr, pyb::arg("order") = "C");
   DType dt = ToDType(c.attr("dtype"), "asarray");
   Shape shape(c.shape(), c.shape() + c.ndim());
   const void* data = c.data();

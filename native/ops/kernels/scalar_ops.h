@@ -30,6 +30,23 @@ PGK_HD float DoubleToFloatRoundOdd(double d) {
   }
   return ::pygpukit::detail::BitsFloat(bits);
 }
+
+// 64-bit integer -> double rounding to odd (exact below 2^53). With the step above it lets wide
+// integers reach half / bfloat16 correctly rounded: round-to-odd at 53 and then 24 bits equals
+// round-to-odd at 24 bits, which the final round-to-nearest-even cannot double-round.
+template <typename I>
+PGK_HD double Int64ToDoubleRoundOdd(I x) {
+  const bool negative = x < I(0);
+  // Magnitude in uint64 arithmetic: -INT64_MIN does not fit int64.
+  uint64_t u = negative ? uint64_t(0) - static_cast<uint64_t>(x) : static_cast<uint64_t>(x);
+  int shift = 0;
+  while ((u >> shift) >= (uint64_t{1} << 53)) ++shift;
+  uint64_t kept = u >> shift;
+  if (shift > 0 && (u & ((uint64_t{1} << shift) - 1)) != 0) kept |= 1;  // sticky bit
+  double d = static_cast<double>(kept);  // exact: kept < 2^53
+  for (int i = 0; i < shift; ++i) d *= 2.0;
+  return negative ? -d : d;
+}
 }  // namespace detail
 
 /// Converts between any two dtypes' scalar types with NumPy semantics (complex -> real keeps the
@@ -55,8 +72,10 @@ PGK_HD To Cast(From x) {
   } else if constexpr (IsHalfT<To>::value) {
     if constexpr (std::is_same_v<From, double>) {
       return To(detail::DoubleToFloatRoundOdd(x));
-    } else if constexpr (std::is_integral_v<From> && sizeof(From) >= 4) {
-      return To(detail::DoubleToFloatRoundOdd(static_cast<double>(x)));
+    } else if constexpr (std::is_integral_v<From> && sizeof(From) == 8) {
+      return To(detail::DoubleToFloatRoundOdd(detail::Int64ToDoubleRoundOdd(x)));
+    } else if constexpr (std::is_integral_v<From> && sizeof(From) == 4) {
+      return To(detail::DoubleToFloatRoundOdd(static_cast<double>(x)));  // exact in double
     } else {
       return To(static_cast<float>(x));
     }

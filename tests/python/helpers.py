@@ -1,0 +1,121 @@
+"""Shared helpers of the Python tests: dtype lists, random data per dtype and comparisons
+against NumPy (bfloat16 through ml_dtypes)."""
+
+import ml_dtypes
+import numpy as np
+
+import pygpukit as gp
+
+BOOL = ["bool"]
+SIGNED = ["int8", "int16", "int32", "int64"]
+UNSIGNED = ["uint8", "uint16", "uint32", "uint64"]
+INTS = SIGNED + UNSIGNED
+FLOATS = ["float16", "bfloat16", "float32", "float64"]
+COMPLEX = ["complex64", "complex128"]
+INEXACT = FLOATS + COMPLEX
+NUMERIC = INTS + INEXACT
+ALL = BOOL + NUMERIC
+# Dtypes NumPy knows natively (everything but bfloat16).
+NATIVE = [d for d in ALL if d != "bfloat16"]
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+
+# Unit roundoff of each inexact dtype (of the real component for complex).
+UNIT_ROUNDOFF = {
+    "float16": 2.0**-11,
+    "bfloat16": 2.0**-8,
+    "float32": 2.0**-24,
+    "float64": 2.0**-53,
+    "complex64": 2.0**-24,
+    "complex128": 2.0**-53,
+}
+
+
+def npdt(name):
+    """NumPy dtype of a pygpukit dtype name."""
+    return BF16 if name == "bfloat16" else np.dtype(name)
+
+
+def gpdt(name):
+    return getattr(gp, name)
+
+
+def kind(name):
+    if name == "bool":
+        return "b"
+    if name in SIGNED:
+        return "i"
+    if name in UNSIGNED:
+        return "u"
+    if name in FLOATS:
+        return "f"
+    return "c"
+
+
+def rand(rng, shape, name, *, small=False, nonzero=False, scale=None):
+    """Random NumPy data of dtype `name`. Integers span the full range (small=True: |x| < 10);
+    floats are normal with `scale`; `nonzero` replaces zeros by ones."""
+    dt = npdt(name)
+    k = kind(name)
+    if k == "b":
+        out = rng.random(shape) < 0.5
+        if nonzero:
+            out[...] = True
+    elif k in "iu":
+        info = np.iinfo(dt)
+        lo, hi = (max(info.min, -9), 9) if small else (info.min, info.max)
+        out = rng.integers(lo, hi, size=shape, dtype=dt, endpoint=True)
+    else:
+        s = (3.0 if small else 8.0) if scale is None else scale
+        re = rng.standard_normal(shape) * s
+        if k == "c":
+            out = (re + 1j * rng.standard_normal(shape) * s).astype(dt)
+        else:
+            out = re.astype(dt)
+    out = np.asarray(out, dtype=dt)
+    if nonzero and k != "b":
+        out[out == 0] = 1
+    return out
+
+
+def cmp(a):
+    """NumPy array in a dtype NumPy compares natively (bfloat16 -> float32)."""
+    a = np.asarray(a)
+    return a.astype(np.float32) if a.dtype == BF16 else a
+
+
+def host(x):
+    """GPUArray -> NumPy (bfloat16 stays bfloat16 via ml_dtypes)."""
+    out = gp.to_numpy(x)
+    assert isinstance(out, np.ndarray)
+    return out
+
+
+def check_equal(x, expected, dtype=None):
+    """GPUArray `x` equals NumPy `expected` exactly (NaN == NaN), with matching shape and dtype."""
+    expected = np.asarray(expected)
+    if dtype is None:
+        dtype = "bfloat16" if expected.dtype == BF16 else expected.dtype.name
+    assert isinstance(x, gp.GPUArray)
+    assert str(x.dtype) == dtype, (x.dtype, dtype)
+    assert x.shape == expected.shape, (x.shape, expected.shape)
+    got = host(x)
+    assert got.dtype == npdt(dtype)
+    np.testing.assert_array_equal(cmp(got), cmp(expected.astype(npdt(dtype))), strict=True)
+
+
+def check_close(x, expected, dtype, *, rtol, atol=0.0):
+    """GPUArray `x` has dtype `dtype` and matches `expected` (any float dtype) within tolerance."""
+    assert str(x.dtype) == dtype, (x.dtype, dtype)
+    expected = np.asarray(expected)
+    assert x.shape == expected.shape, (x.shape, expected.shape)
+    got = cmp(host(x))
+    wide = np.complex128 if kind(dtype) == "c" else np.float64
+    np.testing.assert_allclose(
+        got.astype(wide), cmp(expected).astype(wide), rtol=rtol, atol=atol, equal_nan=True
+    )
+
+
+def arr(data, device=None):
+    """GPUArray of NumPy data (its dtype kept)."""
+    return gp.asarray(np.asarray(data), device=device)
