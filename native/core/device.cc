@@ -12,9 +12,10 @@ std::string Device::ToString() const {
 
 absl::StatusOr<Device> ParseDevice(absl::string_view spec) {
   absl::string_view kind = spec, idx;
-  if (auto colon = spec.find(':'); colon != absl::string_view::npos) {
-    kind = spec.substr(0, colon);
-    idx = spec.substr(colon + 1);
+  const bool has_index = spec.find(':') != absl::string_view::npos;
+  if (has_index) {
+    kind = spec.substr(0, spec.find(':'));
+    idx = spec.substr(spec.find(':') + 1);
   }
   Device d;
   if (kind == "cpu") {
@@ -22,9 +23,10 @@ absl::StatusOr<Device> ParseDevice(absl::string_view spec) {
   } else if (kind == "cuda" || kind == "gpu") {
     d.type = DeviceType::kCUDA;
   } else {
-    return ValueError(absl::StrCat("device: unknown device '", spec, "' (expected 'cpu' or 'cuda[:N]')"));
+    return ValueError(
+        absl::StrCat("device: unknown device '", spec, "' (expected 'cpu' or 'cuda[:N]')"));
   }
-  if (!idx.empty() && (!absl::SimpleAtoi(idx, &d.index) || d.index < 0)) {
+  if (has_index && (!absl::SimpleAtoi(idx, &d.index) || d.index < 0)) {
     return ValueError(absl::StrCat("device: bad device index in '", spec, "'"));
   }
   return d;

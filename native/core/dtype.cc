@@ -42,16 +42,17 @@ constexpr DTypeKind KindFor(DType dt) {
 
 constexpr absl::string_view NameFor(DType dt) {
   constexpr std::array<absl::string_view, kNumDTypes> names = {
-      "bool",    "int8",     "int16",   "int32",   "int64",     "uint8",     "uint16",    "uint32",
-      "uint64",  "float16",  "bfloat16", "float32", "float64",  "complex64", "complex128"};
+      "bool",   "int8",    "int16",    "int32",   "int64",   "uint8",     "uint16",    "uint32",
+      "uint64", "float16", "bfloat16", "float32", "float64", "complex64", "complex128"};
   return names[static_cast<int>(dt)];
 }
 
 constexpr std::array<Info, kNumDTypes> kInfo = [] {
   std::array<Info, kNumDTypes> a{};
   int i = 0;
-#define PGK_INFO(E, T, C) \
-  a[i] = Info{NameFor(DType::E), #C, static_cast<int>(sizeof(T)), KindFor(DType::E)}; ++i;
+#define PGK_INFO(E, T, C)                                                             \
+  a[i] = Info{NameFor(DType::E), #C, static_cast<int>(sizeof(T)), KindFor(DType::E)}; \
+  ++i;
   PGK_FOR_EACH_DTYPE(PGK_INFO)
 #undef PGK_INFO
   return a;
@@ -78,7 +79,8 @@ DType FloatForInt(DType dt) {
 DType PromoteFloats(DType a, DType b) {
   if (a == b) return a;
   // float16 and bfloat16 have no common 16-bit supertype.
-  if ((a == DType::Float16 && b == DType::BFloat16) || (a == DType::BFloat16 && b == DType::Float16))
+  if ((a == DType::Float16 && b == DType::BFloat16) ||
+      (a == DType::BFloat16 && b == DType::Float16))
     return DType::Float32;
   return ItemSize(a) >= ItemSize(b) ? a : b;
 }
@@ -100,14 +102,14 @@ absl::StatusOr<DType> ParseDType(absl::string_view name) {
     DType dt;
   };
   static constexpr Alias kAliases[] = {
-      {"bool_", DType::Bool},       {"?", DType::Bool},          {"b1", DType::Bool},
-      {"i1", DType::Int8},          {"i2", DType::Int16},        {"i4", DType::Int32},
-      {"i8", DType::Int64},         {"int", DType::Int64},       {"u1", DType::UInt8},
-      {"u2", DType::UInt16},        {"u4", DType::UInt32},       {"u8", DType::UInt64},
-      {"f2", DType::Float16},       {"half", DType::Float16},    {"e", DType::Float16},
-      {"f4", DType::Float32},       {"f", DType::Float32},       {"float", DType::Float64},
-      {"f8", DType::Float64},       {"d", DType::Float64},       {"double", DType::Float64},
-      {"c8", DType::Complex64},     {"c16", DType::Complex128},  {"complex", DType::Complex128},
+      {"bool_", DType::Bool},    {"?", DType::Bool},         {"b1", DType::Bool},
+      {"i1", DType::Int8},       {"i2", DType::Int16},       {"i4", DType::Int32},
+      {"i8", DType::Int64},      {"int", DType::Int64},      {"u1", DType::UInt8},
+      {"u2", DType::UInt16},     {"u4", DType::UInt32},      {"u8", DType::UInt64},
+      {"f2", DType::Float16},    {"half", DType::Float16},   {"e", DType::Float16},
+      {"f4", DType::Float32},    {"f", DType::Float32},      {"float", DType::Float64},
+      {"f8", DType::Float64},    {"d", DType::Float64},      {"double", DType::Float64},
+      {"c8", DType::Complex64},  {"c16", DType::Complex128}, {"complex", DType::Complex128},
       {"bf16", DType::BFloat16},
   };
   // Aliases match exactly: NumPy's one-letter codes are case-sensitive ('F' is complex64 there,
@@ -178,7 +180,8 @@ DType PromoteWithScalar(DType a, ScalarKind s) {
       return (k == DTypeKind::Float || k == DTypeKind::Complex) ? a : kDefaultFloat;
     case ScalarKind::Complex:
       if (k == DTypeKind::Complex) return a;
-      if (k == DTypeKind::Float) return ComplexOf(a == DType::Float64 ? DType::Float64 : DType::Float32);
+      if (k == DTypeKind::Float)
+        return ComplexOf(a == DType::Float64 ? DType::Float64 : DType::Float32);
       return kDefaultComplex;
   }
   return a;

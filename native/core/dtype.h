@@ -4,11 +4,11 @@
 
 #include <cstdint>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <type_traits>
 #include <utility>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/dtype_list.h"
 #include "core/scalar_types.h"
 
@@ -70,10 +70,10 @@ DType RealOf(DType dt);
 /// Maps the C++ scalar type of a dtype (bool, float, pygpukit::float16, ...) to its DType.
 template <typename T>
 struct DTypeOf;
-#define PGK_DTYPE_OF(E, T, C)                  \
-  template <>                                  \
-  struct DTypeOf<T> {                          \
-    static constexpr DType value = DType::E;   \
+#define PGK_DTYPE_OF(E, T, C)                \
+  template <>                                \
+  struct DTypeOf<T> {                        \
+    static constexpr DType value = DType::E; \
   };
 PGK_FOR_EACH_DTYPE(PGK_DTYPE_OF)
 #undef PGK_DTYPE_OF

@@ -69,7 +69,8 @@ PGK_HD float HalfBitsToFloat(uint16_t h) {
 
 PGK_HD uint16_t FloatToBFloat16Bits(float f) {
   uint32_t x = FloatBits(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet NaN
+  if ((x & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet NaN
   x += 0x7fffu + ((x >> 16) & 1u);
   return static_cast<uint16_t>(x >> 16);
 }

@@ -42,8 +42,8 @@ std::string ShapeToString(absl::Span<const int64_t> shape) {
 
 absl::Status ValidateShape(absl::Span<const int64_t> shape, absl::string_view op) {
   if (shape.size() > static_cast<size_t>(kMaxDims)) {
-    return ValueError(absl::StrCat(op, ": ", shape.size(), " dimensions exceed the maximum of ",
-                                   kMaxDims));
+    return ValueError(
+        absl::StrCat(op, ": ", shape.size(), " dimensions exceed the maximum of ", kMaxDims));
   }
   int64_t n = 1;
   for (int64_t d : shape) {

@@ -15,9 +15,7 @@ absl::Status WithType(absl::StatusCode code, absl::string_view msg, absl::string
 
 }  // namespace
 
-absl::Status ValueError(absl::string_view msg) {
-  return absl::InvalidArgumentError(msg);
-}
+absl::Status ValueError(absl::string_view msg) { return absl::InvalidArgumentError(msg); }
 absl::Status TypeError(absl::string_view msg) {
   return WithType(absl::StatusCode::kInvalidArgument, msg, "type");
 }

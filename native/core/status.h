@@ -3,10 +3,9 @@
 // and the macros are the one error-propagation family used across the code base.
 #pragma once
 
-#include "absl/strings/string_view.h"
-
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace pygpukit {
 
@@ -37,10 +36,10 @@ ErrorType ErrorTypeOf(const absl::Status& s);
 #define PGK_STATUS_CONCAT_(a, b) PGK_STATUS_CONCAT_INNER_(a, b)
 
 /// Returns the status from the enclosing function if `expr` is not OK.
-#define PGK_RETURN_IF_ERROR(expr)                        \
-  do {                                                   \
-    ::absl::Status pgk_status_ = (expr);                 \
-    if (!pgk_status_.ok()) return pgk_status_;           \
+#define PGK_RETURN_IF_ERROR(expr)              \
+  do {                                         \
+    ::absl::Status pgk_status_ = (expr);       \
+    if (!pgk_status_.ok()) return pgk_status_; \
   } while (0)
 
 /// `PGK_ASSIGN_OR_RETURN(auto x, F());` assigns the value of a StatusOr or returns its error.

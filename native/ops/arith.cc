@@ -66,9 +66,8 @@ absl::StatusOr<GPUArray> Binary(BinaryOp op, const GPUArray& a, const GPUArray& 
     return ValueError(absl::StrCat(BinaryOpName(op), ": operands are on different devices (",
                                    a.device().ToString(), " and ", b.device().ToString(), ")"));
   }
-  PGK_ASSIGN_OR_RETURN(DType dtype,
-                       ResultDType(op, PromoteTypes(a.dtype(), b.dtype()),
-                                   absl::StrCat(Describe(a), " and ", Describe(b))));
+  PGK_ASSIGN_OR_RETURN(DType dtype, ResultDType(op, PromoteTypes(a.dtype(), b.dtype()),
+                                                absl::StrCat(Describe(a), " and ", Describe(b))));
   PGK_ASSIGN_OR_RETURN(Shape shape, BroadcastShapes(a.shape(), b.shape(), BinaryOpName(op)));
   PGK_ASSIGN_OR_RETURN(GPUArray x, Prepare(a, dtype, shape));
   PGK_ASSIGN_OR_RETURN(GPUArray y, Prepare(b, dtype, shape));

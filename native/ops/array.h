@@ -33,9 +33,7 @@ class GPUArray {
   /// Dense C-order layout.
   bool is_contiguous() const { return IsContiguous(shape_, strides_); }
   /// Address of element 0 (device address on CUDA).
-  void* data() const {
-    return static_cast<char*>(buffer_->data()) + offset_ * ItemSize(dtype_);
-  }
+  void* data() const { return static_cast<char*>(buffer_->data()) + offset_ * ItemSize(dtype_); }
   const std::shared_ptr<Buffer>& buffer() const { return buffer_; }
   bool valid() const { return buffer_ != nullptr; }
 

@@ -41,8 +41,8 @@ absl::Status ToHost(const GPUArray& a, void* dst) {
   if (a.size() == 0) return absl::OkStatus();
   PGK_ASSIGN_OR_RETURN(GPUArray src, Contiguous(a));
   PGK_ASSIGN_OR_RETURN(Queue q, QueueOf(src.device()));
-  PGK_RETURN_IF_ERROR(q.backend->CopyAsync(dst, src.data(), src.nbytes(),
-                                           hal::CopyKind::kDeviceToHost, *q.stream));
+  PGK_RETURN_IF_ERROR(
+      q.backend->CopyAsync(dst, src.data(), src.nbytes(), hal::CopyKind::kDeviceToHost, *q.stream));
   return q.backend->Synchronize(*q.stream);
 }
 
@@ -94,13 +94,14 @@ absl::Status Assign(const GPUArray& dst, const GPUArray& src) {
 
 absl::StatusOr<Scalar> Item(const GPUArray& a) {
   if (a.size() != 1) {
-    return ValueError(absl::StrCat("item: only arrays of one element convert to a scalar, got shape ",
-                                   ShapeToString(a.shape())));
+    return ValueError(
+        absl::StrCat("item: only arrays of one element convert to a scalar, got shape ",
+                     ShapeToString(a.shape())));
   }
   // Read the value as float64 / complex128 / int64 / bool, the Python scalar's precision.
-  DType wide = IsComplex(a.dtype())   ? DType::Complex128
-               : IsFloating(a.dtype()) ? DType::Float64
-               : a.dtype() == DType::Bool ? DType::Bool
+  DType wide = IsComplex(a.dtype())         ? DType::Complex128
+               : IsFloating(a.dtype())      ? DType::Float64
+               : a.dtype() == DType::Bool   ? DType::Bool
                : a.dtype() == DType::UInt64 ? DType::UInt64
                                             : DType::Int64;
   PGK_ASSIGN_OR_RETURN(GPUArray w, AsType(a, wide, false));

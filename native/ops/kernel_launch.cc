@@ -81,7 +81,8 @@ absl::string_view BinaryOpName(BinaryOp op) {
   return "?";
 }
 
-absl::Status EncodeScalar(const Scalar& s, DType dtype, unsigned char* out16, absl::string_view op) {
+absl::Status EncodeScalar(const Scalar& s, DType dtype, unsigned char* out16,
+                          absl::string_view op) {
   std::memset(out16, 0, 16);
   return VisitDType(dtype, [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;

@@ -52,7 +52,8 @@ absl::Status EncodeScalar(const Scalar& s, DType dtype, unsigned char* out16, ab
 namespace cpu_kernels {
 absl::Status Copy(hal::Stream& s, DType src, DType dst, const kernels::ElementwiseParams& p,
                   KeepAlive keep);
-absl::Status Fill(hal::Stream& s, int itemsize, const kernels::ElementwiseParams& p, KeepAlive keep);
+absl::Status Fill(hal::Stream& s, int itemsize, const kernels::ElementwiseParams& p,
+                  KeepAlive keep);
 absl::Status Arange(hal::Stream& s, DType dtype, const kernels::ArangeParams& p, KeepAlive keep);
 absl::Status Binary(hal::Stream& s, BinaryOp op, DType dtype, const kernels::ElementwiseParams& p,
                     KeepAlive keep);

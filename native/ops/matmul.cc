@@ -119,10 +119,24 @@ absl::StatusOr<GPUArray> Matmul(const GPUArray& a_in, const GPUArray& b_in,
     bool blas = a.device().is_cuda();
     PGK_ASSIGN_OR_RETURN(Mat A, Prepare(ab, nb, blas));
     PGK_ASSIGN_OR_RETURN(Mat B, Prepare(bb, nb, blas));
-    MatmulProblem p{dtype, nbatch, m, n, k,
-                    A.arr.data(), A.batch_stride, A.row, A.col,
-                    B.arr.data(), B.batch_stride, B.row, B.col,
-                    c.data(), m * n, n, 1, options};
+    MatmulProblem p{dtype,
+                    nbatch,
+                    m,
+                    n,
+                    k,
+                    A.arr.data(),
+                    A.batch_stride,
+                    A.row,
+                    A.col,
+                    B.arr.data(),
+                    B.batch_stride,
+                    B.row,
+                    B.col,
+                    c.data(),
+                    m * n,
+                    n,
+                    1,
+                    options};
     PGK_RETURN_IF_ERROR(LaunchMatmul(p, a.device(), {A.arr.buffer(), B.arr.buffer(), c.buffer()}));
   }
   if (a1 || b1) {

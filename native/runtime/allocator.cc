@@ -19,7 +19,7 @@ CachingAllocator::CachingAllocator(hal::Backend* backend, Device device)
 CachingAllocator::~CachingAllocator() = default;  // process-lifetime; the driver reclaims memory
 
 absl::StatusOr<std::shared_ptr<Buffer>> CachingAllocator::Allocate(size_t bytes,
-                                                                    hal::Stream& stream) {
+                                                                   hal::Stream& stream) {
   size_t size = RoundAllocationSize(bytes);
   void* ptr = nullptr;
   hal::Stream* owner = nullptr;

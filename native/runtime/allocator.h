@@ -44,8 +44,8 @@ class Buffer {
 
 /// Counters of one allocator.
 struct MemoryStats {
-  int64_t allocated_bytes = 0;       // held by live buffers (rounded sizes)
-  int64_t reserved_bytes = 0;        // obtained from the driver (live + cached)
+  int64_t allocated_bytes = 0;  // held by live buffers (rounded sizes)
+  int64_t reserved_bytes = 0;   // obtained from the driver (live + cached)
   int64_t peak_allocated_bytes = 0;
   int64_t active_blocks = 0;
   int64_t num_allocations = 0;

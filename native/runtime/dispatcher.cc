@@ -63,8 +63,8 @@ absl::StatusOr<void*> Dispatcher::DeviceFunction(absl::string_view kernel, int d
     }
     if (fn.status().code() != absl::StatusCode::kNotFound) return fn.status();
   }
-  return NotImplementedError(absl::StrCat("dispatch: no CUDA kernel named ", kernel,
-                                          " in the embedded images"));
+  return NotImplementedError(
+      absl::StrCat("dispatch: no CUDA kernel named ", kernel, " in the embedded images"));
 #else
   return NotImplementedError(absl::StrCat("dispatch ", kernel, ": built without CUDA kernels"));
 #endif

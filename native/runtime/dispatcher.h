@@ -11,11 +11,11 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "core/hal/backend.h"
 
 namespace pygpukit {
@@ -42,7 +42,8 @@ class Dispatcher {
   ~Dispatcher();
 
   /// Enqueues `task` (a CPU kernel) on a CPU stream.
-  absl::Status LaunchHost(hal::Stream& stream, absl::string_view kernel, std::function<void()> task);
+  absl::Status LaunchHost(hal::Stream& stream, absl::string_view kernel,
+                          std::function<void()> task);
   /// Launches the embedded CUDA kernel `kernel` (an extern "C" symbol) with `args` (pointers to
   /// the kernel's parameters, as for cuLaunchKernel).
   absl::Status LaunchDevice(hal::Stream& stream, absl::string_view kernel,

@@ -27,11 +27,11 @@ struct RuntimeInfo {
   std::string version;
   Device default_device;
   bool cuda_available = false;
-  std::string cuda_status;     // why CUDA is unavailable, or "ok"
-  std::string forced_device;   // value of PYGPUKIT_DEVICE ("" when unset)
-  std::string kernel_archs;    // archs of the embedded kernels
+  std::string cuda_status;    // why CUDA is unavailable, or "ok"
+  std::string forced_device;  // value of PYGPUKIT_DEVICE ("" when unset)
+  std::string kernel_archs;   // archs of the embedded kernels
   bool nvrtc_available = false;
-  std::string nvrtc_version;   // "13.0" or the reason it is unavailable
+  std::string nvrtc_version;  // "13.0" or the reason it is unavailable
   bool cublaslt_available = false;
   std::string cublaslt_version;  // "130000" or the reason it is unavailable
 };

@@ -1,11 +1,12 @@
 // Binding of GPUArray: attributes, operators (dunders call the C++ ops directly, so Python adds
 // nothing per op), indexing and host conversion.
+#include "array_bindings.h"
+
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include "absl/strings/str_cat.h"
-#include "array_bindings.h"
 #include "convert.h"
 
 namespace pygpukit::py {
@@ -62,9 +63,10 @@ std::vector<ops::IndexItem> ToIndex(const pyb::handle& key) {
       RaiseStatus(NotImplementedError(
           "index: integer-array and boolean-mask indexing are not supported yet"));
     } else {
-      throw pyb::index_error(absl::StrCat("index: only integers, slices, None and Ellipsis are "
-                                          "valid indices, got ",
-                                          std::string(pyb::repr(k))));
+      throw pyb::index_error(
+          absl::StrCat("index: only integers, slices, None and Ellipsis are "
+                       "valid indices, got ",
+                       std::string(pyb::repr(k))));
     }
     items.push_back(it);
   };
@@ -208,27 +210,31 @@ indexing run on the array's device. Convert to NumPy with pygpukit.to_numpy(x) o
              } else if (IsScalar(value)) {
                src = Unwrap(ops::Full({}, ToScalar(value), a.dtype(), a.device()));
              } else {
-               throw pyb::type_error(absl::StrCat("setitem: value must be a GPUArray or a Python "
-                                                  "scalar, got ",
-                                                  std::string(pyb::repr(value.get_type()))));
+               throw pyb::type_error(
+                   absl::StrCat("setitem: value must be a GPUArray or a Python "
+                                "scalar, got ",
+                                std::string(pyb::repr(value.get_type()))));
              }
              Check(ops::Assign(view, src));
            })
       .def("__matmul__",
            [](const GPUArray& a, const pyb::object& b) -> pyb::object {
-             if (!pyb::isinstance<GPUArray>(b)) return pyb::reinterpret_borrow<pyb::object>(Py_NotImplemented);
+             if (!pyb::isinstance<GPUArray>(b))
+               return pyb::reinterpret_borrow<pyb::object>(Py_NotImplemented);
              return pyb::cast(Unwrap(ops::Matmul(a, b.cast<const GPUArray&>())));
            })
       .def("__rmatmul__",
            [](const GPUArray& a, const pyb::object& b) -> pyb::object {
-             if (!pyb::isinstance<GPUArray>(b)) return pyb::reinterpret_borrow<pyb::object>(Py_NotImplemented);
+             if (!pyb::isinstance<GPUArray>(b))
+               return pyb::reinterpret_borrow<pyb::object>(Py_NotImplemented);
              return pyb::cast(Unwrap(ops::Matmul(b.cast<const GPUArray&>(), a)));
            })
       .def("__pos__", [](const GPUArray& a) { return Unwrap(ops::Copy(a)); })
       .def("__neg__",
            [](const GPUArray& a) {
              if (a.dtype() == DType::Bool) {
-               throw pyb::type_error("negative: boolean negation is not supported; use ~ / logical_not");
+               throw pyb::type_error(
+                   "negative: boolean negation is not supported; use ~ / logical_not");
              }
              // -1 * x keeps signed zeros (0 - 0.0 would give +0.0); unsigned ints wrap as 0 - x.
              if (KindOf(a.dtype()) == DTypeKind::Unsigned) {
@@ -247,12 +253,10 @@ indexing run on the array's device. Convert to NumPy with pygpukit.to_numpy(x) o
                   OpDef{"__mul__", "__rmul__", BinaryOp::kMultiply},
                   OpDef{"__truediv__", "__rtruediv__", BinaryOp::kDivide}}) {
     BinaryOp op = d.op;
-    cls.def(d.name, [op](const GPUArray& a, const pyb::object& o) {
-      return BinaryWith(op, a, o, false);
-    });
-    cls.def(d.rname, [op](const GPUArray& a, const pyb::object& o) {
-      return BinaryWith(op, a, o, true);
-    });
+    cls.def(d.name,
+            [op](const GPUArray& a, const pyb::object& o) { return BinaryWith(op, a, o, false); });
+    cls.def(d.rname,
+            [op](const GPUArray& a, const pyb::object& o) { return BinaryWith(op, a, o, true); });
   }
 }
 

@@ -46,8 +46,8 @@ DType ToDType(const pyb::handle& obj, absl::string_view op) {
   } catch (pyb::error_already_set&) {
     PyErr_Clear();
   }
-  throw pyb::type_error(absl::StrCat(op, ": cannot interpret ",
-                                     std::string(pyb::repr(obj)), " as a dtype"));
+  throw pyb::type_error(
+      absl::StrCat(op, ": cannot interpret ", std::string(pyb::repr(obj)), " as a dtype"));
 }
 
 DType ToDTypeOr(const pyb::handle& obj, DType dflt, absl::string_view op) {
@@ -58,17 +58,18 @@ Device ToDevice(const pyb::handle& obj) {
   if (obj.is_none()) return Runtime::Get().default_device();
   if (pyb::isinstance<Device>(obj)) return obj.cast<Device>();
   if (pyb::isinstance<pyb::str>(obj)) return Unwrap(ParseDevice(obj.cast<std::string>()));
-  throw pyb::type_error(absl::StrCat("device: expected a pygpukit Device or a string such as "
-                                     "'cuda:0' or 'cpu', got ",
-                                     std::string(pyb::repr(obj))));
+  throw pyb::type_error(
+      absl::StrCat("device: expected a pygpukit Device or a string such as "
+                   "'cuda:0' or 'cpu', got ",
+                   std::string(pyb::repr(obj))));
 }
 
 Shape ToShape(const pyb::handle& obj, absl::string_view op) {
   Shape shape;
   auto to_int = [&](const pyb::handle& h) -> int64_t {
     if (pyb::isinstance<pyb::bool_>(h) || !PyIndex_Check(h.ptr())) {
-      throw pyb::type_error(absl::StrCat(op, ": shape entries must be integers, got ",
-                                         std::string(pyb::repr(h))));
+      throw pyb::type_error(
+          absl::StrCat(op, ": shape entries must be integers, got ", std::string(pyb::repr(h))));
     }
     return pyb::int_(pyb::reinterpret_borrow<pyb::object>(h)).cast<int64_t>();
   };
@@ -94,15 +95,15 @@ Scalar ToScalar(const pyb::handle& obj) {
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(obj.ptr(), &overflow);
     if (overflow != 0) {
-      RaiseStatus(OverflowError(absl::StrCat("Python integer ", std::string(pyb::str(obj)),
-                                             " does not fit in int64")));
+      RaiseStatus(OverflowError(
+          absl::StrCat("Python integer ", std::string(pyb::str(obj)), " does not fit in int64")));
     }
     return Scalar::Int(v);
   }
   if (PyFloat_Check(obj.ptr())) return Scalar::Float(obj.cast<double>());
   if (PyComplex_Check(obj.ptr())) return Scalar::Complex(obj.cast<std::complex<double>>());
-  throw pyb::type_error(absl::StrCat("expected a Python scalar, got ",
-                                     std::string(pyb::repr(obj))));
+  throw pyb::type_error(
+      absl::StrCat("expected a Python scalar, got ", std::string(pyb::repr(obj))));
 }
 
 pyb::object NumpyDType(DType dt) {

@@ -74,24 +74,24 @@ ops::MatmulOptions ParseMatmulOptions(const std::string& precision, const std::s
   } else if (precision == "tf32") {
     o.precision = ops::MatmulPrecision::kTF32;
   } else {
-    throw pyb::value_error(absl::StrCat("matmul: unknown precision '", precision,
-                                        "' (expected 'highest' or 'tf32')"));
+    throw pyb::value_error(
+        absl::StrCat("matmul: unknown precision '", precision, "' (expected 'highest' or 'tf32')"));
   }
   if (backend == "auto") {
     o.backend = ops::MatmulBackend::kAuto;
   } else if (backend == "cublaslt") {
     o.backend = ops::MatmulBackend::kCublasLt;
   } else {
-    throw pyb::value_error(absl::StrCat("matmul: unknown backend '", backend,
-                                        "' (expected 'auto' or 'cublaslt')"));
+    throw pyb::value_error(
+        absl::StrCat("matmul: unknown backend '", backend, "' (expected 'auto' or 'cublaslt')"));
   }
   return o;
 }
 
 const GPUArray& AsArray(const pyb::handle& obj, absl::string_view op) {
   if (!pyb::isinstance<GPUArray>(obj)) {
-    throw pyb::type_error(absl::StrCat(op, ": expected a GPUArray, got ",
-                                       std::string(pyb::repr(obj.get_type()))));
+    throw pyb::type_error(
+        absl::StrCat(op, ": expected a GPUArray, got ", std::string(pyb::repr(obj.get_type()))));
   }
   return obj.cast<const GPUArray&>();
 }
@@ -102,7 +102,8 @@ PYBIND11_MODULE(_core, m) {
   m.doc() = "pygpukit native core: GPUArray, devices and array operations.";
 
   pyb::class_<PyDType>(m, "dtype", "An array element type.")
-      .def_property_readonly("name", [](const PyDType& d) { return std::string(DTypeName(d.dtype)); })
+      .def_property_readonly("name",
+                             [](const PyDType& d) { return std::string(DTypeName(d.dtype)); })
       .def_property_readonly("itemsize", [](const PyDType& d) { return ItemSize(d.dtype); })
       .def_property_readonly("kind",
                              [](const PyDType& d) {
@@ -156,13 +157,16 @@ PYBIND11_MODULE(_core, m) {
 
   BindArray(m);
 
-  m.def("devices", [] { return Runtime::Get().devices(); }, "All usable devices.");
+  m.def(
+      "devices", [] { return Runtime::Get().devices(); }, "All usable devices.");
   m.def("default_device", [] { return Runtime::Get().default_device(); });
   m.def("runtime_info", &InfoDict, "What the runtime found at start-up.");
-  m.def("device_properties", [](const pyb::object& d) { return PropertiesDict(ToDevice(d)); },
-        pyb::arg("device") = pyb::none());
-  m.def("memory_stats", [](const pyb::object& d) { return MemoryStatsDict(ToDevice(d)); },
-        pyb::arg("device") = pyb::none());
+  m.def(
+      "device_properties", [](const pyb::object& d) { return PropertiesDict(ToDevice(d)); },
+      pyb::arg("device") = pyb::none());
+  m.def(
+      "memory_stats", [](const pyb::object& d) { return MemoryStatsDict(ToDevice(d)); },
+      pyb::arg("device") = pyb::none());
   m.def(
       "empty_cache",
       [](const pyb::object& d) {
@@ -199,8 +203,8 @@ PYBIND11_MODULE(_core, m) {
                      : v.kind == ScalarKind::Int   ? kDefaultInt
                      : v.kind == ScalarKind::Float ? kDefaultFloat
                                                    : kDefaultComplex;
-        return Unwrap(ops::Full(ToShape(shape, "full"), v, ToDTypeOr(dtype, dflt, "full"),
-                                ToDevice(device)));
+        return Unwrap(
+            ops::Full(ToShape(shape, "full"), v, ToDTypeOr(dtype, dflt, "full"), ToDevice(device)));
       },
       pyb::arg("shape"), pyb::arg("fill_value"), pyb::arg("dtype") = pyb::none(),
       pyb::arg("device") = pyb::none());
@@ -220,21 +224,23 @@ PYBIND11_MODULE(_core, m) {
         DType dt = ToDTypeOr(dtype, all_int ? kDefaultInt : kDefaultFloat, "arange");
         Device dev = ToDevice(device);
         if (all_int) {
-          return Unwrap(ops::ArangeInt(lo.cast<int64_t>(), hi.cast<int64_t>(),
-                                       step.cast<int64_t>(), dt, dev));
+          return Unwrap(ops::ArangeInt(lo.cast<int64_t>(), hi.cast<int64_t>(), step.cast<int64_t>(),
+                                       dt, dev));
         }
-        return Unwrap(ops::Arange(lo.cast<double>(), hi.cast<double>(), step.cast<double>(), dt, dev));
+        return Unwrap(
+            ops::Arange(lo.cast<double>(), hi.cast<double>(), step.cast<double>(), dt, dev));
       },
       pyb::arg("start"), pyb::arg("stop") = pyb::none(), pyb::arg("step") = 1,
       pyb::arg("dtype") = pyb::none(), pyb::arg("device") = pyb::none());
-  m.def("from_numpy",
-        [](const pyb::array& arr, const pyb::object& device) {
-          return FromNumpy(arr, ToDevice(device));
-        },
-        pyb::arg("array"), pyb::arg("device") = pyb::none(),
-        "Copies a NumPy array to a device.");
-  m.def("to_numpy", [](const pyb::handle& x) { return ToNumpy(AsArray(x, "to_numpy")); },
-        pyb::arg("x"), "Copies an array into a new NumPy array.");
+  m.def(
+      "from_numpy",
+      [](const pyb::array& arr, const pyb::object& device) {
+        return FromNumpy(arr, ToDevice(device));
+      },
+      pyb::arg("array"), pyb::arg("device") = pyb::none(), "Copies a NumPy array to a device.");
+  m.def(
+      "to_numpy", [](const pyb::handle& x) { return ToNumpy(AsArray(x, "to_numpy")); },
+      pyb::arg("x"), "Copies an array into a new NumPy array.");
   m.def(
       "matmul",
       [](const pyb::handle& a, const pyb::handle& b, const std::string& precision,
@@ -246,31 +252,40 @@ PYBIND11_MODULE(_core, m) {
       pyb::arg("backend") = "auto",
       "Matrix product with NumPy semantics. precision='tf32' allows TF32 tensor cores for "
       "float32 on CUDA; the default keeps true FP32.");
-  m.def("astype",
-        [](const pyb::handle& x, const pyb::object& dtype, bool copy) {
-          return Unwrap(ops::AsType(AsArray(x, "astype"), ToDType(dtype, "astype"), copy));
-        },
-        pyb::arg("x"), pyb::arg("dtype"), pyb::kw_only(), pyb::arg("copy") = true);
-  m.def("reshape",
-        [](const pyb::handle& x, const pyb::object& shape) {
-          return Unwrap(ops::Reshape(AsArray(x, "reshape"), ToShape(shape, "reshape")));
-        },
-        pyb::arg("x"), pyb::arg("shape"));
-  m.def("permute_dims",
-        [](const pyb::handle& x, const pyb::object& axes) {
-          return Unwrap(ops::PermuteDims(AsArray(x, "permute_dims"), ToShape(axes, "permute_dims")));
-        },
-        pyb::arg("x"), pyb::arg("axes"));
-  m.def("matrix_transpose",
-        [](const pyb::handle& x) { return Unwrap(ops::MatrixTranspose(AsArray(x, "matrix_transpose"))); },
-        pyb::arg("x"));
-  m.def("broadcast_to",
-        [](const pyb::handle& x, const pyb::object& shape) {
-          return Unwrap(ops::BroadcastTo(AsArray(x, "broadcast_to"), ToShape(shape, "broadcast_to")));
-        },
-        pyb::arg("x"), pyb::arg("shape"));
-  m.def("contiguous", [](const pyb::handle& x) { return Unwrap(ops::Contiguous(AsArray(x, "contiguous"))); },
-        pyb::arg("x"));
+  m.def(
+      "astype",
+      [](const pyb::handle& x, const pyb::object& dtype, bool copy) {
+        return Unwrap(ops::AsType(AsArray(x, "astype"), ToDType(dtype, "astype"), copy));
+      },
+      pyb::arg("x"), pyb::arg("dtype"), pyb::kw_only(), pyb::arg("copy") = true);
+  m.def(
+      "reshape",
+      [](const pyb::handle& x, const pyb::object& shape) {
+        return Unwrap(ops::Reshape(AsArray(x, "reshape"), ToShape(shape, "reshape")));
+      },
+      pyb::arg("x"), pyb::arg("shape"));
+  m.def(
+      "permute_dims",
+      [](const pyb::handle& x, const pyb::object& axes) {
+        return Unwrap(ops::PermuteDims(AsArray(x, "permute_dims"), ToShape(axes, "permute_dims")));
+      },
+      pyb::arg("x"), pyb::arg("axes"));
+  m.def(
+      "matrix_transpose",
+      [](const pyb::handle& x) {
+        return Unwrap(ops::MatrixTranspose(AsArray(x, "matrix_transpose")));
+      },
+      pyb::arg("x"));
+  m.def(
+      "broadcast_to",
+      [](const pyb::handle& x, const pyb::object& shape) {
+        return Unwrap(ops::BroadcastTo(AsArray(x, "broadcast_to"), ToShape(shape, "broadcast_to")));
+      },
+      pyb::arg("x"), pyb::arg("shape"));
+  m.def(
+      "contiguous",
+      [](const pyb::handle& x) { return Unwrap(ops::Contiguous(AsArray(x, "contiguous"))); },
+      pyb::arg("x"));
 }
 
 }  // namespace pygpukit::py

@@ -11,9 +11,9 @@
 namespace pygpukit {
 namespace {
 
-constexpr DType kAll[] = {DType::Bool,    DType::Int8,     DType::Int16,   DType::Int32,
-                          DType::Int64,   DType::UInt8,    DType::UInt16,  DType::UInt32,
-                          DType::UInt64,  DType::Float16,  DType::BFloat16, DType::Float32,
+constexpr DType kAll[] = {DType::Bool,    DType::Int8,      DType::Int16,     DType::Int32,
+                          DType::Int64,   DType::UInt8,     DType::UInt16,    DType::UInt32,
+                          DType::UInt64,  DType::Float16,   DType::BFloat16,  DType::Float32,
                           DType::Float64, DType::Complex64, DType::Complex128};
 static_assert(sizeof(kAll) / sizeof(kAll[0]) == kNumDTypes);
 
@@ -29,9 +29,9 @@ TEST(DType, ItemSizes) {
 
 TEST(DType, Kinds) {
   using K = DTypeKind;
-  const K expected[] = {K::Bool,     K::Signed,   K::Signed, K::Signed, K::Signed,
+  const K expected[] = {K::Bool,     K::Signed,   K::Signed,   K::Signed,   K::Signed,
                         K::Unsigned, K::Unsigned, K::Unsigned, K::Unsigned, K::Float,
-                        K::Float,    K::Float,    K::Float,  K::Complex, K::Complex};
+                        K::Float,    K::Float,    K::Float,    K::Complex,  K::Complex};
   for (int i = 0; i < kNumDTypes; ++i) {
     EXPECT_EQ(KindOf(kAll[i]), expected[i]) << DTypeName(kAll[i]);
   }
@@ -47,10 +47,10 @@ TEST(DType, Kinds) {
 }
 
 TEST(DType, NamesAndCodes) {
-  const char* names[] = {"bool",    "int8",    "int16",    "int32",   "int64",
-                         "uint8",   "uint16",  "uint32",   "uint64",  "float16",
+  const char* names[] = {"bool",     "int8",    "int16",   "int32",     "int64",
+                         "uint8",    "uint16",  "uint32",  "uint64",    "float16",
                          "bfloat16", "float32", "float64", "complex64", "complex128"};
-  const char* codes[] = {"b1", "i1", "i2", "i4", "i8", "u1", "u2", "u4",
+  const char* codes[] = {"b1", "i1", "i2",  "i4", "i8", "u1", "u2", "u4",
                          "u8", "f2", "bf2", "f4", "f8", "c8", "c16"};
   for (int i = 0; i < kNumDTypes; ++i) {
     EXPECT_EQ(DTypeName(kAll[i]), names[i]);
@@ -77,14 +77,14 @@ TEST(DType, ParseAliases) {
     DType dt;
   };
   const Case cases[] = {
-      {"bool_", DType::Bool},        {"?", DType::Bool},         {"b1", DType::Bool},
-      {"i1", DType::Int8},           {"i2", DType::Int16},       {"i4", DType::Int32},
-      {"i8", DType::Int64},          {"int", DType::Int64},      {"u1", DType::UInt8},
-      {"u2", DType::UInt16},         {"u4", DType::UInt32},      {"u8", DType::UInt64},
-      {"f2", DType::Float16},        {"half", DType::Float16},   {"e", DType::Float16},
-      {"f4", DType::Float32},        {"f", DType::Float32},      {"float", DType::Float64},
-      {"f8", DType::Float64},        {"d", DType::Float64},      {"double", DType::Float64},
-      {"c8", DType::Complex64},      {"c16", DType::Complex128}, {"complex", DType::Complex128},
+      {"bool_", DType::Bool},    {"?", DType::Bool},         {"b1", DType::Bool},
+      {"i1", DType::Int8},       {"i2", DType::Int16},       {"i4", DType::Int32},
+      {"i8", DType::Int64},      {"int", DType::Int64},      {"u1", DType::UInt8},
+      {"u2", DType::UInt16},     {"u4", DType::UInt32},      {"u8", DType::UInt64},
+      {"f2", DType::Float16},    {"half", DType::Float16},   {"e", DType::Float16},
+      {"f4", DType::Float32},    {"f", DType::Float32},      {"float", DType::Float64},
+      {"f8", DType::Float64},    {"d", DType::Float64},      {"double", DType::Float64},
+      {"c8", DType::Complex64},  {"c16", DType::Complex128}, {"complex", DType::Complex128},
       {"bf16", DType::BFloat16},
   };
   for (const Case& c : cases) {
@@ -221,9 +221,7 @@ TEST(DType, PromoteWithScalar) {
     EXPECT_EQ(PromoteWithScalar(a, ScalarKind::Int), a == DType::Bool ? DType::Int64 : a);
     DType want_f = IsInexact(a) ? a : DType::Float32;
     EXPECT_EQ(PromoteWithScalar(a, ScalarKind::Float), want_f);
-    DType want_c = IsComplex(a)            ? a
-                   : a == DType::Float64   ? DType::Complex128
-                                           : DType::Complex64;
+    DType want_c = IsComplex(a) ? a : a == DType::Float64 ? DType::Complex128 : DType::Complex64;
     EXPECT_EQ(PromoteWithScalar(a, ScalarKind::Complex), want_c);
   }
   EXPECT_EQ(kDefaultFloat, DType::Float32);
@@ -248,7 +246,8 @@ TEST(DType, VisitDTypeMapsEveryDTypeToItsScalarType) {
       return static_cast<int>(sizeof(T));
     });
     EXPECT_EQ(size, ItemSize(dt)) << DTypeName(dt);
-    DType back = VisitDType(dt, [](auto tag) { return DTypeOf<typename decltype(tag)::type>::value; });
+    DType back =
+        VisitDType(dt, [](auto tag) { return DTypeOf<typename decltype(tag)::type>::value; });
     EXPECT_EQ(back, dt);
     bool is_float = VisitDType(dt, [](auto tag) {
       using T = typename decltype(tag)::type;

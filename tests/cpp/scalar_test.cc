@@ -206,11 +206,11 @@ TEST(Float16, KnownValues) {
   EXPECT_EQ(float16(65519.0f).bits, 0x7bff);
   EXPECT_EQ(float16(65520.0f).bits, 0x7c00);  // tie between 65504 and 2^16 goes to even (inf)
   EXPECT_EQ(float16(-1e9f).bits, 0xfc00);
-  EXPECT_EQ(float16(std::ldexp(1.0f, -24)).bits, 0x0001);  // smallest subnormal
-  EXPECT_EQ(float16(std::ldexp(1.0f, -25)).bits, 0x0000);  // tie with zero goes to zero
-  EXPECT_EQ(float16(std::ldexp(3.0f, -25)).bits, 0x0002);  // 1.5 ulp: tie goes to even 2
-  EXPECT_EQ(float16(std::ldexp(1.0f, -14)).bits, 0x0400);  // smallest normal
-  EXPECT_EQ(float16(1.0f + std::ldexp(1.0f, -11)).bits, 0x3c00);  // tie -> even
+  EXPECT_EQ(float16(std::ldexp(1.0f, -24)).bits, 0x0001);             // smallest subnormal
+  EXPECT_EQ(float16(std::ldexp(1.0f, -25)).bits, 0x0000);             // tie with zero goes to zero
+  EXPECT_EQ(float16(std::ldexp(3.0f, -25)).bits, 0x0002);             // 1.5 ulp: tie goes to even 2
+  EXPECT_EQ(float16(std::ldexp(1.0f, -14)).bits, 0x0400);             // smallest normal
+  EXPECT_EQ(float16(1.0f + std::ldexp(1.0f, -11)).bits, 0x3c00);      // tie -> even
   EXPECT_EQ(float16(1.0f + 3 * std::ldexp(1.0f, -11)).bits, 0x3c02);  // tie -> even (up)
   EXPECT_EQ(float16(-0.0f).bits, 0x8000);
 }
@@ -269,10 +269,10 @@ std::vector<double> TestDoubles(const Format& fmt, uint32_t seed) {
       out.push_back(-v);
     }
   }
-  for (double v : {0.0, -0.0, 1e-300, -1e-300, 1e300, -1e300, 65520.0, 65519.999999999,
-                   65520.000000001, std::ldexp(1.0, -25), std::ldexp(1.0, -25) + 1e-30,
-                   std::numeric_limits<double>::infinity(), std::numeric_limits<double>::denorm_min(),
-                   3.4028235677973366e38, 3.3961775292304e38}) {
+  for (double v :
+       {0.0, -0.0, 1e-300, -1e-300, 1e300, -1e300, 65520.0, 65519.999999999, 65520.000000001,
+        std::ldexp(1.0, -25), std::ldexp(1.0, -25) + 1e-30, std::numeric_limits<double>::infinity(),
+        std::numeric_limits<double>::denorm_min(), 3.4028235677973366e38, 3.3961775292304e38}) {
     out.push_back(v);
     out.push_back(-v);
   }
@@ -321,8 +321,7 @@ TEST(Cast, Int32ToHalfTypesIsCorrectlyRounded) {
     if (i % 2) v >>= (rng() % 31);
     ASSERT_EQ(Cast<float16>(v).bits, RoundRef(v, h)) << v;
     ASSERT_EQ(Cast<bfloat16>(v).bits, RoundRef(v, b)) << v;
-    ASSERT_EQ(Cast<bfloat16>(static_cast<uint32_t>(v)).bits,
-              RoundRef(static_cast<uint32_t>(v), b))
+    ASSERT_EQ(Cast<bfloat16>(static_cast<uint32_t>(v)).bits, RoundRef(static_cast<uint32_t>(v), b))
         << static_cast<uint32_t>(v);
   }
 }

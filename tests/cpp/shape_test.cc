@@ -38,11 +38,11 @@ TEST(Shape, ContiguousStrides) {
 TEST(Shape, IsContiguous) {
   EXPECT_TRUE(IsContiguous({}, {}));
   EXPECT_TRUE(IsContiguous({2, 3, 4}, {12, 4, 1}));
-  EXPECT_FALSE(IsContiguous({2, 3, 4}, {1, 2, 6}));   // Fortran order
-  EXPECT_FALSE(IsContiguous({3, 2}, {1, 3}));         // transposed
-  EXPECT_FALSE(IsContiguous({2, 3}, {6, 2}));         // every other element
-  EXPECT_FALSE(IsContiguous({2, 3}, {0, 1}));         // broadcast
-  EXPECT_FALSE(IsContiguous({3}, {-1}));              // reversed
+  EXPECT_FALSE(IsContiguous({2, 3, 4}, {1, 2, 6}));  // Fortran order
+  EXPECT_FALSE(IsContiguous({3, 2}, {1, 3}));        // transposed
+  EXPECT_FALSE(IsContiguous({2, 3}, {6, 2}));        // every other element
+  EXPECT_FALSE(IsContiguous({2, 3}, {0, 1}));        // broadcast
+  EXPECT_FALSE(IsContiguous({3}, {-1}));             // reversed
   EXPECT_FALSE(IsContiguous({2, 3}, {3, -1}));
   // Size-1 dims may have any stride.
   EXPECT_TRUE(IsContiguous({2, 1, 4}, {4, 999, 1}));

@@ -23,15 +23,15 @@
 #define PGK_TEST_CONCAT_(a, b) PGK_TEST_CONCAT_INNER_(a, b)
 
 /// Asserts that a Status / StatusOr is OK, printing the status otherwise.
-#define ASSERT_OK(expr)                                              \
-  do {                                                               \
+#define ASSERT_OK(expr)                                                 \
+  do {                                                                  \
     const ::absl::Status pgk_st_ = ::pygpukit::testing::ToStatus(expr); \
-    ASSERT_TRUE(pgk_st_.ok()) << pgk_st_;                            \
+    ASSERT_TRUE(pgk_st_.ok()) << pgk_st_;                               \
   } while (0)
-#define EXPECT_OK(expr)                                              \
-  do {                                                               \
+#define EXPECT_OK(expr)                                                 \
+  do {                                                                  \
     const ::absl::Status pgk_st_ = ::pygpukit::testing::ToStatus(expr); \
-    EXPECT_TRUE(pgk_st_.ok()) << pgk_st_;                            \
+    EXPECT_TRUE(pgk_st_.ok()) << pgk_st_;                               \
   } while (0)
 
 /// `ASSERT_OK_AND_ASSIGN(auto x, F());` asserts F() is OK and moves its value into x.

@@ -85,15 +85,16 @@ class CpuStream final : public hal::Stream {
 };
 
 // Generation-counted event: Record bumps `recorded`; the stream marks `completed` when it reaches
-// the marker. Complete when completed >= recorded.
-class CpuEvent final : public hal::Event {
- public:
-  Device device() const override { return Device{DeviceType::kCPU, 0}; }
-  void* native_handle() const override { return const_cast<CpuEvent*>(this); }
-
+// the marker. Complete when completed >= recorded. The state is shared with the queued markers
+// and waits, because CUDA lets an event be destroyed while work that refers to it is pending.
+struct EventState {
   uint64_t NextGeneration() {
     std::lock_guard<std::mutex> l(mu);
     return ++recorded;
+  }
+  uint64_t Recorded() {
+    std::lock_guard<std::mutex> l(mu);
+    return recorded;
   }
   void Complete(uint64_t gen) {
     {
@@ -114,6 +115,14 @@ class CpuEvent final : public hal::Event {
   std::condition_variable cv;
   uint64_t recorded = 0, completed = 0;
   Clock::time_point when{};
+};
+
+class CpuEvent final : public hal::Event {
+ public:
+  Device device() const override { return Device{DeviceType::kCPU, 0}; }
+  void* native_handle() const override { return state.get(); }
+
+  std::shared_ptr<EventState> state = std::make_shared<EventState>();
 };
 
 CpuStream& AsCpu(hal::Stream& s) { return static_cast<CpuStream&>(s); }
@@ -190,41 +199,35 @@ absl::Status CpuBackend::Enqueue(hal::Stream& stream, std::function<void()> task
 
 absl::Status CpuBackend::Record(hal::Event& event, hal::Stream& stream) {
   PGK_RETURN_IF_ERROR(CheckCpu(event.device(), "event record"));
-  CpuEvent* e = &AsCpu(event);
+  std::shared_ptr<EventState> e = AsCpu(event).state;
   uint64_t gen = e->NextGeneration();
   return Enqueue(stream, [e, gen] { e->Complete(gen); });
 }
 
 absl::Status CpuBackend::Wait(hal::Stream& stream, hal::Event& event) {
   PGK_RETURN_IF_ERROR(CheckCpu(event.device(), "stream wait"));
-  CpuEvent* e = &AsCpu(event);
-  uint64_t gen;
-  {
-    std::lock_guard<std::mutex> l(e->mu);
-    gen = e->recorded;
-  }
+  std::shared_ptr<EventState> e = AsCpu(event).state;
+  uint64_t gen = e->Recorded();
   if (gen == 0) return absl::OkStatus();
   return Enqueue(stream, [e, gen] { e->WaitFor(gen); });
 }
 
 absl::StatusOr<bool> CpuBackend::Query(hal::Event& event) {
-  CpuEvent& e = AsCpu(event);
+  PGK_RETURN_IF_ERROR(CheckCpu(event.device(), "event query"));
+  EventState& e = *AsCpu(event).state;
   std::lock_guard<std::mutex> l(e.mu);
   return e.completed >= e.recorded;
 }
 
 absl::Status CpuBackend::Synchronize(hal::Event& event) {
-  CpuEvent& e = AsCpu(event);
-  uint64_t gen;
-  {
-    std::lock_guard<std::mutex> l(e.mu);
-    gen = e.recorded;
-  }
-  e.WaitFor(gen);
+  PGK_RETURN_IF_ERROR(CheckCpu(event.device(), "event synchronize"));
+  EventState& e = *AsCpu(event).state;
+  e.WaitFor(e.Recorded());
   return absl::OkStatus();
 }
 
 absl::Status CpuBackend::Synchronize(hal::Stream& stream) {
+  PGK_RETURN_IF_ERROR(CheckCpu(stream.device(), "stream synchronize"));
   auto done = std::make_shared<std::promise<void>>();
   std::future<void> f = done->get_future();
   PGK_RETURN_IF_ERROR(Enqueue(stream, [done] { done->set_value(); }));
@@ -233,8 +236,10 @@ absl::Status CpuBackend::Synchronize(hal::Stream& stream) {
 }
 
 absl::StatusOr<float> CpuBackend::ElapsedMs(hal::Event& start, hal::Event& end) {
-  CpuEvent& a = AsCpu(start);
-  CpuEvent& b = AsCpu(end);
+  PGK_RETURN_IF_ERROR(CheckCpu(start.device(), "event elapsed time"));
+  PGK_RETURN_IF_ERROR(CheckCpu(end.device(), "event elapsed time"));
+  EventState& a = *AsCpu(start).state;
+  EventState& b = *AsCpu(end).state;
   std::scoped_lock l(a.mu, b.mu);
   if (a.completed == 0 || b.completed == 0 || a.completed < a.recorded ||
       b.completed < b.recorded) {

@@ -8,9 +8,9 @@ namespace pygpukit::cuda {
 namespace {
 
 absl::StatusOr<const CublasLtApi*> Load() {
-  PGK_ASSIGN_OR_RETURN(void* lib, OpenFirstLibrary("cuBLASLt", {"libcublasLt.so.13",
-                                                                 "libcublasLt.so.12",
-                                                                 "libcublasLt.so"}));
+  PGK_ASSIGN_OR_RETURN(
+      void* lib,
+      OpenFirstLibrary("cuBLASLt", {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"}));
   auto* api = new CublasLtApi();  // lives for the process
 #define PGK_LT_RESOLVE(name) PGK_RETURN_IF_ERROR(Resolve(lib, "cuBLASLt", #name, api->name));
   PGK_CUBLASLT_FUNCTIONS(PGK_LT_RESOLVE)

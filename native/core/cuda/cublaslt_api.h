@@ -3,27 +3,26 @@
 
 #include <cublasLt.h>
 
-#include "absl/strings/string_view.h"
-
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace pygpukit::cuda {
 
-#define PGK_CUBLASLT_FUNCTIONS(X)          \
-  X(cublasLtCreate)                        \
-  X(cublasLtDestroy)                       \
-  X(cublasLtGetVersion)                    \
-  X(cublasLtGetStatusString)               \
-  X(cublasLtMatmul)                        \
-  X(cublasLtMatmulDescCreate)              \
-  X(cublasLtMatmulDescDestroy)             \
-  X(cublasLtMatmulDescSetAttribute)        \
-  X(cublasLtMatrixLayoutCreate)            \
-  X(cublasLtMatrixLayoutDestroy)           \
-  X(cublasLtMatrixLayoutSetAttribute)      \
-  X(cublasLtMatmulPreferenceCreate)        \
-  X(cublasLtMatmulPreferenceDestroy)       \
-  X(cublasLtMatmulPreferenceSetAttribute)  \
+#define PGK_CUBLASLT_FUNCTIONS(X)         \
+  X(cublasLtCreate)                       \
+  X(cublasLtDestroy)                      \
+  X(cublasLtGetVersion)                   \
+  X(cublasLtGetStatusString)              \
+  X(cublasLtMatmul)                       \
+  X(cublasLtMatmulDescCreate)             \
+  X(cublasLtMatmulDescDestroy)            \
+  X(cublasLtMatmulDescSetAttribute)       \
+  X(cublasLtMatrixLayoutCreate)           \
+  X(cublasLtMatrixLayoutDestroy)          \
+  X(cublasLtMatrixLayoutSetAttribute)     \
+  X(cublasLtMatmulPreferenceCreate)       \
+  X(cublasLtMatmulPreferenceDestroy)      \
+  X(cublasLtMatmulPreferenceSetAttribute) \
   X(cublasLtMatmulAlgoGetHeuristic)
 
 /// Resolved cuBLASLt entry points.

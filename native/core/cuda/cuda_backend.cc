@@ -43,6 +43,13 @@ class CudaEvent final : public hal::Event {
 CUstream AsCu(hal::Stream& s) { return static_cast<CudaStream&>(s).get(); }
 CUevent AsCu(hal::Event& e) { return static_cast<CudaEvent&>(e).get(); }
 
+// Streams and events of another backend must never be cast to ours.
+absl::Status CheckCuda(const Device& d, absl::string_view what) {
+  if (!d.is_cuda())
+    return ValueError(absl::StrCat("cuda ", what, ": object belongs to ", d.ToString()));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 struct CudaBackend::DeviceState {
@@ -126,8 +133,8 @@ absl::StatusOr<void*> CudaBackend::RawAllocate(int device, size_t bytes) {
   CUdeviceptr p = 0;
   CUresult r = api->cuMemAlloc(&p, std::max<size_t>(bytes, 1));
   if (r == CUDA_ERROR_OUT_OF_MEMORY) {
-    return MemoryError(absl::StrCat("cuda:", device, ": out of device memory allocating ", bytes,
-                                    " bytes"));
+    return MemoryError(
+        absl::StrCat("cuda:", device, ": out of device memory allocating ", bytes, " bytes"));
   }
   PGK_CU_RETURN_IF_ERROR(r, "cuda: cuMemAlloc");
   return reinterpret_cast<void*>(p);
@@ -158,18 +165,23 @@ absl::StatusOr<std::unique_ptr<hal::Stream>> CudaBackend::CreateStream(int devic
 absl::StatusOr<std::unique_ptr<hal::Event>> CudaBackend::CreateEvent(int device, bool timing) {
   PGK_RETURN_IF_ERROR(MakeCurrent(device));
   CUevent e = nullptr;
-  PGK_CU_RETURN_IF_ERROR(api->cuEventCreate(&e, timing ? CU_EVENT_DEFAULT : CU_EVENT_DISABLE_TIMING),
-                         "cuda: cuEventCreate");
+  PGK_CU_RETURN_IF_ERROR(
+      api->cuEventCreate(&e, timing ? CU_EVENT_DEFAULT : CU_EVENT_DISABLE_TIMING),
+      "cuda: cuEventCreate");
   return std::unique_ptr<hal::Event>(new CudaEvent(device, e));
 }
 
 absl::Status CudaBackend::Record(hal::Event& event, hal::Stream& stream) {
+  PGK_RETURN_IF_ERROR(CheckCuda(event.device(), "event record"));
+  PGK_RETURN_IF_ERROR(CheckCuda(stream.device(), "event record"));
   PGK_RETURN_IF_ERROR(MakeCurrent(stream.device().index));
   PGK_CU_RETURN_IF_ERROR(api->cuEventRecord(AsCu(event), AsCu(stream)), "cuda: cuEventRecord");
   return absl::OkStatus();
 }
 
 absl::Status CudaBackend::Wait(hal::Stream& stream, hal::Event& event) {
+  PGK_RETURN_IF_ERROR(CheckCuda(event.device(), "stream wait"));
+  PGK_RETURN_IF_ERROR(CheckCuda(stream.device(), "stream wait"));
   PGK_RETURN_IF_ERROR(MakeCurrent(stream.device().index));
   PGK_CU_RETURN_IF_ERROR(api->cuStreamWaitEvent(AsCu(stream), AsCu(event), 0),
                          "cuda: cuStreamWaitEvent");
@@ -177,6 +189,7 @@ absl::Status CudaBackend::Wait(hal::Stream& stream, hal::Event& event) {
 }
 
 absl::StatusOr<bool> CudaBackend::Query(hal::Event& event) {
+  PGK_RETURN_IF_ERROR(CheckCuda(event.device(), "event query"));
   PGK_RETURN_IF_ERROR(MakeCurrent(event.device().index));
   CUresult r = api->cuEventQuery(AsCu(event));
   if (r == CUDA_ERROR_NOT_READY) return false;
@@ -185,18 +198,22 @@ absl::StatusOr<bool> CudaBackend::Query(hal::Event& event) {
 }
 
 absl::Status CudaBackend::Synchronize(hal::Event& event) {
+  PGK_RETURN_IF_ERROR(CheckCuda(event.device(), "event synchronize"));
   PGK_RETURN_IF_ERROR(MakeCurrent(event.device().index));
   PGK_CU_RETURN_IF_ERROR(api->cuEventSynchronize(AsCu(event)), "cuda: cuEventSynchronize");
   return absl::OkStatus();
 }
 
 absl::Status CudaBackend::Synchronize(hal::Stream& stream) {
+  PGK_RETURN_IF_ERROR(CheckCuda(stream.device(), "stream synchronize"));
   PGK_RETURN_IF_ERROR(MakeCurrent(stream.device().index));
   PGK_CU_RETURN_IF_ERROR(api->cuStreamSynchronize(AsCu(stream)), "cuda: cuStreamSynchronize");
   return absl::OkStatus();
 }
 
 absl::StatusOr<float> CudaBackend::ElapsedMs(hal::Event& start, hal::Event& end) {
+  PGK_RETURN_IF_ERROR(CheckCuda(start.device(), "event elapsed time"));
+  PGK_RETURN_IF_ERROR(CheckCuda(end.device(), "event elapsed time"));
   PGK_RETURN_IF_ERROR(MakeCurrent(start.device().index));
   float ms = 0;
   PGK_CU_RETURN_IF_ERROR(api->cuEventElapsedTime(&ms, AsCu(start), AsCu(end)),
@@ -206,6 +223,7 @@ absl::StatusOr<float> CudaBackend::ElapsedMs(hal::Event& start, hal::Event& end)
 
 absl::Status CudaBackend::CopyAsync(void* dst, const void* src, size_t bytes, hal::CopyKind kind,
                                     hal::Stream& stream) {
+  PGK_RETURN_IF_ERROR(CheckCuda(stream.device(), "memcpy"));
   if (bytes == 0) return absl::OkStatus();
   PGK_RETURN_IF_ERROR(MakeCurrent(stream.device().index));
   CUstream s = AsCu(stream);
@@ -226,6 +244,7 @@ absl::Status CudaBackend::CopyAsync(void* dst, const void* src, size_t bytes, ha
 }
 
 absl::Status CudaBackend::MemsetAsync(void* dst, uint8_t value, size_t bytes, hal::Stream& stream) {
+  PGK_RETURN_IF_ERROR(CheckCuda(stream.device(), "memset"));
   if (bytes == 0) return absl::OkStatus();
   PGK_RETURN_IF_ERROR(MakeCurrent(stream.device().index));
   PGK_CU_RETURN_IF_ERROR(
@@ -266,6 +285,7 @@ absl::Status CudaBackend::SetMaxDynamicSharedMemory(void* function, int device, 
 
 absl::Status CudaBackend::Launch(void* function, const hal::LaunchDims& d, hal::Stream& stream,
                                  void** args) {
+  PGK_RETURN_IF_ERROR(CheckCuda(stream.device(), "launch"));
   PGK_RETURN_IF_ERROR(MakeCurrent(stream.device().index));
   CUlaunchConfig cfg{};
   cfg.gridDimX = d.grid[0];
@@ -285,8 +305,9 @@ absl::Status CudaBackend::Launch(void* function, const hal::LaunchDims& d, hal::
     cfg.attrs = attr;
     cfg.numAttrs = 1;
   }
-  PGK_CU_RETURN_IF_ERROR(api->cuLaunchKernelEx(&cfg, static_cast<CUfunction>(function), args, nullptr),
-                         "cuda: cuLaunchKernelEx");
+  PGK_CU_RETURN_IF_ERROR(
+      api->cuLaunchKernelEx(&cfg, static_cast<CUfunction>(function), args, nullptr),
+      "cuda: cuLaunchKernelEx");
   return absl::OkStatus();
 }
 

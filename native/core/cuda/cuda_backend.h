@@ -47,7 +47,8 @@ class CudaBackend final : public hal::Backend {
   /// Sets the dynamic shared memory limit of a function (needed above 48 KiB).
   absl::Status SetMaxDynamicSharedMemory(void* function, int device, int bytes);
   /// Launches `function` on `stream` through cuLaunchKernelEx.
-  absl::Status Launch(void* function, const hal::LaunchDims& dims, hal::Stream& stream, void** args);
+  absl::Status Launch(void* function, const hal::LaunchDims& dims, hal::Stream& stream,
+                      void** args);
   /// Makes the device's primary context current on this thread (for libraries such as cuBLASLt).
   absl::Status MakeCurrent(int device);
 

@@ -2,7 +2,6 @@
 
 #include <dlfcn.h>
 
-
 #include "absl/strings/str_cat.h"
 #include "core/cuda/dynlib.h"
 #include "core/status.h"
@@ -11,7 +10,8 @@ namespace pygpukit::cuda {
 namespace {
 
 // cuGetProcAddress as exported since CUDA 12.5 (_v2 adds the symbol status out-parameter).
-using GetProcV2 = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+using GetProcV2 = CUresult (*)(const char*, void**, int, cuuint64_t,
+                               CUdriverProcAddressQueryResult*);
 using GetProcV1 = CUresult (*)(const char*, void**, int, cuuint64_t);
 
 absl::StatusOr<const DriverApi*> Load() {
@@ -36,8 +36,7 @@ absl::StatusOr<const DriverApi*> Load() {
     }
     return absl::OkStatus();
   };
-#define PGK_RESOLVE(name) \
-  PGK_RETURN_IF_ERROR(resolve(#name, reinterpret_cast<void**>(&api->name)));
+#define PGK_RESOLVE(name) PGK_RETURN_IF_ERROR(resolve(#name, reinterpret_cast<void**>(&api->name)));
   PGK_DRIVER_FUNCTIONS(PGK_RESOLVE)
 #undef PGK_RESOLVE
   return api;

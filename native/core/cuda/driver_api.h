@@ -6,51 +6,51 @@
 #include <cuda.h>
 
 #include <string>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace pygpukit::cuda {
 
-#define PGK_DRIVER_FUNCTIONS(X)    \
-  X(cuInit)                        \
-  X(cuDriverGetVersion)            \
-  X(cuGetErrorName)                \
-  X(cuGetErrorString)              \
-  X(cuDeviceGetCount)              \
-  X(cuDeviceGet)                   \
-  X(cuDeviceGetName)               \
-  X(cuDeviceGetAttribute)          \
-  X(cuDeviceTotalMem)              \
-  X(cuDevicePrimaryCtxRetain)      \
-  X(cuDevicePrimaryCtxRelease)     \
-  X(cuCtxSetCurrent)               \
-  X(cuCtxGetCurrent)               \
-  X(cuCtxGetStreamPriorityRange)   \
-  X(cuMemAlloc)                    \
-  X(cuMemFree)                     \
-  X(cuMemGetInfo)                  \
-  X(cuMemcpyAsync)                 \
-  X(cuMemcpyHtoDAsync)             \
-  X(cuMemcpyDtoHAsync)             \
-  X(cuMemcpyDtoDAsync)             \
-  X(cuMemsetD8Async)               \
-  X(cuStreamCreateWithPriority)    \
-  X(cuStreamDestroy)               \
-  X(cuStreamSynchronize)           \
-  X(cuStreamWaitEvent)             \
-  X(cuEventCreate)                 \
-  X(cuEventDestroy)                \
-  X(cuEventRecord)                 \
-  X(cuEventQuery)                  \
-  X(cuEventSynchronize)            \
-  X(cuEventElapsedTime)            \
-  X(cuLibraryLoadData)             \
-  X(cuLibraryUnload)               \
-  X(cuLibraryGetKernel)            \
-  X(cuKernelGetFunction)           \
-  X(cuFuncSetAttribute)            \
+#define PGK_DRIVER_FUNCTIONS(X)  \
+  X(cuInit)                      \
+  X(cuDriverGetVersion)          \
+  X(cuGetErrorName)              \
+  X(cuGetErrorString)            \
+  X(cuDeviceGetCount)            \
+  X(cuDeviceGet)                 \
+  X(cuDeviceGetName)             \
+  X(cuDeviceGetAttribute)        \
+  X(cuDeviceTotalMem)            \
+  X(cuDevicePrimaryCtxRetain)    \
+  X(cuDevicePrimaryCtxRelease)   \
+  X(cuCtxSetCurrent)             \
+  X(cuCtxGetCurrent)             \
+  X(cuCtxGetStreamPriorityRange) \
+  X(cuMemAlloc)                  \
+  X(cuMemFree)                   \
+  X(cuMemGetInfo)                \
+  X(cuMemcpyAsync)               \
+  X(cuMemcpyHtoDAsync)           \
+  X(cuMemcpyDtoHAsync)           \
+  X(cuMemcpyDtoDAsync)           \
+  X(cuMemsetD8Async)             \
+  X(cuStreamCreateWithPriority)  \
+  X(cuStreamDestroy)             \
+  X(cuStreamSynchronize)         \
+  X(cuStreamWaitEvent)           \
+  X(cuEventCreate)               \
+  X(cuEventDestroy)              \
+  X(cuEventRecord)               \
+  X(cuEventQuery)                \
+  X(cuEventSynchronize)          \
+  X(cuEventElapsedTime)          \
+  X(cuLibraryLoadData)           \
+  X(cuLibraryUnload)             \
+  X(cuLibraryGetKernel)          \
+  X(cuKernelGetFunction)         \
+  X(cuFuncSetAttribute)          \
   X(cuLaunchKernelEx)
 
 /// Resolved driver entry points. Types come from cuda.h via decltype, so a signature mismatch is a
@@ -65,7 +65,8 @@ struct DriverApi {
 /// what is missing when there is no driver.
 absl::StatusOr<const DriverApi*> LoadDriverApi();
 
-/// Converts a driver result to a status naming `what`; CUDA_ERROR_OUT_OF_MEMORY maps to MemoryError.
+/// Converts a driver result to a status naming `what`; CUDA_ERROR_OUT_OF_MEMORY maps to
+/// MemoryError.
 absl::Status DriverStatus(CUresult r, absl::string_view what);
 
 }  // namespace pygpukit::cuda

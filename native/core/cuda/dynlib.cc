@@ -16,8 +16,8 @@ absl::StatusOr<void*> OpenFirstLibrary(absl::string_view what,
     const char* e = dlerror();
     absl::StrAppend(&errors, "\n  ", e ? e : n);
   }
-  return NotImplementedError(absl::StrCat(what, ": library not found; tried ",
-                                          absl::StrJoin(names, ", "), errors));
+  return NotImplementedError(
+      absl::StrCat(what, ": library not found; tried ", absl::StrJoin(names, ", "), errors));
 }
 
 absl::StatusOr<void*> LookupSymbol(void* lib, absl::string_view what, const char* symbol) {

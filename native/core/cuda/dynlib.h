@@ -3,9 +3,9 @@
 
 #include <initializer_list>
 #include <mutex>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace pygpukit::cuda {
 

@@ -19,12 +19,11 @@ constexpr int64_t kGrain = 1 << 15;  // elements per parallel chunk
 template <typename Body>
 absl::Status Enqueue(hal::Stream& s, absl::string_view kernel, int64_t n, KeepAlive keep,
                      Body body) {
-  return Runtime::Get().dispatcher().LaunchHost(
-      s, kernel, [n, body, keep = std::move(keep)] {
-        cpu::ParallelFor(n, kGrain, [&](int64_t b, int64_t e) {
-          for (int64_t i = b; i < e; ++i) body(i);
-        });
-      });
+  return Runtime::Get().dispatcher().LaunchHost(s, kernel, [n, body, keep = std::move(keep)] {
+    cpu::ParallelFor(n, kGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) body(i);
+    });
+  });
 }
 
 template <typename Word>
@@ -56,15 +55,20 @@ absl::Status Copy(hal::Stream& s, DType src, DType dst, const ElementwiseParams&
 absl::Status Fill(hal::Stream& s, int itemsize, const ElementwiseParams& p, KeepAlive keep) {
   switch (itemsize) {
     case 1:
-      return Enqueue(s, "fill", p.n, std::move(keep), [p](int64_t i) { FillElement<uint8_t>(p, i); });
+      return Enqueue(s, "fill", p.n, std::move(keep),
+                     [p](int64_t i) { FillElement<uint8_t>(p, i); });
     case 2:
-      return Enqueue(s, "fill", p.n, std::move(keep), [p](int64_t i) { FillElement<uint16_t>(p, i); });
+      return Enqueue(s, "fill", p.n, std::move(keep),
+                     [p](int64_t i) { FillElement<uint16_t>(p, i); });
     case 4:
-      return Enqueue(s, "fill", p.n, std::move(keep), [p](int64_t i) { FillElement<uint32_t>(p, i); });
+      return Enqueue(s, "fill", p.n, std::move(keep),
+                     [p](int64_t i) { FillElement<uint32_t>(p, i); });
     case 8:
-      return Enqueue(s, "fill", p.n, std::move(keep), [p](int64_t i) { FillElement<uint64_t>(p, i); });
+      return Enqueue(s, "fill", p.n, std::move(keep),
+                     [p](int64_t i) { FillElement<uint64_t>(p, i); });
     case 16:
-      return Enqueue(s, "fill", p.n, std::move(keep), [p](int64_t i) { FillElement<complex128>(p, i); });
+      return Enqueue(s, "fill", p.n, std::move(keep),
+                     [p](int64_t i) { FillElement<complex128>(p, i); });
   }
   return RuntimeError(absl::StrCat("fill: unsupported item size ", itemsize));
 }

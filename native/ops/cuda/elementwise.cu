@@ -17,7 +17,7 @@ enum DTypeOrdinal : int {
 #undef PGK_ORDINAL
 };
 
-#define PGK_GRID_STRIDE_LOOP(i, n)                                                          \
+#define PGK_GRID_STRIDE_LOOP(i, n)                                                       \
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
 
@@ -26,9 +26,9 @@ enum DTypeOrdinal : int {
 template <typename Dst>
 __device__ __forceinline__ void CopyTo(const ElementwiseParams& p, int64_t i) {
   switch (p.a_dtype) {
-#define PGK_COPY_CASE(E, T, C)        \
-  case k##E:                          \
-    pk::CopyElement<T, Dst>(p, i);    \
+#define PGK_COPY_CASE(E, T, C)     \
+  case k##E:                       \
+    pk::CopyElement<T, Dst>(p, i); \
     break;
     PGK_FOR_EACH_DTYPE(PGK_COPY_CASE)
 #undef PGK_COPY_CASE
@@ -54,36 +54,36 @@ constexpr bool kHasDivide = !std::is_integral_v<T>;
 
 }  // namespace
 
-#define PGK_DEFINE_DTYPE_KERNELS(E, T, C)                                                   \
-  extern "C" __global__ void pgk_copy_##C(ElementwiseParams p) {                            \
-    PGK_GRID_STRIDE_LOOP(i, p.n) CopyTo<T>(p, i);                                           \
-  }                                                                                         \
-  extern "C" __global__ void pgk_add_##C(ElementwiseParams p) {                             \
-    PGK_GRID_STRIDE_LOOP(i, p.n) pk::BinaryElement<pk::AddOp, T>(p, i);                     \
-  }                                                                                         \
-  extern "C" __global__ void pgk_subtract_##C(ElementwiseParams p) {                        \
-    PGK_GRID_STRIDE_LOOP(i, p.n) pk::BinaryElement<pk::SubOp, T>(p, i);                     \
-  }                                                                                         \
-  extern "C" __global__ void pgk_multiply_##C(ElementwiseParams p) {                        \
-    PGK_GRID_STRIDE_LOOP(i, p.n) pk::BinaryElement<pk::MulOp, T>(p, i);                     \
-  }                                                                                         \
-  extern "C" __global__ void pgk_divide_##C(ElementwiseParams p) {                          \
-    if constexpr (kHasDivide<T>) {                                                          \
-      PGK_GRID_STRIDE_LOOP(i, p.n) pk::BinaryElement<pk::DivOp, T>(p, i);                   \
-    }                                                                                       \
-  }                                                                                         \
-  extern "C" __global__ void pgk_arange_##C(pk::ArangeParams p) {                           \
-    if constexpr (kHasArange<T>) {                                                          \
-      PGK_GRID_STRIDE_LOOP(i, p.n) pk::ArangeElement<T>(p, i);                              \
-    }                                                                                       \
+#define PGK_DEFINE_DTYPE_KERNELS(E, T, C)                                 \
+  extern "C" __global__ void pgk_copy_##C(ElementwiseParams p) {          \
+    PGK_GRID_STRIDE_LOOP(i, p.n) CopyTo<T>(p, i);                         \
+  }                                                                       \
+  extern "C" __global__ void pgk_add_##C(ElementwiseParams p) {           \
+    PGK_GRID_STRIDE_LOOP(i, p.n) pk::BinaryElement<pk::AddOp, T>(p, i);   \
+  }                                                                       \
+  extern "C" __global__ void pgk_subtract_##C(ElementwiseParams p) {      \
+    PGK_GRID_STRIDE_LOOP(i, p.n) pk::BinaryElement<pk::SubOp, T>(p, i);   \
+  }                                                                       \
+  extern "C" __global__ void pgk_multiply_##C(ElementwiseParams p) {      \
+    PGK_GRID_STRIDE_LOOP(i, p.n) pk::BinaryElement<pk::MulOp, T>(p, i);   \
+  }                                                                       \
+  extern "C" __global__ void pgk_divide_##C(ElementwiseParams p) {        \
+    if constexpr (kHasDivide<T>) {                                        \
+      PGK_GRID_STRIDE_LOOP(i, p.n) pk::BinaryElement<pk::DivOp, T>(p, i); \
+    }                                                                     \
+  }                                                                       \
+  extern "C" __global__ void pgk_arange_##C(pk::ArangeParams p) {         \
+    if constexpr (kHasArange<T>) {                                        \
+      PGK_GRID_STRIDE_LOOP(i, p.n) pk::ArangeElement<T>(p, i);            \
+    }                                                                     \
   }
 
 PGK_FOR_EACH_DTYPE(PGK_DEFINE_DTYPE_KERNELS)
 #undef PGK_DEFINE_DTYPE_KERNELS
 
-#define PGK_DEFINE_FILL(BYTES, WORD)                                \
+#define PGK_DEFINE_FILL(BYTES, WORD)                                 \
   extern "C" __global__ void pgk_fill_##BYTES(ElementwiseParams p) { \
-    PGK_GRID_STRIDE_LOOP(i, p.n) FillElement<WORD>(p, i);           \
+    PGK_GRID_STRIDE_LOOP(i, p.n) FillElement<WORD>(p, i);            \
   }
 PGK_DEFINE_FILL(1, uint8_t)
 PGK_DEFINE_FILL(2, uint16_t)

@@ -18,7 +18,8 @@ template <typename Params>
 absl::Status Launch(hal::Stream& s, const std::string& kernel, int64_t n, const Params& p) {
   hal::LaunchDims dims;
   dims.block[0] = kBlock;
-  dims.grid[0] = static_cast<unsigned>(std::clamp<int64_t>((n + kBlock - 1) / kBlock, 1, kMaxBlocks));
+  dims.grid[0] =
+      static_cast<unsigned>(std::clamp<int64_t>((n + kBlock - 1) / kBlock, 1, kMaxBlocks));
   void* args[] = {const_cast<Params*>(&p)};
   return Runtime::Get().dispatcher().LaunchDevice(s, kernel, dims, args);
 }

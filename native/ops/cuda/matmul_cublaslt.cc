@@ -98,10 +98,10 @@ absl::Status MakeLayout(const cuda::CublasLtApi* lt, cudaDataType_t type, int64_
                                    "matmul: cublasLtMatrixLayoutCreate"));
   if (batch > 1) {
     int32_t count = static_cast<int32_t>(batch);
-    PGK_RETURN_IF_ERROR(CublasStatus(
-        lt->cublasLtMatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
-                                             sizeof(count)),
-        "matmul: batch count"));
+    PGK_RETURN_IF_ERROR(
+        CublasStatus(lt->cublasLtMatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                                          &count, sizeof(count)),
+                     "matmul: batch count"));
     PGK_RETURN_IF_ERROR(CublasStatus(
         lt->cublasLtMatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
                                              &batch_stride, sizeof(batch_stride)),
@@ -125,21 +125,21 @@ absl::Status Matmul(hal::Stream& s, const MatmulProblem& p, Device device) {
                                    "matmul: cublasLtMatmulDescCreate"));
   // Column-major problem: C^T (n x m) = B^T (n x k) * A^T (k x m).
   cublasOperation_t op_first, op_second, op_c;
-  PGK_RETURN_IF_ERROR(MakeLayout(lt, cfg.data, p.n, p.k, p.b_col, p.b_row, p.batch, p.b_batch,
-                                 &d.b, &op_first));
-  PGK_RETURN_IF_ERROR(MakeLayout(lt, cfg.data, p.k, p.m, p.a_col, p.a_row, p.batch, p.a_batch,
-                                 &d.a, &op_second));
-  PGK_RETURN_IF_ERROR(MakeLayout(lt, cfg.data, p.n, p.m, p.c_col, p.c_row, p.batch, p.c_batch,
-                                 &d.c, &op_c));
+  PGK_RETURN_IF_ERROR(
+      MakeLayout(lt, cfg.data, p.n, p.k, p.b_col, p.b_row, p.batch, p.b_batch, &d.b, &op_first));
+  PGK_RETURN_IF_ERROR(
+      MakeLayout(lt, cfg.data, p.k, p.m, p.a_col, p.a_row, p.batch, p.a_batch, &d.a, &op_second));
+  PGK_RETURN_IF_ERROR(
+      MakeLayout(lt, cfg.data, p.n, p.m, p.c_col, p.c_row, p.batch, p.c_batch, &d.c, &op_c));
   if (op_c != CUBLAS_OP_N) return RuntimeError("matmul: output must be C-contiguous");
-  PGK_RETURN_IF_ERROR(CublasStatus(
-      lt->cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_first,
-                                         sizeof(op_first)),
-      "matmul: transa"));
-  PGK_RETURN_IF_ERROR(CublasStatus(
-      lt->cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_second,
-                                         sizeof(op_second)),
-      "matmul: transb"));
+  PGK_RETURN_IF_ERROR(
+      CublasStatus(lt->cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_first,
+                                                      sizeof(op_first)),
+                   "matmul: transa"));
+  PGK_RETURN_IF_ERROR(
+      CublasStatus(lt->cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_second,
+                                                      sizeof(op_second)),
+                   "matmul: transb"));
 
   PGK_ASSIGN_OR_RETURN(Allocator * alloc, rt.allocator(device));
   PGK_ASSIGN_OR_RETURN(auto workspace, alloc->Allocate(kWorkspaceBytes, s));
@@ -152,10 +152,10 @@ absl::Status Matmul(hal::Stream& s, const MatmulProblem& p, Device device) {
       "matmul: workspace preference"));
   cublasLtMatmulHeuristicResult_t heuristic{};
   int found = 0;
-  PGK_RETURN_IF_ERROR(CublasStatus(
-      lt->cublasLtMatmulAlgoGetHeuristic(handle, d.op, d.b, d.a, d.c, d.c, d.pref, 1, &heuristic,
-                                         &found),
-      "matmul: cublasLtMatmulAlgoGetHeuristic"));
+  PGK_RETURN_IF_ERROR(
+      CublasStatus(lt->cublasLtMatmulAlgoGetHeuristic(handle, d.op, d.b, d.a, d.c, d.c, d.pref, 1,
+                                                      &heuristic, &found),
+                   "matmul: cublasLtMatmulAlgoGetHeuristic"));
   if (found == 0) {
     return NotImplementedError(absl::StrCat("matmul: cuBLASLt has no algorithm for ",
                                             DTypeName(p.dtype), " (", p.m, "x", p.k, ") @ (", p.k,
@@ -169,10 +169,10 @@ absl::Status Matmul(hal::Stream& s, const MatmulProblem& p, Device device) {
   const void* beta = dbl ? static_cast<const void*>(zero) : zerof;
   auto stream = static_cast<cudaStream_t>(s.native_handle());
   return rt.dispatcher().LaunchLibrary(s, "matmul_cublaslt", [&]() -> absl::Status {
-    return CublasStatus(lt->cublasLtMatmul(handle, d.op, alpha, p.b, d.b, p.a, d.a, beta, p.c, d.c,
-                                           p.c, d.c, &heuristic.algo, workspace->data(), ws_bytes,
-                                           stream),
-                        "matmul: cublasLtMatmul");
+    return CublasStatus(
+        lt->cublasLtMatmul(handle, d.op, alpha, p.b, d.b, p.a, d.a, beta, p.c, d.c, p.c, d.c,
+                           &heuristic.algo, workspace->data(), ws_bytes, stream),
+        "matmul: cublasLtMatmul");
   });
 }
 

@@ -37,8 +37,8 @@ static_assert(sizeof(ElementwiseParams) == 320, "ElementwiseParams layout change
 struct ArangeParams {
   int64_t n;
   void* out;
-  double start_f, step_f;    // used for floating outputs
-  int64_t start_i, step_i;   // used for integer outputs
+  double start_f, step_f;   // used for floating outputs
+  int64_t start_i, step_i;  // used for integer outputs
 };
 
 static_assert(sizeof(ArangeParams) == 48, "ArangeParams layout changed");
@@ -49,7 +49,8 @@ __host__ __device__ __forceinline__
 #else
 inline
 #endif
-int64_t OffsetOf(int64_t i, int ndim, const int64_t* shape, const int64_t* strides) {
+    int64_t
+    OffsetOf(int64_t i, int ndim, const int64_t* shape, const int64_t* strides) {
   int64_t off = 0;
   for (int d = ndim - 1; d >= 0; --d) {
     int64_t idx = i % shape[d];

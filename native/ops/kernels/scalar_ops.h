@@ -43,7 +43,7 @@ PGK_HD double Int64ToDoubleRoundOdd(I x) {
   while ((u >> shift) >= (uint64_t{1} << 53)) ++shift;
   uint64_t kept = u >> shift;
   if (shift > 0 && (u & ((uint64_t{1} << shift) - 1)) != 0) kept |= 1;  // sticky bit
-  double d = static_cast<double>(kept);  // exact: kept < 2^53
+  double d = static_cast<double>(kept);                                 // exact: kept < 2^53
   for (int i = 0; i < shift; ++i) d *= 2.0;
   return negative ? -d : d;
 }
@@ -101,25 +101,25 @@ PGK_HD To Cast(From x) {
 template <typename T>
 using WrapType = std::conditional_t<(sizeof(T) < 4), uint32_t, std::make_unsigned_t<T>>;
 
-#define PGK_BINARY_OP(NAME, EXPR_BOOL, OPERATOR)                                    \
-  struct NAME {                                                                     \
-    template <typename T>                                                           \
-    PGK_HD static T Apply(T a, T b) {                                               \
-      if constexpr (std::is_same_v<T, bool>) {                                      \
-        return EXPR_BOOL;                                                           \
-      } else if constexpr (IsHalfT<T>::value) {                                     \
-        return T(static_cast<float>(a) OPERATOR static_cast<float>(b));             \
-      } else if constexpr (std::is_integral_v<T>) {                                 \
-        return static_cast<T>(WrapType<T>(a) OPERATOR WrapType<T>(b));              \
-      } else {                                                                      \
-        return a OPERATOR b;                                                        \
-      }                                                                             \
-    }                                                                               \
+#define PGK_BINARY_OP(NAME, EXPR_BOOL, OPERATOR)                        \
+  struct NAME {                                                         \
+    template <typename T>                                               \
+    PGK_HD static T Apply(T a, T b) {                                   \
+      if constexpr (std::is_same_v<T, bool>) {                          \
+        return EXPR_BOOL;                                               \
+      } else if constexpr (IsHalfT<T>::value) {                         \
+        return T(static_cast<float>(a) OPERATOR static_cast<float>(b)); \
+      } else if constexpr (std::is_integral_v<T>) {                     \
+        return static_cast<T>(WrapType<T>(a) OPERATOR WrapType<T>(b));  \
+      } else {                                                          \
+        return a OPERATOR b;                                            \
+      }                                                                 \
+    }                                                                   \
   };
 
 PGK_BINARY_OP(AddOp, a || b, +)
 PGK_BINARY_OP(SubOp, a != b, -)  // bool is rejected before reaching kernels
-PGK_BINARY_OP(MulOp, a && b, *)
+PGK_BINARY_OP(MulOp, a&& b, *)
 #undef PGK_BINARY_OP
 
 /// True division; ops promote integer operands to a floating dtype before reaching it.

@@ -1,0 +1,314 @@
+// Backend (HAL) semantics both implementations must share: in-order streams, events, cross-stream
+// waits, copies and fills. The generic tests run on the CPU backend and, when the test device is a
+// GPU (PYGPUKIT_DEVICE=cuda), on the CUDA backend too; the CPU-only tests below use host tasks to
+// make one stream provably slower than another.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "core/cpu/cpu_backend.h"
+#include "test_util.h"
+
+namespace pygpukit {
+namespace {
+
+using hal::CopyKind;
+using testing::TestDevice;
+
+struct Target {
+  hal::Backend* backend;
+  int device;
+  std::string name;
+};
+
+// The CPU backend always; the CUDA backend as well when the tests run on a GPU.
+std::vector<Target> Targets() {
+  std::vector<Target> out;
+  Runtime& rt = Runtime::Get();
+  out.push_back({&rt.cpu_backend(), 0, "cpu"});
+  if (TestDevice().is_cuda()) {
+    auto b = rt.backend(DeviceType::kCUDA);
+    EXPECT_TRUE(b.ok()) << b.status();
+    if (b.ok()) out.push_back({*b, TestDevice().index, TestDevice().ToString()});
+  }
+  return out;
+}
+
+// Device memory that frees itself.
+struct RawBlock {
+  hal::Backend* backend;
+  int device;
+  void* ptr = nullptr;
+  RawBlock(hal::Backend* b, int d, size_t bytes) : backend(b), device(d) {
+    auto p = b->RawAllocate(d, bytes);
+    EXPECT_TRUE(p.ok()) << p.status();
+    if (p.ok()) ptr = *p;
+  }
+  ~RawBlock() {
+    if (ptr != nullptr) EXPECT_OK(backend->RawFree(device, ptr));
+  }
+};
+
+TEST(Backend, StreamRunsWorkInIssueOrder) {
+  for (const Target& t : Targets()) {
+    SCOPED_TRACE(t.name);
+    constexpr size_t kBytes = 1 << 16;
+    ASSERT_OK_AND_ASSIGN(auto s, t.backend->CreateStream(t.device, 0));
+    RawBlock x(t.backend, t.device, kBytes), y(t.backend, t.device, kBytes),
+        z(t.backend, t.device, kBytes);
+    // x = 1; y = x; x = 2; z = y; y = x: only issue order gives z == 1 and y == 2.
+    ASSERT_OK(t.backend->MemsetAsync(x.ptr, 1, kBytes, *s));
+    ASSERT_OK(t.backend->CopyAsync(y.ptr, x.ptr, kBytes, CopyKind::kDeviceToDevice, *s));
+    ASSERT_OK(t.backend->MemsetAsync(x.ptr, 2, kBytes, *s));
+    ASSERT_OK(t.backend->CopyAsync(z.ptr, y.ptr, kBytes, CopyKind::kDeviceToDevice, *s));
+    ASSERT_OK(t.backend->CopyAsync(y.ptr, x.ptr, kBytes, CopyKind::kDeviceToDevice, *s));
+    std::vector<uint8_t> hz(kBytes), hy(kBytes);
+    ASSERT_OK(t.backend->CopyAsync(hz.data(), z.ptr, kBytes, CopyKind::kDeviceToHost, *s));
+    ASSERT_OK(t.backend->CopyAsync(hy.data(), y.ptr, kBytes, CopyKind::kDeviceToHost, *s));
+    ASSERT_OK(t.backend->Synchronize(*s));
+    EXPECT_EQ(hz, std::vector<uint8_t>(kBytes, 1));
+    EXPECT_EQ(hy, std::vector<uint8_t>(kBytes, 2));
+  }
+}
+
+TEST(Backend, HostRoundTripOfRandomBytes) {
+  for (const Target& t : Targets()) {
+    SCOPED_TRACE(t.name);
+    ASSERT_OK_AND_ASSIGN(auto s, t.backend->CreateStream(t.device, 0));
+    std::vector<uint8_t> in = testing::RandomInts<uint8_t>(100003, 7, 0, 255), out(in.size());
+    RawBlock d(t.backend, t.device, in.size());
+    ASSERT_OK(t.backend->CopyAsync(d.ptr, in.data(), in.size(), CopyKind::kHostToDevice, *s));
+    ASSERT_OK(t.backend->CopyAsync(out.data(), d.ptr, out.size(), CopyKind::kDeviceToHost, *s));
+    ASSERT_OK(t.backend->Synchronize(*s));
+    EXPECT_EQ(in, out);
+    // Zero-byte copies and fills are no-ops, not errors.
+    EXPECT_OK(t.backend->CopyAsync(out.data(), d.ptr, 0, CopyKind::kDeviceToHost, *s));
+    EXPECT_OK(t.backend->MemsetAsync(d.ptr, 0, 0, *s));
+  }
+}
+
+// Stream `slow` does a lot of work and then writes x = 7; stream `fast` waits on an event recorded
+// after that write, then reads x. Without the wait it would read x before the write lands.
+TEST(Backend, CrossStreamWaitOrdersWork) {
+  for (const Target& t : Targets()) {
+    SCOPED_TRACE(t.name);
+    ASSERT_OK_AND_ASSIGN(auto slow, t.backend->CreateStream(t.device, 0));
+    ASSERT_OK_AND_ASSIGN(auto fast, t.backend->CreateStream(t.device, 0));
+    ASSERT_OK_AND_ASSIGN(auto ev, t.backend->CreateEvent(t.device, false));
+    constexpr size_t kBig = size_t{64} << 20, kSmall = 4096;
+    RawBlock big(t.backend, t.device, kBig), x(t.backend, t.device, kSmall);
+    ASSERT_OK(t.backend->MemsetAsync(x.ptr, 0, kSmall, *slow));
+    ASSERT_OK(t.backend->Synchronize(*slow));
+    for (int i = 0; i < 20; ++i) ASSERT_OK(t.backend->MemsetAsync(big.ptr, i, kBig, *slow));
+    ASSERT_OK(t.backend->MemsetAsync(x.ptr, 7, kSmall, *slow));
+    ASSERT_OK(t.backend->Record(*ev, *slow));
+    ASSERT_OK(t.backend->Wait(*fast, *ev));
+    std::vector<uint8_t> host(kSmall, 0xEE);
+    ASSERT_OK(t.backend->CopyAsync(host.data(), x.ptr, kSmall, CopyKind::kDeviceToHost, *fast));
+    ASSERT_OK(t.backend->Synchronize(*fast));
+    EXPECT_EQ(host, std::vector<uint8_t>(kSmall, 7));
+    ASSERT_OK(t.backend->Synchronize(*slow));
+  }
+}
+
+TEST(Backend, EventsCompleteAndTime) {
+  for (const Target& t : Targets()) {
+    SCOPED_TRACE(t.name);
+    ASSERT_OK_AND_ASSIGN(auto s, t.backend->CreateStream(t.device, 0));
+    ASSERT_OK_AND_ASSIGN(auto start, t.backend->CreateEvent(t.device, true));
+    ASSERT_OK_AND_ASSIGN(auto end, t.backend->CreateEvent(t.device, true));
+    // A never-recorded event counts as complete (CUDA semantics).
+    ASSERT_OK_AND_ASSIGN(bool done, t.backend->Query(*start));
+    EXPECT_TRUE(done);
+    EXPECT_OK(t.backend->Synchronize(*start));
+    constexpr size_t kBig = size_t{64} << 20;
+    RawBlock big(t.backend, t.device, kBig);
+    ASSERT_OK(t.backend->Record(*start, *s));
+    for (int i = 0; i < 4; ++i) ASSERT_OK(t.backend->MemsetAsync(big.ptr, i, kBig, *s));
+    ASSERT_OK(t.backend->Record(*end, *s));
+    ASSERT_OK(t.backend->Synchronize(*end));
+    ASSERT_OK_AND_ASSIGN(done, t.backend->Query(*end));
+    EXPECT_TRUE(done);
+    ASSERT_OK_AND_ASSIGN(float ms, t.backend->ElapsedMs(*start, *end));
+    EXPECT_GT(ms, 0.0f);
+    EXPECT_LT(ms, 60000.0f);
+  }
+}
+
+TEST(Backend, StreamPrioritiesAreClampedToTheDeviceRange) {
+  for (const Target& t : Targets()) {
+    SCOPED_TRACE(t.name);
+    auto [least, greatest] = t.backend->StreamPriorityRange();
+    EXPECT_LE(greatest, least);  // greatest priority is numerically lowest
+    ASSERT_OK_AND_ASSIGN(auto hi, t.backend->CreateStream(t.device, greatest - 100));
+    ASSERT_OK_AND_ASSIGN(auto lo, t.backend->CreateStream(t.device, least + 100));
+    EXPECT_EQ(hi->priority(), greatest);
+    EXPECT_EQ(lo->priority(), least);
+    EXPECT_EQ(hi->device().index, t.device);
+  }
+}
+
+TEST(Backend, BadDeviceOrdinalIsAnError) {
+  for (const Target& t : Targets()) {
+    SCOPED_TRACE(t.name);
+    EXPECT_FALSE(t.backend->CreateStream(t.backend->device_count(), 0).ok());
+    EXPECT_FALSE(t.backend->CreateEvent(-1, false).ok());
+    EXPECT_FALSE(t.backend->properties(t.backend->device_count()).ok());
+  }
+}
+
+TEST(Backend, PropertiesDescribeTheDevice) {
+  for (const Target& t : Targets()) {
+    SCOPED_TRACE(t.name);
+    ASSERT_OK_AND_ASSIGN(hal::DeviceProperties p, t.backend->properties(t.device));
+    EXPECT_FALSE(p.name.empty());
+    EXPECT_GT(p.multiprocessors, 0);
+    EXPECT_GT(p.total_memory, 0);
+    ASSERT_OK_AND_ASSIGN(auto mem, t.backend->MemoryInfo(t.device));
+    EXPECT_LE(mem.first, mem.second);
+    EXPECT_GT(mem.second, 0u);
+    if (t.backend->type() == DeviceType::kCUDA) {
+      EXPECT_GE(p.sm_major, 8) << "kernels are built for SM80 and newer";
+      EXPECT_GT(p.driver_version, 0);
+    }
+  }
+}
+
+// ---- CPU backend only: host tasks make stream timing deterministic ----
+
+class Gate {
+ public:
+  void Open() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      open_ = true;
+    }
+    cv_.notify_all();
+  }
+  void Wait() {
+    std::unique_lock<std::mutex> l(mu_);
+    cv_.wait(l, [&] { return open_; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+};
+
+TEST(CpuBackend, QueryReportsPendingWorkUntilItRuns) {
+  cpu::CpuBackend b;
+  ASSERT_OK_AND_ASSIGN(auto s, b.CreateStream(0, 0));
+  ASSERT_OK_AND_ASSIGN(auto ev, b.CreateEvent(0, false));
+  Gate gate;
+  ASSERT_OK(b.Enqueue(*s, [&] { gate.Wait(); }));
+  ASSERT_OK(b.Record(*ev, *s));
+  ASSERT_OK_AND_ASSIGN(bool done, b.Query(*ev));
+  EXPECT_FALSE(done);
+  gate.Open();
+  ASSERT_OK(b.Synchronize(*ev));
+  ASSERT_OK_AND_ASSIGN(done, b.Query(*ev));
+  EXPECT_TRUE(done);
+}
+
+TEST(CpuBackend, WaitBlocksOnlyTheWaitingStream) {
+  cpu::CpuBackend b;
+  ASSERT_OK_AND_ASSIGN(auto a, b.CreateStream(0, 0));
+  ASSERT_OK_AND_ASSIGN(auto w, b.CreateStream(0, 0));
+  ASSERT_OK_AND_ASSIGN(auto other, b.CreateStream(0, 0));
+  ASSERT_OK_AND_ASSIGN(auto ev, b.CreateEvent(0, false));
+  Gate gate;
+  std::atomic<int> order{0};
+  int a_done = -1, w_done = -1, other_done = -1;
+  ASSERT_OK(b.Enqueue(*a, [&] {
+    gate.Wait();
+    a_done = order++;
+  }));
+  ASSERT_OK(b.Record(*ev, *a));
+  ASSERT_OK(b.Wait(*w, *ev));
+  ASSERT_OK(b.Enqueue(*w, [&] { w_done = order++; }));
+  ASSERT_OK(b.Enqueue(*other, [&] { other_done = order++; }));
+  ASSERT_OK(b.Synchronize(*other));  // an unrelated stream is not held up by the wait
+  EXPECT_EQ(other_done, 0);
+  gate.Open();
+  ASSERT_OK(b.Synchronize(*w));
+  EXPECT_EQ(a_done, 1);
+  EXPECT_EQ(w_done, 2);
+}
+
+TEST(CpuBackend, WaitUsesTheRecordingAtTheTimeOfTheWait) {
+  // Re-recording an event after a Wait must not change what the wait waits for (CUDA semantics).
+  cpu::CpuBackend b;
+  ASSERT_OK_AND_ASSIGN(auto a, b.CreateStream(0, 0));
+  ASSERT_OK_AND_ASSIGN(auto w, b.CreateStream(0, 0));
+  ASSERT_OK_AND_ASSIGN(auto ev, b.CreateEvent(0, false));
+  ASSERT_OK(b.Record(*ev, *a));
+  ASSERT_OK(b.Synchronize(*a));
+  ASSERT_OK(b.Wait(*w, *ev));  // the first recording has completed: no wait
+  Gate gate;
+  ASSERT_OK(b.Enqueue(*a, [&] { gate.Wait(); }));
+  ASSERT_OK(b.Record(*ev, *a));  // pending behind the gate
+  ASSERT_OK(b.Synchronize(*w));  // must not deadlock on the second recording
+  gate.Open();
+  ASSERT_OK(b.Synchronize(*a));
+}
+
+TEST(CpuBackend, TaskExceptionBecomesTheStreamsErrorOnce) {
+  cpu::CpuBackend b;
+  ASSERT_OK_AND_ASSIGN(auto s, b.CreateStream(0, 0));
+  int after = 0;
+  ASSERT_OK(b.Enqueue(*s, [] { throw std::runtime_error("kernel blew up"); }));
+  ASSERT_OK(b.Enqueue(*s, [&] { after = 1; }));  // later work still runs
+  absl::Status st = b.Synchronize(*s);
+  EXPECT_EQ(ErrorTypeOf(st), ErrorType::kRuntime) << st;
+  EXPECT_NE(st.message().find("kernel blew up"), absl::string_view::npos) << st;
+  EXPECT_EQ(after, 1);
+  EXPECT_OK(b.Synchronize(*s));  // reported once
+}
+
+TEST(CpuBackend, ElapsedTimeMeasuresTheWorkBetweenEvents) {
+  cpu::CpuBackend b;
+  ASSERT_OK_AND_ASSIGN(auto s, b.CreateStream(0, 0));
+  ASSERT_OK_AND_ASSIGN(auto start, b.CreateEvent(0, true));
+  ASSERT_OK_AND_ASSIGN(auto end, b.CreateEvent(0, true));
+  EXPECT_FALSE(b.ElapsedMs(*start, *end).ok());  // never recorded
+  ASSERT_OK(b.Record(*start, *s));
+  ASSERT_OK(b.Enqueue(*s, [] { std::this_thread::sleep_for(std::chrono::milliseconds(30)); }));
+  ASSERT_OK(b.Record(*end, *s));
+  ASSERT_OK(b.Synchronize(*s));
+  ASSERT_OK_AND_ASSIGN(float ms, b.ElapsedMs(*start, *end));
+  EXPECT_GE(ms, 25.0f);
+  EXPECT_LT(ms, 5000.0f);
+}
+
+TEST(CpuBackend, DestroyingAStreamDrainsItsQueue) {
+  cpu::CpuBackend b;
+  std::atomic<int> ran{0};
+  {
+    ASSERT_OK_AND_ASSIGN(auto s, b.CreateStream(0, 0));
+    for (int i = 0; i < 100; ++i) {
+      ASSERT_OK(b.Enqueue(*s, [&] {
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+        ++ran;
+      }));
+    }
+  }
+  EXPECT_EQ(ran.load(), 100);
+}
+
+TEST(CpuBackend, RejectsObjectsOfAnotherBackend) {
+  if (!TestDevice().is_cuda())
+    GTEST_SKIP() << "needs a CUDA stream (run with PYGPUKIT_DEVICE=cuda)";
+  cpu::CpuBackend b;
+  ASSERT_OK_AND_ASSIGN(hal::Stream * cuda_stream, Runtime::Get().stream(TestDevice()));
+  absl::Status st = b.Enqueue(*cuda_stream, [] {});
+  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(ErrorTypeOf(st), ErrorType::kValue) << st;
+}
+
+}  // namespace
+}  // namespace pygpukit

@@ -1,0 +1,85 @@
+// The process runtime: device discovery, the default device, and device errors.
+#include "runtime/runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "test_util.h"
+
+namespace pygpukit {
+namespace {
+
+TEST(Runtime, DevicesListCudaFirstThenTheCpu) {
+  Runtime& rt = Runtime::Get();
+  std::vector<Device> devs = rt.devices();
+  ASSERT_FALSE(devs.empty());
+  EXPECT_EQ(devs.back(), (Device{DeviceType::kCPU, 0}));
+  for (size_t i = 0; i + 1 < devs.size(); ++i) {
+    EXPECT_EQ(devs[i], (Device{DeviceType::kCUDA, static_cast<int>(i)}));
+  }
+  for (Device d : devs) {
+    EXPECT_OK(rt.CheckDevice(d));
+    ASSERT_OK_AND_ASSIGN(hal::Stream * s, rt.stream(d));
+    EXPECT_EQ(s->device(), d);
+    EXPECT_OK(rt.allocator(d));
+    EXPECT_OK(rt.Synchronize(d));
+  }
+}
+
+TEST(Runtime, DefaultDeviceFollowsAvailabilityAndTheEnvironment) {
+  Runtime& rt = Runtime::Get();
+  RuntimeInfo info = rt.info();
+  const char* env = std::getenv("PYGPUKIT_DEVICE");
+  std::string forced = env ? env : "";
+  EXPECT_EQ(info.forced_device, forced);
+  if (forced == "cpu") {
+    EXPECT_TRUE(rt.default_device().is_cpu());
+    EXPECT_FALSE(info.cuda_available);
+  } else if (forced.rfind("cuda", 0) == 0) {
+    EXPECT_TRUE(rt.default_device().is_cuda());
+  } else {
+    EXPECT_EQ(rt.default_device().is_cuda(), info.cuda_available);
+  }
+  EXPECT_EQ(info.cuda_available, rt.cuda_backend() != nullptr);
+  EXPECT_EQ(info.cuda_status == "ok", info.cuda_available);
+  EXPECT_FALSE(info.version.empty());
+}
+
+TEST(Runtime, UnavailableDevicesAreClearErrors) {
+  Runtime& rt = Runtime::Get();
+  absl::Status bad_cpu = rt.CheckDevice(Device{DeviceType::kCPU, 1});
+  EXPECT_EQ(ErrorTypeOf(bad_cpu), ErrorType::kValue) << bad_cpu;
+  absl::Status far = rt.CheckDevice(Device{DeviceType::kCUDA, 99});
+  ASSERT_FALSE(far.ok());
+  EXPECT_NE(far.message().find("cuda:99"), absl::string_view::npos) << far;
+  if (!rt.info().cuda_available) {
+    // With no GPU, asking for one says why, as a RuntimeError.
+    absl::Status s = rt.CheckDevice(Device{DeviceType::kCUDA, 0});
+    EXPECT_EQ(ErrorTypeOf(s), ErrorType::kRuntime) << s;
+    EXPECT_NE(s.message().find("not available"), absl::string_view::npos) << s;
+    auto a = ops::Zeros({2}, DType::Float32, Device{DeviceType::kCUDA, 0});
+    EXPECT_EQ(ErrorTypeOf(a.status()), ErrorType::kRuntime) << a.status();
+  }
+}
+
+TEST(Runtime, PropertiesOfTheTestDevice) {
+  ASSERT_OK_AND_ASSIGN(hal::DeviceProperties p, Runtime::Get().properties(testing::TestDevice()));
+  EXPECT_FALSE(p.name.empty());
+  EXPECT_GT(p.total_memory, 0);
+}
+
+TEST(Runtime, ParseDevice) {
+  ASSERT_OK_AND_ASSIGN(Device c, ParseDevice("cuda:3"));
+  EXPECT_EQ(c, (Device{DeviceType::kCUDA, 3}));
+  ASSERT_OK_AND_ASSIGN(Device g, ParseDevice("gpu"));
+  EXPECT_EQ(g, (Device{DeviceType::kCUDA, 0}));
+  for (const char* bad : {"tpu", "cuda:", "cuda:-1", "cuda:x", "", "cpu:a"}) {
+    auto d = ParseDevice(bad);
+    EXPECT_FALSE(d.ok()) << bad;
+    EXPECT_EQ(ErrorTypeOf(d.status()), ErrorType::kValue) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace pygpukit
