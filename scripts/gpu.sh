@@ -31,9 +31,11 @@ fi
 if has test; then
   $PY scripts/gpu_smoke.py 2>&1 | tee "$OUTDIR/smoke.log" | tail -40 || rc=1
   PYGPUKIT_DEVICE=cuda ctest --test-dir $BUILD --output-on-failure -j8 >"$OUTDIR/ctest.log" 2>&1 || rc=1
-  tail -15 "$OUTDIR/ctest.log"
-  PYGPUKIT_DEVICE=cuda $PY -m pytest tests/python -q -p no:cacheprovider -x -q >"$OUTDIR/pytest.log" 2>&1 || rc=1
-  tail -25 "$OUTDIR/pytest.log"
+  grep -E "tests passed|\*\*\*Failed|Exception" "$OUTDIR/ctest.log" | head -30
+  PYGPUKIT_DEVICE=cuda $PY -m pytest tests/python -q -p no:cacheprovider -rf --maxfail=60 \
+    >"$OUTDIR/pytest.log" 2>&1 || rc=1
+  grep -E "^(FAILED|ERROR)" "$OUTDIR/pytest.log" | head -60
+  tail -3 "$OUTDIR/pytest.log"
 fi
 if has selfcheck; then
   PYGPUKIT_DEVICE=cuda $PY -m pygpukit 2>&1 | tee "$OUTDIR/selfcheck.log" || rc=1

@@ -17,6 +17,7 @@ import numpy as _np
 from . import _core
 from ._core import (
     Device,
+    Event,
     GPUArray,
     arange,
     astype,

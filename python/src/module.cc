@@ -156,6 +156,7 @@ PYBIND11_MODULE(_core, m) {
       });
 
   BindArray(m);
+  BindEvent(m);
 
   m.def(
       "devices", [] { return Runtime::Get().devices(); }, "All usable devices.");

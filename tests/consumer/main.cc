@@ -45,7 +45,7 @@ int main() {
     std::fprintf(stderr, "expected InvalidArgument for mismatched shapes\n");
     return 1;
   }
-  std::printf("consumer: %ldx%ldx%ld matmul on %s OK\n", static_cast<long>(m),
-              static_cast<long>(k), static_cast<long>(n), dev.ToString().c_str());
+  std::printf("consumer: %ldx%ldx%ld matmul on %s OK\n", static_cast<long>(m), static_cast<long>(k),
+              static_cast<long>(n), dev.ToString().c_str());
   return 0;
 }
