@@ -12,7 +12,6 @@ import json
 import os
 import statistics
 import sys
-import time
 
 import numpy as np
 
@@ -63,30 +62,52 @@ def run(sizes, dtypes, iters, reps):
             C = gp.matmul(A, B, precision=precision)
             err = np.abs(_to_host_f64(C) - ref)
             scale = np.abs(ref).max()
-            ours = _time(lambda: gp.matmul(A, B, precision=precision), gp.Event, iters, reps)
+            ours = _time(
+                lambda A=A, B=B, p=precision: gp.matmul(A, B, precision=p), gp.Event, iters, reps
+            )
             flops = 2.0 * n**3
-            row = {"op": "matmul", "dtype": name, "m": n, "n": n, "k": n,
-                   "ours_ms": ours * 1e3, "ours_tflops": flops / ours / 1e12,
-                   "max_rel_err": float(err.max() / scale), "mean_rel_err": float(err.mean() / scale)}
+            row = {
+                "op": "matmul",
+                "dtype": name,
+                "m": n,
+                "n": n,
+                "k": n,
+                "ours_ms": ours * 1e3,
+                "ours_tflops": flops / ours / 1e12,
+                "max_rel_err": float(err.max() / scale),
+                "mean_rel_err": float(err.mean() / scale),
+            }
             if torch is not None and torch.cuda.is_available():
                 tdt = {"bfloat16": torch.bfloat16, "float16": torch.float16}.get(dt, torch.float32)
                 ta = torch.from_numpy(a64).cuda().to(tdt)
                 tb = torch.from_numpy(b64).cuda().to(tdt)
                 old = torch.backends.cuda.matmul.allow_tf32
                 torch.backends.cuda.matmul.allow_tf32 = name == "tf32"
-                tt = _time(lambda: torch.matmul(ta, tb),
-                           lambda: torch.cuda.Event(enable_timing=True), iters, reps)
+                tt = _time(
+                    lambda ta=ta, tb=tb: torch.matmul(ta, tb),
+                    lambda: torch.cuda.Event(enable_timing=True),
+                    iters,
+                    reps,
+                )
                 tc = torch.matmul(ta, tb).double().cpu().numpy()
                 torch.backends.cuda.matmul.allow_tf32 = old
                 terr = np.abs(tc - ref)
-                row.update({"torch_ms": tt * 1e3, "torch_tflops": flops / tt / 1e12,
-                            "ratio_vs_torch": tt / ours,
-                            "torch_max_rel_err": float(terr.max() / scale)})
+                row.update(
+                    {
+                        "torch_ms": tt * 1e3,
+                        "torch_tflops": flops / tt / 1e12,
+                        "ratio_vs_torch": tt / ours,
+                        "torch_max_rel_err": float(terr.max() / scale),
+                    }
+                )
             rows.append(row)
             t = f"{row.get('torch_tflops', float('nan')):8.1f}"
-            print(f"{name:>9} {n:>5}^3  ours {row['ours_tflops']:8.1f} TFLOP/s  torch {t} TFLOP/s"
-                  f"  ratio {row.get('ratio_vs_torch', float('nan')):5.2f}"
-                  f"  max rel err {row['max_rel_err']:.2e}", flush=True)
+            print(
+                f"{name:>9} {n:>5}^3  ours {row['ours_tflops']:8.1f} TFLOP/s  torch {t} TFLOP/s"
+                f"  ratio {row.get('ratio_vs_torch', float('nan')):5.2f}"
+                f"  max rel err {row['max_rel_err']:.2e}",
+                flush=True,
+            )
     return rows
 
 
@@ -103,16 +124,26 @@ def main():
         print("matmul benchmark: no CUDA device; nothing to measure", file=sys.stderr)
         return 1
     props = gp.device_properties(dev)
-    rows = run([int(s) for s in args.sizes.split(",")], args.dtypes.split(","), args.iters,
-               args.reps)
+    rows = run(
+        [int(s) for s in args.sizes.split(",")], args.dtypes.split(","), args.iters, args.reps
+    )
     gpu = props["name"].replace(" ", "-")
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, f"{gpu}-sm{props['sm']}-matmul.json")
     with open(path, "w") as f:
-        json.dump({"gpu": props["name"], "sm": props["sm"], "driver": props["driver_version"],
-                   "pygpukit": gp.__version__, "backend": "cublaslt",
-                   "timing": "device events around batches of back-to-back calls, median per call",
-                   "results": rows}, f, indent=1)
+        json.dump(
+            {
+                "gpu": props["name"],
+                "sm": props["sm"],
+                "driver": props["driver_version"],
+                "pygpukit": gp.__version__,
+                "backend": "cublaslt",
+                "timing": "device events around batches of back-to-back calls, median per call",
+                "results": rows,
+            },
+            f,
+            indent=1,
+        )
     print(f"wrote {path}")
     return 0
 

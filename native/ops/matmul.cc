@@ -50,6 +50,8 @@ absl::StatusOr<Mat> Prepare(GPUArray a, int nbatch, bool need_blas_layout) {
     auto bs = BatchStride(x, nbatch);
     if (!bs) return false;
     m.batch_stride = *bs;
+    // cuBLASLt rejects negative batch offsets for some types (complex64 on SM90).
+    if (need_blas_layout && m.batch_stride < 0) return false;
     return !need_blas_layout || BlasFriendly(rows, cols, m.row, m.col);
   };
   Mat m;

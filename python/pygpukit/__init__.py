@@ -10,8 +10,6 @@ Default dtypes: float32 for floating values, int64 for integers, complex64 for c
 (the GPU-friendly choice PyTorch also makes). PYGPUKIT_DEVICE=cpu|cuda forces the device.
 """
 
-import builtins as _builtins
-
 import numpy as _np
 
 from . import _core
@@ -107,23 +105,36 @@ def ones(shape, *, dtype=None, device=None):
 
 
 def empty_like(x, /, *, dtype=None, device=None):
-    return empty(x.shape, dtype=x.dtype if dtype is None else dtype,
-                 device=x.device if device is None else device)
+    return empty(
+        x.shape,
+        dtype=x.dtype if dtype is None else dtype,
+        device=x.device if device is None else device,
+    )
 
 
 def zeros_like(x, /, *, dtype=None, device=None):
-    return zeros(x.shape, dtype=x.dtype if dtype is None else dtype,
-                 device=x.device if device is None else device)
+    return zeros(
+        x.shape,
+        dtype=x.dtype if dtype is None else dtype,
+        device=x.device if device is None else device,
+    )
 
 
 def ones_like(x, /, *, dtype=None, device=None):
-    return ones(x.shape, dtype=x.dtype if dtype is None else dtype,
-                device=x.device if device is None else device)
+    return ones(
+        x.shape,
+        dtype=x.dtype if dtype is None else dtype,
+        device=x.device if device is None else device,
+    )
 
 
 def full_like(x, /, fill_value, *, dtype=None, device=None):
-    return full(x.shape, fill_value, dtype=x.dtype if dtype is None else dtype,
-                device=x.device if device is None else device)
+    return full(
+        x.shape,
+        fill_value,
+        dtype=x.dtype if dtype is None else dtype,
+        device=x.device if device is None else device,
+    )
 
 
 def cmake_prefix_path():
@@ -133,4 +144,53 @@ def cmake_prefix_path():
     return os.path.dirname(os.path.abspath(__file__))
 
 
-__all__ = [name for name in dir() if not name.startswith("_") and name != "_builtins"]
+__all__ = [
+    "Device",
+    "Event",
+    "GPUArray",
+    "arange",
+    "asarray",
+    "astype",
+    "bfloat16",
+    "bool",
+    "broadcast_to",
+    "cmake_prefix_path",
+    "complex64",
+    "complex128",
+    "contiguous",
+    "default_device",
+    "device_properties",
+    "devices",
+    "dispatch_stats",
+    "dtype",
+    "empty",
+    "empty_cache",
+    "empty_like",
+    "float16",
+    "float32",
+    "float64",
+    "from_numpy",
+    "full",
+    "full_like",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "matmul",
+    "matrix_transpose",
+    "memory_stats",
+    "ones",
+    "ones_like",
+    "permute_dims",
+    "reset_dispatch_stats",
+    "reshape",
+    "runtime_info",
+    "synchronize",
+    "to_numpy",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "zeros",
+    "zeros_like",
+]

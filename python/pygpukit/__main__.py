@@ -14,8 +14,10 @@ def main():
     print(f"backend:        {dev.type} (default device {dev})")
     if info["forced_device"]:
         print(f"PYGPUKIT_DEVICE: {info['forced_device']}")
-    print(f"CUDA:           {'available' if info['cuda_available'] else 'unavailable'}"
-          f" ({info['cuda_status']})")
+    print(
+        f"CUDA:           {'available' if info['cuda_available'] else 'unavailable'}"
+        f" ({info['cuda_status']})"
+    )
     print(f"kernel archs:   {info['kernel_archs'] or '-'}")
     print(f"NVRTC:          {info['nvrtc_version']}")
     print(f"cuBLASLt:       {info['cublaslt_version']}")
@@ -23,8 +25,10 @@ def main():
         p = gp.device_properties(d)
         line = f"device {d}: {p['name']}"
         if d.type == "cuda":
-            line += (f", sm_{p['sm']}, {p['multiprocessors']} SMs, "
-                     f"{p['total_memory'] / 2**30:.1f} GiB, driver {p['driver_version']}")
+            line += (
+                f", sm_{p['sm']}, {p['multiprocessors']} SMs, "
+                f"{p['total_memory'] / 2**30:.1f} GiB, driver {p['driver_version']}"
+            )
         else:
             line += f", {p['multiprocessors']} threads, {p['total_memory'] / 2**30:.1f} GiB"
         print(line)
@@ -45,9 +49,11 @@ def main():
     ref = a.astype(np.float64) @ b.astype(np.float64)
     err = np.abs(gp.to_numpy(C) - ref).max() / np.abs(ref).max()
     ok = err < 1e-4
-    print(f"self-check: float32 {n}x{n}x{n} matmul on {dev}: {dt * 1e3:.3f} ms "
-          f"({2 * n**3 / dt / 1e12:.3f} TFLOP/s), max rel err {err:.2e} -> "
-          f"{'OK' if ok else 'FAILED'}")
+    print(
+        f"self-check: float32 {n}x{n}x{n} matmul on {dev}: {dt * 1e3:.3f} ms "
+        f"({2 * n**3 / dt / 1e12:.3f} TFLOP/s), max rel err {err:.2e} -> "
+        f"{'OK' if ok else 'FAILED'}"
+    )
     return 0 if ok else 1
 
 

@@ -26,7 +26,8 @@ def pytest_collection_modifyitems(config, items):
     if _gpu_hardware_present():
         raise pytest.UsageError(
             f"PYGPUKIT_DEVICE={want} on a machine with NVIDIA hardware, but CUDA is unusable: "
-            f"{info['cuda_status']}")
+            f"{info['cuda_status']}"
+        )
     skip = pytest.mark.skip(reason=f"no CUDA device: {info['cuda_status']}")
     for item in items:
         item.add_marker(skip)

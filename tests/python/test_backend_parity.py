@@ -9,8 +9,23 @@ import pygpukit as gp
 
 pytestmark = pytest.mark.gpu
 
-ALL = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-       "float16", "bfloat16", "float32", "float64", "complex64", "complex128"]
+ALL = [
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+]
 INEXACT = ["float16", "bfloat16", "float32", "float64", "complex64", "complex128"]
 
 
@@ -61,8 +76,12 @@ def test_binary_matches(dt, op, rng):
         pytest.skip("bool subtraction is a TypeError")
     a = rng.standard_normal((5, 1, 6)) * 20
     b = rng.standard_normal((4, 6)) * 20 + 0.5
-    f = {"add": lambda x, y: x + y, "subtract": lambda x, y: x - y,
-         "multiply": lambda x, y: x * y, "divide": lambda x, y: x / y}[op]
+    f = {
+        "add": lambda x, y: x + y,
+        "subtract": lambda x, y: x - y,
+        "multiply": lambda x, y: x * y,
+        "divide": lambda x, y: x / y,
+    }[op]
     g, c = both(lambda x, y: f(x.astype(dt), y.astype(dt).T[::-1].T), a, b)
     assert_same(g, c)
     g, c = both(lambda x: f(x.astype(dt), 3), a)
@@ -79,10 +98,15 @@ def test_matmul_matches(dt, rng):
 
 @pytest.mark.parametrize("dt", [d for d in ALL if d not in ("bool", "complex64", "complex128")])
 def test_creation_matches(dt):
-    for f in (lambda d: gp.arange(-7, 50, 3, dtype=dt, device=d),
-              lambda d: gp.full((4, 5), 2, dtype=dt, device=d),
-              lambda d: gp.arange(0.5, 9.0, 0.75, dtype=dt, device=d) if dt in INEXACT
-              else gp.ones(3, dtype=dt, device=d)):
+    for f in (
+        lambda d: gp.arange(-7, 50, 3, dtype=dt, device=d),
+        lambda d: gp.full((4, 5), 2, dtype=dt, device=d),
+        lambda d: (
+            gp.arange(0.5, 9.0, 0.75, dtype=dt, device=d)
+            if dt in INEXACT
+            else gp.ones(3, dtype=dt, device=d)
+        ),
+    ):
         assert_same(host(f("cuda:0")), host(f("cpu")))
 
 

@@ -2,8 +2,19 @@
 
 import numpy as np
 import pytest
-from helpers import ALL, FLOATS, INTS, NATIVE, UNSIGNED, check_close, check_equal, gpdt, kind
-from helpers import npdt, rand
+from helpers import (
+    ALL,
+    FLOATS,
+    INTS,
+    NATIVE,
+    UNSIGNED,
+    check_close,
+    check_equal,
+    gpdt,
+    kind,
+    npdt,
+    rand,
+)
 
 import pygpukit as gp
 
@@ -65,8 +76,15 @@ def test_full(rng, shape, dtype):
 
 
 @pytest.mark.parametrize(
-    "value, dtype", [(True, "bool"), (3, "int64"), (-2**40, "int64"), (2.5, "float32"),
-                     (1 + 2j, "complex64"), (False, "bool")]
+    "value, dtype",
+    [
+        (True, "bool"),
+        (3, "int64"),
+        (-(2**40), "int64"),
+        (2.5, "float32"),
+        (1 + 2j, "complex64"),
+        (False, "bool"),
+    ],
 )
 def test_full_default_dtype(value, dtype):
     check_equal(gp.full((2, 3), value), np.full((2, 3), value, npdt(dtype)), dtype)
@@ -97,8 +115,17 @@ def test_full_float_truncates(dtype):
     check_equal(gp.full((2,), 7.9, dtype=gpdt(dtype)), np.full((2,), 7, npdt(dtype)), dtype)
 
 
-@pytest.mark.parametrize("value, dtype", [(300, "int8"), (-1, "uint8"), (70000, "uint16"),
-                                          (2**31, "int32"), (-1, "uint64"), (-129, "int8")])
+@pytest.mark.parametrize(
+    "value, dtype",
+    [
+        (300, "int8"),
+        (-1, "uint8"),
+        (70000, "uint16"),
+        (2**31, "int32"),
+        (-1, "uint64"),
+        (-129, "int8"),
+    ],
+)
 def test_full_int_overflow(value, dtype):
     with pytest.raises(OverflowError, match="full"):
         gp.full((2,), value, dtype=gpdt(dtype))
@@ -121,9 +148,23 @@ def test_full_bad_value():
 
 @pytest.mark.parametrize(
     "args",
-    [(5,), (0,), (-3,), (2, 9), (9, 2), (2, 9, 3), (9, 2, -2), (10, -10, -3), (-5, 5, 7),
-     (0, 1, 5), (3, 3), (5, 3, 1), (1, 5, -1), (-(2**40), -(2**40) + 10, 3),
-     (2**62, 2**62 - 100, -17)],
+    [
+        (5,),
+        (0,),
+        (-3,),
+        (2, 9),
+        (9, 2),
+        (2, 9, 3),
+        (9, 2, -2),
+        (10, -10, -3),
+        (-5, 5, 7),
+        (0, 1, 5),
+        (3, 3),
+        (5, 3, 1),
+        (1, 5, -1),
+        (-(2**40), -(2**40) + 10, 3),
+        (2**62, 2**62 - 100, -17),
+    ],
 )
 def test_arange_int(args):
     x = gp.arange(*args)
@@ -138,8 +179,17 @@ def test_arange_int_extreme_span():
 
 @pytest.mark.parametrize(
     "args",
-    [(5.0,), (0.5, 3.0), (0, 1, 0.1), (1.0, 0.0, -0.25), (-2.5, 2.5, 0.7), (3.0, 1.0), (0, 2.5),
-     (10, 0, -1.5), (1e-3, 2e-3, 1e-4)],
+    [
+        (5.0,),
+        (0.5, 3.0),
+        (0, 1, 0.1),
+        (1.0, 0.0, -0.25),
+        (-2.5, 2.5, 0.7),
+        (3.0, 1.0),
+        (0, 2.5),
+        (10, 0, -1.5),
+        (1e-3, 2e-3, 1e-4),
+    ],
 )
 def test_arange_float(args):
     x = gp.arange(*args)
@@ -306,9 +356,14 @@ def test_asarray_object_rejected(obj):
 
 @pytest.mark.parametrize(
     "src",
-    [np.array(["ab", "c"]), np.array([1, 2], dtype="datetime64[s]"),
-     np.array([1.0], dtype=np.longdouble) if np.dtype(np.longdouble).itemsize > 8 else
-     np.array([b"x"]), np.zeros(2, dtype=[("a", "i4")])],
+    [
+        np.array(["ab", "c"]),
+        np.array([1, 2], dtype="datetime64[s]"),
+        np.array([1.0], dtype=np.longdouble)
+        if np.dtype(np.longdouble).itemsize > 8
+        else np.array([b"x"]),
+        np.zeros(2, dtype=[("a", "i4")]),
+    ],
 )
 def test_asarray_unsupported_numpy_dtype(src):
     with pytest.raises(TypeError, match="asarray"):
