@@ -84,12 +84,29 @@ absl::Status Assign(const GPUArray& dst, const GPUArray& src) {
     return ValueError(absl::StrCat("setitem: value is on ", src.device().ToString(),
                                    " but the array is on ", dst.device().ToString()));
   }
-  PGK_ASSIGN_OR_RETURN(GPUArray value, BroadcastTo(src, dst.shape()));
+  // NumPy drops leading size-1 dims of the value that the target does not have.
+  int lead = 0;
+  while (src.ndim() - lead > dst.ndim() && src.shape()[lead] == 1) ++lead;
+  Shape shape(src.shape().begin() + lead, src.shape().end());
+  Strides strides(src.strides().begin() + lead, src.strides().end());
+  auto bstrides = BroadcastStrides(shape, strides, dst.shape(), "setitem");
+  if (!bstrides.ok()) {
+    return ValueError(absl::StrCat("setitem: could not broadcast value of shape ",
+                                   ShapeToString(src.shape()), " into shape ",
+                                   ShapeToString(dst.shape())));
+  }
+  GPUArray value(src.buffer(), src.dtype(), dst.shape(), *std::move(bstrides), src.offset());
   if (value.buffer() == dst.buffer()) {
     // Source and destination may overlap: read everything before writing.
     PGK_ASSIGN_OR_RETURN(value, Copy(value));
   }
   return LaunchCopy(value, dst);
+}
+
+absl::Status Assign(const GPUArray& dst, const Scalar& value) {
+  unsigned char encoded[16];
+  PGK_RETURN_IF_ERROR(EncodeScalar(value, dst.dtype(), encoded, "setitem"));
+  return LaunchFill(dst, encoded);
 }
 
 absl::StatusOr<Scalar> Item(const GPUArray& a) {

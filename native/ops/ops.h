@@ -41,8 +41,11 @@ absl::StatusOr<GPUArray> Contiguous(const GPUArray& a);
 absl::StatusOr<GPUArray> AsType(const GPUArray& a, DType dtype, bool copy = true);
 /// The same data on another device.
 absl::StatusOr<GPUArray> ToDevice(const GPUArray& a, Device device);
-/// Writes `src` (broadcast to dst's shape, cast to dst's dtype) into `dst`.
+/// Writes `src` (broadcast to dst's shape, cast to dst's dtype) into `dst` (NumPy setitem rules:
+/// src may carry extra leading size-1 dimensions; overlapping src and dst are safe).
 absl::Status Assign(const GPUArray& dst, const GPUArray& src);
+/// Fills `dst` (any view) with `value` cast to dst's dtype; OverflowError for out-of-range ints.
+absl::Status Assign(const GPUArray& dst, const Scalar& value);
 
 // ---- views ----
 /// Reshape; a view when the layout allows, else a copy. One -1 extent is inferred.

@@ -57,7 +57,10 @@ absl::StatusOr<GPUArray> Reshape(const GPUArray& a, absl::Span<const int64_t> ne
   int64_t known = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
-      if (infer >= 0) return ValueError("reshape: can only specify one unknown dimension");
+      if (infer >= 0) {
+        return ValueError(absl::StrCat("reshape: can only specify one unknown dimension, got ",
+                                       ShapeToString(new_shape)));
+      }
       infer = static_cast<int>(i);
     } else if (shape[i] < 0) {
       return ValueError(absl::StrCat("reshape: negative dimension in ", ShapeToString(shape)));
@@ -96,7 +99,10 @@ absl::StatusOr<GPUArray> PermuteDims(const GPUArray& a, absl::Span<const int64_t
   std::vector<bool> seen(a.ndim(), false);
   for (int i = 0; i < a.ndim(); ++i) {
     PGK_ASSIGN_OR_RETURN(int ax, NormalizeAxis(axes[i], a.ndim(), "permute_dims"));
-    if (seen[ax]) return ValueError("permute_dims: repeated axis in permutation");
+    if (seen[ax]) {
+      return ValueError(absl::StrCat("permute_dims: repeated axis in permutation (",
+                                     absl::StrJoin(axes, ", "), ")"));
+    }
     seen[ax] = true;
     shape[i] = a.shape()[ax];
     strides[i] = a.strides()[ax];

@@ -34,8 +34,44 @@ pyb::object BinaryWith(BinaryOp op, const GPUArray& a, const pyb::object& other,
   return pyb::reinterpret_borrow<pyb::object>(Py_NotImplemented);
 }
 
+[[noreturn]] void AdvancedIndexNotSupported(const char* what) {
+  RaiseStatus(NotImplementedError(absl::StrCat(
+      "index: ", what, " indexing is not supported yet (integers, slices, None and ... are)")));
+}
+
+// An integer index from a 0-d integer array (GPUArray or NumPy), as NumPy accepts; any other
+// array is advanced indexing.
+int64_t ArrayIndex(const pyb::handle& k) {
+  if (pyb::isinstance<GPUArray>(k)) {
+    const GPUArray& a = k.cast<const GPUArray&>();
+    if (a.ndim() != 0 || !IsInteger(a.dtype())) {
+      AdvancedIndexNotSupported(a.dtype() == DType::Bool ? "boolean-mask" : "integer-array");
+    }
+  } else {
+    pyb::array a = pyb::reinterpret_borrow<pyb::array>(k);
+    char kind = a.dtype().kind();
+    if (a.ndim() != 0 || (kind != 'i' && kind != 'u')) {
+      AdvancedIndexNotSupported(kind == 'b' ? "boolean-mask" : "integer-array");
+    }
+  }
+  return pyb::int_(pyb::reinterpret_borrow<pyb::object>(k)).cast<int64_t>();
+}
+
+int64_t IntegerIndex(const pyb::handle& k) {
+  int overflow = 0;
+  pyb::object v = pyb::reinterpret_steal<pyb::object>(PyNumber_Index(k.ptr()));
+  if (!v) throw pyb::error_already_set();
+  long long i = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+  if (overflow != 0) {
+    RaiseStatus(IndexError(absl::StrCat("index: index ", std::string(pyb::str(v)),
+                                        " is out of bounds (beyond int64)")));
+  }
+  return i;
+}
+
 std::vector<ops::IndexItem> ToIndex(const pyb::handle& key) {
   std::vector<ops::IndexItem> items;
+  pyb::object np_bool = pyb::module_::import("numpy").attr("bool_");
   auto one = [&](const pyb::handle& k) {
     ops::IndexItem it;
     if (k.is_none()) {
@@ -50,22 +86,27 @@ std::vector<ops::IndexItem> ToIndex(const pyb::handle& key) {
         if (!PyIndex_Check(v.ptr())) {
           throw pyb::type_error("index: slice indices must be integers or None");
         }
-        return pyb::int_(v).cast<int64_t>();
+        // Bounds beyond int64 clamp, as in NumPy (slices never index out of range).
+        Py_ssize_t x = PyNumber_AsSsize_t(v.ptr(), nullptr);
+        if (x == -1 && PyErr_Occurred()) throw pyb::error_already_set();
+        return static_cast<int64_t>(x);
       };
       it.start = field("start");
       it.stop = field("stop");
       it.step = field("step").value_or(1);
-    } else if (PyIndex_Check(k.ptr()) && !PyBool_Check(k.ptr())) {
+    } else if (PyBool_Check(k.ptr()) || pyb::isinstance(k, np_bool)) {
+      AdvancedIndexNotSupported("boolean");
+    } else if (pyb::isinstance<GPUArray>(k) || pyb::isinstance<pyb::array>(k)) {
       it.kind = ops::IndexItem::Kind::kInteger;
-      it.index = pyb::int_(pyb::reinterpret_borrow<pyb::object>(k)).cast<int64_t>();
-    } else if (pyb::isinstance<GPUArray>(k) || pyb::isinstance<pyb::list>(k) ||
-               PyBool_Check(k.ptr())) {
-      RaiseStatus(NotImplementedError(
-          "index: integer-array and boolean-mask indexing are not supported yet"));
+      it.index = ArrayIndex(k);
+    } else if (PyIndex_Check(k.ptr())) {
+      it.kind = ops::IndexItem::Kind::kInteger;
+      it.index = IntegerIndex(k);
+    } else if (pyb::isinstance<pyb::list>(k)) {
+      AdvancedIndexNotSupported("integer-array");
     } else {
       throw pyb::index_error(
-          absl::StrCat("index: only integers, slices, None and Ellipsis are "
-                       "valid indices, got ",
+          absl::StrCat("index: only integers, slices, None and Ellipsis are valid indices, got ",
                        std::string(pyb::repr(k))));
     }
     items.push_back(it);
@@ -204,18 +245,15 @@ indexing run on the array's device. Convert to NumPy with pygpukit.to_numpy(x) o
       .def("__setitem__",
            [](const GPUArray& a, const pyb::object& key, const pyb::object& value) {
              GPUArray view = Unwrap(ops::Index(a, ToIndex(key)));
-             GPUArray src;
              if (pyb::isinstance<GPUArray>(value)) {
-               src = value.cast<GPUArray>();
+               Check(ops::Assign(view, value.cast<const GPUArray&>()));
              } else if (IsScalar(value)) {
-               src = Unwrap(ops::Full({}, ToScalar(value), a.dtype(), a.device()));
+               Check(ops::Assign(view, ToScalar(value)));
              } else {
                throw pyb::type_error(
-                   absl::StrCat("setitem: value must be a GPUArray or a Python "
-                                "scalar, got ",
-                                std::string(pyb::repr(value.get_type()))));
+                   absl::StrCat("setitem: value must be a GPUArray or a Python scalar, got ",
+                                std::string(pyb::repr(pyb::type::handle_of(value)))));
              }
-             Check(ops::Assign(view, src));
            })
       .def("__matmul__",
            [](const GPUArray& a, const pyb::object& b) -> pyb::object {

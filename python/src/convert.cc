@@ -1,6 +1,7 @@
 #include "convert.h"
 
 #include <pybind11/complex.h>
+#include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
 #include "absl/strings/str_cat.h"
@@ -73,7 +74,12 @@ Shape ToShape(const pyb::handle& obj, absl::string_view op) {
     }
     return pyb::int_(pyb::reinterpret_borrow<pyb::object>(h)).cast<int64_t>();
   };
-  if (PyIndex_Check(obj.ptr()) && !pyb::isinstance<pyb::bool_>(obj)) {
+  // A 0-d NumPy integer array is one extent; any other array is a sequence of extents.
+  const bool zero_d_array = pyb::isinstance<pyb::array>(obj) &&
+                            pyb::array(pyb::reinterpret_borrow<pyb::array>(obj)).ndim() == 0;
+  const bool sequence = pyb::isinstance<pyb::sequence>(obj) && !pyb::isinstance<pyb::str>(obj);
+  if (zero_d_array ||
+      (!sequence && PyIndex_Check(obj.ptr()) && !pyb::isinstance<pyb::bool_>(obj))) {
     shape.push_back(to_int(obj));
   } else if (pyb::isinstance<pyb::sequence>(obj) && !pyb::isinstance<pyb::str>(obj)) {
     for (pyb::handle h : obj) shape.push_back(to_int(h));

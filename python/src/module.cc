@@ -90,8 +90,8 @@ ops::MatmulOptions ParseMatmulOptions(const std::string& precision, const std::s
 
 const GPUArray& AsArray(const pyb::handle& obj, absl::string_view op) {
   if (!pyb::isinstance<GPUArray>(obj)) {
-    throw pyb::type_error(
-        absl::StrCat(op, ": expected a GPUArray, got ", std::string(pyb::repr(obj.get_type()))));
+    throw pyb::type_error(absl::StrCat(op, ": expected a GPUArray, got ",
+                                       std::string(pyb::repr(pyb::type::handle_of(obj)))));
   }
   return obj.cast<const GPUArray&>();
 }
