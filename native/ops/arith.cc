@@ -84,6 +84,23 @@ absl::StatusOr<GPUArray> Binary(BinaryOp op, const Scalar& s, const GPUArray& a)
   return WithScalar(op, a, s, /*scalar_first=*/true);
 }
 
+absl::StatusOr<GPUArray> Negative(const GPUArray& a) {
+  if (a.dtype() == DType::Bool) {
+    return TypeError(absl::StrCat("negative: boolean negation is not supported (", Describe(a),
+                                  "); use logical_not"));
+  }
+  PGK_ASSIGN_OR_RETURN(GPUArray out, Empty(a.shape(), a.dtype(), a.device()));
+  PGK_RETURN_IF_ERROR(LaunchUnary(UnaryOp::kNegative, out, a));
+  return out;
+}
+
+absl::StatusOr<GPUArray> Positive(const GPUArray& a) {
+  if (a.dtype() == DType::Bool) {
+    return TypeError(absl::StrCat("positive: not supported for ", Describe(a)));
+  }
+  return Copy(a);
+}
+
 absl::StatusOr<GPUArray> Add(const GPUArray& a, const GPUArray& b) {
   return Binary(BinaryOp::kAdd, a, b);
 }

@@ -53,9 +53,19 @@ struct Scalar {
   int64_t i = 0;
   double f = 0;
   std::complex<double> c;
+  // Python ints in (INT64_MAX, UINT64_MAX] (only uint64 arrays or floats can hold them).
+  bool above_int64 = false;
+  uint64_t u = 0;
 
   static Scalar Bool(bool v) { return Scalar{ScalarKind::Bool, v, v, double(v), double(v)}; }
   static Scalar Int(int64_t v) { return Scalar{ScalarKind::Int, v != 0, v, double(v), double(v)}; }
+  static Scalar UInt(uint64_t v) {
+    if (v <= static_cast<uint64_t>(INT64_MAX)) return Int(static_cast<int64_t>(v));
+    Scalar s{ScalarKind::Int, true, static_cast<int64_t>(v), double(v), double(v)};
+    s.above_int64 = true;
+    s.u = v;
+    return s;
+  }
   static Scalar Float(double v) {
     return Scalar{ScalarKind::Float, v != 0, static_cast<int64_t>(v), v, v};
   }

@@ -140,9 +140,7 @@ absl::StatusOr<Scalar> Item(const GPUArray& a) {
     case DType::UInt64: {
       uint64_t v;
       std::memcpy(&v, raw, 8);
-      // Values above INT64_MAX come back as float, Python-side big ints are not representable.
-      if (v > static_cast<uint64_t>(INT64_MAX)) return Scalar::Float(static_cast<double>(v));
-      return Scalar::Int(static_cast<int64_t>(v));
+      return Scalar::UInt(v);
     }
     default: {
       int64_t v;

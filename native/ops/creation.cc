@@ -10,32 +10,52 @@
 
 namespace pygpukit::ops {
 
-absl::StatusOr<GPUArray> Empty(absl::Span<const int64_t> shape, DType dtype, Device device) {
-  PGK_RETURN_IF_ERROR(ValidateShape(shape, "empty"));
+absl::StatusOr<GPUArray> NewArray(absl::Span<const int64_t> shape, DType dtype, Device device,
+                                  absl::string_view op) {
+  PGK_RETURN_IF_ERROR(ValidateShape(shape, op));
+  // The element count is bounded by ValidateShape; the byte count must fit int64 too.
+  const __int128 bytes = static_cast<__int128>(NumElements(shape)) * ItemSize(dtype);
+  if (bytes > INT64_MAX) {
+    return MemoryError(absl::StrCat(op, ": out of memory: ", ShapeToString(shape), " ",
+                                    DTypeName(dtype), " needs ", static_cast<uint64_t>(bytes),
+                                    " bytes, more than any device can hold"));
+  }
   Runtime& rt = Runtime::Get();
   PGK_ASSIGN_OR_RETURN(Allocator * alloc, rt.allocator(device));
   PGK_ASSIGN_OR_RETURN(hal::Stream * stream, rt.stream(device));
-  size_t bytes = static_cast<size_t>(NumElements(shape)) * ItemSize(dtype);
-  PGK_ASSIGN_OR_RETURN(auto buffer, alloc->Allocate(bytes, *stream));
+  PGK_ASSIGN_OR_RETURN(auto buffer, alloc->Allocate(static_cast<size_t>(bytes), *stream));
   return GPUArray(std::move(buffer), dtype, Shape(shape.begin(), shape.end()),
                   ContiguousStrides(shape), 0);
 }
 
-absl::StatusOr<GPUArray> Full(absl::Span<const int64_t> shape, const Scalar& value, DType dtype,
-                              Device device) {
+absl::StatusOr<GPUArray> Empty(absl::Span<const int64_t> shape, DType dtype, Device device) {
+  return NewArray(shape, dtype, device, "empty");
+}
+
+namespace {
+
+absl::StatusOr<GPUArray> Filled(absl::Span<const int64_t> shape, const Scalar& value, DType dtype,
+                                Device device, absl::string_view op) {
   unsigned char encoded[16];
-  PGK_RETURN_IF_ERROR(EncodeScalar(value, dtype, encoded, "full"));
-  PGK_ASSIGN_OR_RETURN(GPUArray out, Empty(shape, dtype, device));
+  PGK_RETURN_IF_ERROR(EncodeScalar(value, dtype, encoded, op));
+  PGK_ASSIGN_OR_RETURN(GPUArray out, NewArray(shape, dtype, device, op));
   PGK_RETURN_IF_ERROR(LaunchFill(out, encoded));
   return out;
 }
 
+}  // namespace
+
+absl::StatusOr<GPUArray> Full(absl::Span<const int64_t> shape, const Scalar& value, DType dtype,
+                              Device device) {
+  return Filled(shape, value, dtype, device, "full");
+}
+
 absl::StatusOr<GPUArray> Zeros(absl::Span<const int64_t> shape, DType dtype, Device device) {
-  return Full(shape, Scalar::Int(0), dtype, device);
+  return Filled(shape, Scalar::Int(0), dtype, device, "zeros");
 }
 
 absl::StatusOr<GPUArray> Ones(absl::Span<const int64_t> shape, DType dtype, Device device) {
-  return Full(shape, Scalar::Int(1), dtype, device);
+  return Filled(shape, Scalar::Int(1), dtype, device, "ones");
 }
 
 namespace {
@@ -46,7 +66,7 @@ absl::StatusOr<GPUArray> ArangeOf(int64_t n, const kernels::ArangeParams& params
   if (IsComplex(dtype) || dtype == DType::Bool) {
     return TypeError(absl::StrCat("arange: unsupported dtype ", DTypeName(dtype)));
   }
-  PGK_ASSIGN_OR_RETURN(GPUArray out, Empty({n}, dtype, device));
+  PGK_ASSIGN_OR_RETURN(GPUArray out, NewArray({n}, dtype, device, "arange"));
   PGK_RETURN_IF_ERROR(LaunchArange(out, params));
   return out;
 }

@@ -81,6 +81,14 @@ absl::string_view BinaryOpName(BinaryOp op) {
   return "?";
 }
 
+absl::string_view UnaryOpName(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::kNegative:
+      return "negative";
+  }
+  return "?";
+}
+
 absl::Status EncodeScalar(const Scalar& s, DType dtype, unsigned char* out16,
                           absl::string_view op) {
   std::memset(out16, 0, 16);
@@ -92,6 +100,15 @@ absl::Status EncodeScalar(const Scalar& s, DType dtype, unsigned char* out16,
         v = kernels::Cast<T>(s.b);
         break;
       case ScalarKind::Int:
+        if (s.above_int64) {
+          if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool> &&
+                        !std::is_same_v<T, uint64_t>) {
+            return OverflowError(absl::StrCat(op, ": Python integer ", s.u, " out of bounds for ",
+                                              DTypeName(dtype)));
+          }
+          v = kernels::Cast<T>(s.u);
+          break;
+        }
         if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
           if (!FitsInteger<T>(s.i)) {
             return OverflowError(absl::StrCat(op, ": Python integer ", s.i, " out of bounds for ",
@@ -162,6 +179,15 @@ absl::Status LaunchBinary(BinaryOp op, const GPUArray& out, const GPUArray* a, c
     return cpu_kernels::Binary(*s, op, out.dtype(), p, Keep({&out, a, b}));
   }
   return cuda_kernels::Binary(*s, op, out.dtype(), p);
+}
+
+absl::Status LaunchUnary(UnaryOp op, const GPUArray& out, const GPUArray& a) {
+  if (out.size() == 0) return absl::OkStatus();
+  ElementwiseParams p;
+  PGK_RETURN_IF_ERROR(BuildParams(out, &a, nullptr, p, UnaryOpName(op)));
+  PGK_ASSIGN_OR_RETURN(hal::Stream * s, StreamOf(out));
+  if (out.device().is_cpu()) return cpu_kernels::Unary(*s, op, out.dtype(), p, Keep({&out, &a}));
+  return cuda_kernels::Unary(*s, op, out.dtype(), p);
 }
 
 absl::Status LaunchMatmul(const MatmulProblem& problem, Device device, KeepAlive keep) {

@@ -15,6 +15,9 @@
 
 namespace pygpukit::ops {
 
+/// Elementwise one-operand ops with a kernel of their own.
+enum class UnaryOp { kNegative };
+
 /// One (batched) matrix product C = A @ B. Element (b, i, j) of X lives at
 /// x + b * x_batch + i * x_row + j * x_col (element strides); all operands share `dtype`.
 struct MatmulProblem {
@@ -43,7 +46,13 @@ absl::Status LaunchArange(const GPUArray& dst, const kernels::ArangeParams& para
 /// dtype and shape (with broadcast strides).
 absl::Status LaunchBinary(BinaryOp op, const GPUArray& out, const GPUArray* a, const GPUArray* b,
                           const unsigned char* scalar);
+/// out = op(a); a shares out's dtype and shape (possibly with other strides).
+absl::Status LaunchUnary(UnaryOp op, const GPUArray& out, const GPUArray& a);
 absl::Status LaunchMatmul(const MatmulProblem& problem, Device device, KeepAlive keep);
+
+/// A new C-contiguous array from the device's allocator; validation errors name `op`.
+absl::StatusOr<GPUArray> NewArray(absl::Span<const int64_t> shape, DType dtype, Device device,
+                                  absl::string_view op);
 
 /// Encodes a scalar as `dtype` (for fills and scalar operands); OverflowError when an integer
 /// does not fit an integer dtype.
@@ -57,6 +66,8 @@ absl::Status Fill(hal::Stream& s, int itemsize, const kernels::ElementwiseParams
 absl::Status Arange(hal::Stream& s, DType dtype, const kernels::ArangeParams& p, KeepAlive keep);
 absl::Status Binary(hal::Stream& s, BinaryOp op, DType dtype, const kernels::ElementwiseParams& p,
                     KeepAlive keep);
+absl::Status Unary(hal::Stream& s, UnaryOp op, DType dtype, const kernels::ElementwiseParams& p,
+                   KeepAlive keep);
 absl::Status Matmul(hal::Stream& s, const MatmulProblem& p, KeepAlive keep);
 }  // namespace cpu_kernels
 
@@ -65,11 +76,14 @@ absl::Status Copy(hal::Stream& s, DType src, DType dst, const kernels::Elementwi
 absl::Status Fill(hal::Stream& s, int itemsize, const kernels::ElementwiseParams& p);
 absl::Status Arange(hal::Stream& s, DType dtype, const kernels::ArangeParams& p);
 absl::Status Binary(hal::Stream& s, BinaryOp op, DType dtype, const kernels::ElementwiseParams& p);
+absl::Status Unary(hal::Stream& s, UnaryOp op, DType dtype, const kernels::ElementwiseParams& p);
 /// cuBLASLt-backed matmul; dtypes float16/bfloat16/float32/float64/complex64/complex128.
 absl::Status Matmul(hal::Stream& s, const MatmulProblem& p, Device device);
 }  // namespace cuda_kernels
 
 /// Name of a binary op for messages and kernel symbols ("add", ...).
 absl::string_view BinaryOpName(BinaryOp op);
+/// Name of a unary op for messages and kernel symbols ("negative").
+absl::string_view UnaryOpName(UnaryOp op);
 
 }  // namespace pygpukit::ops

@@ -78,7 +78,11 @@ absl::StatusOr<GPUArray> Matmul(const GPUArray& a_in, const GPUArray& b_in,
   }
   DType dtype = PromoteTypes(a_in.dtype(), b_in.dtype());
   if (!IsInexact(dtype)) {
-    return TypeError(absl::StrCat("matmul: unsupported dtype ", DTypeName(dtype),
+    std::string dtypes =
+        a_in.dtype() == b_in.dtype()
+            ? absl::StrCat("dtype ", DTypeName(dtype))
+            : absl::StrCat("dtypes ", DTypeName(a_in.dtype()), " and ", DTypeName(b_in.dtype()));
+    return TypeError(absl::StrCat("matmul: unsupported ", dtypes,
                                   " (supported: float16, bfloat16, float32, float64, complex64, "
                                   "complex128)"));
   }
@@ -101,7 +105,13 @@ absl::StatusOr<GPUArray> Matmul(const GPUArray& a_in, const GPUArray& b_in,
   }
   absl::Span<const int64_t> abatch(a.shape().data(), a.ndim() - 2);
   absl::Span<const int64_t> bbatch(b.shape().data(), b.ndim() - 2);
-  PGK_ASSIGN_OR_RETURN(Shape batch, BroadcastShapes(abatch, bbatch, "matmul"));
+  auto batch_or = BroadcastShapes(abatch, bbatch, "matmul");
+  if (!batch_or.ok()) {
+    return ValueError(absl::StrCat("matmul: batch dimensions of shapes ",
+                                   ShapeToString(a_in.shape()), " and ",
+                                   ShapeToString(b_in.shape()), " cannot be broadcast together"));
+  }
+  Shape batch = *std::move(batch_or);
   const int nb = static_cast<int>(batch.size());
   Shape ashape = batch, bshape = batch, cshape = batch;
   ashape.insert(ashape.end(), {m, k});

@@ -77,6 +77,10 @@ absl::StatusOr<GPUArray> Binary(BinaryOp op, const GPUArray& a, const GPUArray& 
 absl::StatusOr<GPUArray> Binary(BinaryOp op, const GPUArray& a, const Scalar& s);
 /// s op a with s a weak Python scalar.
 absl::StatusOr<GPUArray> Binary(BinaryOp op, const Scalar& s, const GPUArray& a);
+/// -a (integers wrap, signed zeros and complex infinities kept); TypeError for bool.
+absl::StatusOr<GPUArray> Negative(const GPUArray& a);
+/// +a: a copy of a numeric array; TypeError for bool (as NumPy 2).
+absl::StatusOr<GPUArray> Positive(const GPUArray& a);
 absl::StatusOr<GPUArray> Add(const GPUArray& a, const GPUArray& b);
 absl::StatusOr<GPUArray> Subtract(const GPUArray& a, const GPUArray& b);
 absl::StatusOr<GPUArray> Multiply(const GPUArray& a, const GPUArray& b);

@@ -20,6 +20,10 @@ CachingAllocator::~CachingAllocator() = default;  // process-lifetime; the drive
 
 absl::StatusOr<std::shared_ptr<Buffer>> CachingAllocator::Allocate(size_t bytes,
                                                                    hal::Stream& stream) {
+  if (bytes > (SIZE_MAX >> 2)) {  // rounding and the best-fit window below must not wrap
+    return MemoryError(
+        absl::StrCat("out of memory on ", device_.ToString(), ": requested ", bytes, " bytes"));
+  }
   size_t size = RoundAllocationSize(bytes);
   void* ptr = nullptr;
   hal::Stream* owner = nullptr;

@@ -124,14 +124,14 @@ absl::StatusOr<Allocator*> Runtime::allocator(Device d) const {
 }
 
 absl::StatusOr<hal::DeviceProperties> Runtime::properties(Device d) const {
-  PGK_ASSIGN_OR_RETURN(hal::Backend * b, backend(d.type));
   PGK_RETURN_IF_ERROR(CheckDevice(d));
+  PGK_ASSIGN_OR_RETURN(hal::Backend * b, backend(d.type));
   return b->properties(d.index);
 }
 
 absl::Status Runtime::Synchronize(Device d) const {
-  PGK_ASSIGN_OR_RETURN(hal::Backend * b, backend(d.type));
   PGK_ASSIGN_OR_RETURN(hal::Stream * s, stream(d));
+  PGK_ASSIGN_OR_RETURN(hal::Backend * b, backend(d.type));
   return b->Synchronize(*s);
 }
 

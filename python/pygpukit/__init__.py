@@ -33,12 +33,14 @@ from ._core import (
     matmul,
     matrix_transpose,
     memory_stats,
+    ones,
     permute_dims,
     reset_dispatch_stats,
     reshape,
     runtime_info,
     synchronize,
     to_numpy,
+    zeros,
 )
 from ._format import array_repr as _array_repr
 from ._format import array_str as _array_str
@@ -60,13 +62,15 @@ _DEFAULT_FOR_KIND = {"f": float32, "c": complex64}
 
 def asarray(obj, /, *, dtype=None, device=None, copy=None):
     """Converts `obj` (a GPUArray, a NumPy array, a Python scalar or nested sequence) to a
-    GPUArray on `device` (default: the default device).
+    GPUArray on `device` (default: the default device, or the source array's device).
 
     NumPy arrays keep their dtype; Python floats / complex values become float32 / complex64
     unless `dtype` says otherwise. `copy=False` raises if a copy would be needed.
     """
+    if dtype is not None:
+        dtype = _core._parse_dtype(dtype, "asarray")
     if isinstance(obj, GPUArray):
-        target = obj.device if device is None else Device(str(device))
+        target = obj.device if device is None else _core._parse_device(device, "asarray")
         out = obj
         if target != obj.device:
             if copy is False:
@@ -79,62 +83,55 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
         if copy and out is obj:
             return obj.copy()
         return out
+    device = _core._parse_device(device, "asarray")
     if copy is False:
         raise ValueError("asarray: copy=False is not possible for host data (it must be copied)")
     host = _np.asarray(obj)
     if host.dtype == object:
-        raise TypeError(f"asarray: cannot convert {type(obj).__name__} to an array")
+        raise TypeError(
+            f"asarray: cannot convert {type(obj).__name__} (NumPy dtype object) to an array"
+        )
     if not isinstance(obj, (_np.ndarray, _np.generic)) and dtype is None:
         default = _DEFAULT_FOR_KIND.get(host.dtype.kind)
         if default is not None:
             dtype = default
-    out = from_numpy(host, device)
+    out = _core._from_numpy_as(host, device, "asarray")
     if dtype is not None and out.dtype != dtype:
         out = out.astype(dtype, copy=False)
     return out
 
 
-def zeros(shape, *, dtype=None, device=None):
-    """An array of zeros (default dtype float32)."""
-    return full(shape, 0, dtype=float32 if dtype is None else dtype, device=device)
-
-
-def ones(shape, *, dtype=None, device=None):
-    """An array of ones (default dtype float32)."""
-    return full(shape, 1, dtype=float32 if dtype is None else dtype, device=device)
+def _like_args(x, dtype, device, op):
+    """Checks the arguments of a *_like function, naming it in errors."""
+    if not isinstance(x, GPUArray):
+        raise TypeError(f"{op}: expected a GPUArray, got {type(x).__name__}")
+    dtype = x.dtype if dtype is None else _core._parse_dtype(dtype, op)
+    device = x.device if device is None else _core._parse_device(device, op)
+    return x, dtype, device
 
 
 def empty_like(x, /, *, dtype=None, device=None):
-    return empty(
-        x.shape,
-        dtype=x.dtype if dtype is None else dtype,
-        device=x.device if device is None else device,
-    )
+    """An uninitialized array with the shape (and by default dtype and device) of `x`."""
+    x, dtype, device = _like_args(x, dtype, device, "empty_like")
+    return empty(x.shape, dtype=dtype, device=device)
 
 
 def zeros_like(x, /, *, dtype=None, device=None):
-    return zeros(
-        x.shape,
-        dtype=x.dtype if dtype is None else dtype,
-        device=x.device if device is None else device,
-    )
+    """Zeros with the shape (and by default dtype and device) of `x`."""
+    x, dtype, device = _like_args(x, dtype, device, "zeros_like")
+    return zeros(x.shape, dtype=dtype, device=device)
 
 
 def ones_like(x, /, *, dtype=None, device=None):
-    return ones(
-        x.shape,
-        dtype=x.dtype if dtype is None else dtype,
-        device=x.device if device is None else device,
-    )
+    """Ones with the shape (and by default dtype and device) of `x`."""
+    x, dtype, device = _like_args(x, dtype, device, "ones_like")
+    return ones(x.shape, dtype=dtype, device=device)
 
 
 def full_like(x, /, fill_value, *, dtype=None, device=None):
-    return full(
-        x.shape,
-        fill_value,
-        dtype=x.dtype if dtype is None else dtype,
-        device=x.device if device is None else device,
-    )
+    """`fill_value` with the shape (and by default dtype and device) of `x`."""
+    x, dtype, device = _like_args(x, dtype, device, "full_like")
+    return full(x.shape, fill_value, dtype=dtype, device=device)
 
 
 def cmake_prefix_path():

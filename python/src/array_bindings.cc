@@ -124,6 +124,9 @@ pyb::object ScalarToPython(const Scalar& s) {
     case ScalarKind::Bool:
       return pyb::bool_(s.b);
     case ScalarKind::Int:
+      if (s.above_int64) {
+        return pyb::reinterpret_steal<pyb::object>(PyLong_FromUnsignedLongLong(s.u));
+      }
       return pyb::int_(s.i);
     case ScalarKind::Float:
       return pyb::float_(s.f);
@@ -140,6 +143,14 @@ pyb::object ItemOf(const GPUArray& a) {
 
 }  // namespace
 
+pyb::object AsTypeOf(const pyb::object& self, const pyb::object& dtype, bool copy) {
+  const GPUArray& a = self.cast<const GPUArray&>();
+  DType dt = ToDType(dtype, "astype");
+  // Array API: copy=False with a matching dtype returns the input array itself.
+  if (!copy && dt == a.dtype()) return self;
+  return pyb::cast(Unwrap(ops::AsType(a, dt, copy)));
+}
+
 pyb::array ToNumpy(const GPUArray& a) {
   pyb::object dt = NumpyDType(a.dtype());
   std::vector<pyb::ssize_t> shape(a.shape().begin(), a.shape().end());
@@ -150,11 +161,11 @@ pyb::array ToNumpy(const GPUArray& a) {
   return out;
 }
 
-GPUArray FromNumpy(const pyb::array& arr, Device device) {
+GPUArray FromNumpy(const pyb::array& arr, Device device, absl::string_view op) {
   pyb::module_ np = pyb::module_::import("numpy");
   // Not ascontiguousarray: it turns 0-d arrays into 1-d ones.
   pyb::array c = np.attr("asarray")(arr, pyb::arg("order") = "C");
-  DType dt = ToDType(c.attr("dtype"), "asarray");
+  DType dt = ToDType(c.attr("dtype"), op);
   Shape shape(c.shape(), c.shape() + c.ndim());
   const void* data = c.data();
   absl::StatusOr<GPUArray> r = WithoutGil([&] { return ops::FromHost(data, shape, dt, device); });
@@ -199,8 +210,8 @@ indexing run on the array's device. Convert to NumPy with pygpukit.to_numpy(x) o
            })
       .def(
           "astype",
-          [](const GPUArray& a, const pyb::object& dtype, bool copy) {
-            return Unwrap(ops::AsType(a, ToDType(dtype, "astype"), copy));
+          [](const pyb::object& self, const pyb::object& dtype, bool copy) {
+            return AsTypeOf(self, dtype, copy);
           },
           pyb::arg("dtype"), pyb::arg("copy") = true)
       .def("copy", [](const GPUArray& a) { return Unwrap(ops::Copy(a)); })
@@ -211,7 +222,7 @@ indexing run on the array's device. Convert to NumPy with pygpukit.to_numpy(x) o
             if (!stream.is_none()) {
               throw pyb::value_error("to_device: the stream argument is not supported yet");
             }
-            Device d = ToDevice(device);
+            Device d = ToDevice(device, "to_device");
             absl::StatusOr<GPUArray> r = WithoutGil([&] { return ops::ToDevice(a, d); });
             return Unwrap(std::move(r));
           },
@@ -226,15 +237,23 @@ indexing run on the array's device. Convert to NumPy with pygpukit.to_numpy(x) o
              return pyb::bool_(ItemOf(a));
            })
       .def("__float__", [](const GPUArray& a) { return pyb::float_(ItemOf(a)); })
-      .def("__int__", [](const GPUArray& a) { return pyb::int_(ItemOf(a)); })
+      .def("__int__",
+           [](const GPUArray& a) {
+             // PyNumber_Long: a bool item must come back as a plain int.
+             PyObject* r = PyNumber_Long(ItemOf(a).ptr());
+             if (r == nullptr) throw pyb::error_already_set();  // int(nan), int(inf)
+             return pyb::reinterpret_steal<pyb::object>(r);
+           })
       .def("__complex__",
            [](const GPUArray& a) {
              return pyb::module_::import("builtins").attr("complex")(ItemOf(a));
            })
       .def("__index__",
            [](const GPUArray& a) {
-             if (!IsInteger(a.dtype())) {
-               throw pyb::type_error("only integer arrays can be converted to an index");
+             if (!IsInteger(a.dtype()) || a.ndim() != 0) {
+               throw pyb::type_error(absl::StrCat(
+                   "only 0-d integer arrays can be converted to an index, got a ",
+                   DTypeName(a.dtype()), " array of shape ", ShapeToString(a.shape())));
              }
              return pyb::int_(ItemOf(a));
            })
@@ -267,19 +286,8 @@ indexing run on the array's device. Convert to NumPy with pygpukit.to_numpy(x) o
                return pyb::reinterpret_borrow<pyb::object>(Py_NotImplemented);
              return pyb::cast(Unwrap(ops::Matmul(b.cast<const GPUArray&>(), a)));
            })
-      .def("__pos__", [](const GPUArray& a) { return Unwrap(ops::Copy(a)); })
-      .def("__neg__",
-           [](const GPUArray& a) {
-             if (a.dtype() == DType::Bool) {
-               throw pyb::type_error(
-                   "negative: boolean negation is not supported; use ~ / logical_not");
-             }
-             // -1 * x keeps signed zeros (0 - 0.0 would give +0.0); unsigned ints wrap as 0 - x.
-             if (KindOf(a.dtype()) == DTypeKind::Unsigned) {
-               return Unwrap(ops::Binary(BinaryOp::kSubtract, Scalar::Int(0), a));
-             }
-             return Unwrap(ops::Binary(BinaryOp::kMultiply, Scalar::Int(-1), a));
-           })
+      .def("__pos__", [](const GPUArray& a) { return Unwrap(ops::Positive(a)); })
+      .def("__neg__", [](const GPUArray& a) { return Unwrap(ops::Negative(a)); })
       .attr("__array_ufunc__") = pyb::none();
 
   struct OpDef {

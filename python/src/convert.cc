@@ -39,30 +39,45 @@ void RaiseStatus(const absl::Status& s) {
 
 DType ToDType(const pyb::handle& obj, absl::string_view op) {
   if (pyb::isinstance<PyDType>(obj)) return obj.cast<PyDType>().dtype;
-  if (pyb::isinstance<pyb::str>(obj)) return Unwrap(ParseDType(obj.cast<std::string>()));
+  auto parse = [&](const std::string& name) {
+    absl::StatusOr<DType> dt = ParseDType(name);
+    if (!dt.ok()) RaiseStatus(TypeError(absl::StrCat(op, ": ", dt.status().message())));
+    return *dt;
+  };
+  if (pyb::isinstance<pyb::str>(obj)) return parse(obj.cast<std::string>());
   // NumPy dtypes, NumPy scalar types, Python types (float -> float64 as in NumPy), ml_dtypes.
+  pyb::object np_dtype;
   try {
-    pyb::object np_dtype = pyb::module_::import("numpy").attr("dtype")(obj);
-    return Unwrap(ParseDType(np_dtype.attr("name").cast<std::string>()));
+    np_dtype = pyb::module_::import("numpy").attr("dtype")(obj);
   } catch (pyb::error_already_set&) {
     PyErr_Clear();
+    throw pyb::type_error(
+        absl::StrCat(op, ": cannot interpret ", std::string(pyb::repr(obj)), " as a dtype"));
   }
-  throw pyb::type_error(
-      absl::StrCat(op, ": cannot interpret ", std::string(pyb::repr(obj)), " as a dtype"));
+  absl::StatusOr<DType> dt = ParseDType(np_dtype.attr("name").cast<std::string>());
+  if (!dt.ok()) {
+    RaiseStatus(TypeError(absl::StrCat(op, ": unsupported dtype ", std::string(pyb::repr(obj)),
+                                       " (NumPy ", std::string(pyb::str(np_dtype)), ")")));
+  }
+  return *dt;
 }
 
 DType ToDTypeOr(const pyb::handle& obj, DType dflt, absl::string_view op) {
   return obj.is_none() ? dflt : ToDType(obj, op);
 }
 
-Device ToDevice(const pyb::handle& obj) {
+Device ToDevice(const pyb::handle& obj, absl::string_view op) {
   if (obj.is_none()) return Runtime::Get().default_device();
   if (pyb::isinstance<Device>(obj)) return obj.cast<Device>();
-  if (pyb::isinstance<pyb::str>(obj)) return Unwrap(ParseDevice(obj.cast<std::string>()));
-  throw pyb::type_error(
-      absl::StrCat("device: expected a pygpukit Device or a string such as "
-                   "'cuda:0' or 'cpu', got ",
-                   std::string(pyb::repr(obj))));
+  if (pyb::isinstance<pyb::str>(obj)) {
+    absl::StatusOr<Device> d = ParseDevice(obj.cast<std::string>());
+    if (!d.ok()) RaiseStatus(ValueError(absl::StrCat(op, ": ", d.status().message())));
+    return *d;
+  }
+  throw pyb::type_error(absl::StrCat(op,
+                                     ": device must be a pygpukit Device or a string such as "
+                                     "'cuda:0' or 'cpu', got ",
+                                     std::string(pyb::repr(obj))));
 }
 
 Shape ToShape(const pyb::handle& obj, absl::string_view op) {
@@ -72,7 +87,15 @@ Shape ToShape(const pyb::handle& obj, absl::string_view op) {
       throw pyb::type_error(
           absl::StrCat(op, ": shape entries must be integers, got ", std::string(pyb::repr(h))));
     }
-    return pyb::int_(pyb::reinterpret_borrow<pyb::object>(h)).cast<int64_t>();
+    int overflow = 0;
+    pyb::object v = pyb::reinterpret_steal<pyb::object>(PyNumber_Index(h.ptr()));
+    if (!v) throw pyb::error_already_set();
+    long long x = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+    if (overflow != 0) {
+      RaiseStatus(
+          ValueError(absl::StrCat(op, ": dimension ", std::string(pyb::str(v)), " is too large")));
+    }
+    return static_cast<int64_t>(x);
   };
   // A 0-d NumPy integer array is one extent; any other array is a sequence of extents.
   const bool zero_d_array = pyb::isinstance<pyb::array>(obj) &&
@@ -100,9 +123,14 @@ Scalar ToScalar(const pyb::handle& obj) {
   if (PyLong_Check(obj.ptr())) {
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(obj.ptr(), &overflow);
+    if (overflow > 0) {
+      unsigned long long u = PyLong_AsUnsignedLongLong(obj.ptr());
+      if (!(u == static_cast<unsigned long long>(-1) && PyErr_Occurred())) return Scalar::UInt(u);
+      PyErr_Clear();
+    }
     if (overflow != 0) {
-      RaiseStatus(OverflowError(
-          absl::StrCat("Python integer ", std::string(pyb::str(obj)), " does not fit in int64")));
+      RaiseStatus(OverflowError(absl::StrCat("Python integer ", std::string(pyb::str(obj)),
+                                             " does not fit in int64 or uint64")));
     }
     return Scalar::Int(v);
   }

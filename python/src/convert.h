@@ -40,8 +40,8 @@ struct PyDType {
 DType ToDType(const pyb::handle& obj, absl::string_view op);
 /// None -> `dflt`; else ToDType.
 DType ToDTypeOr(const pyb::handle& obj, DType dflt, absl::string_view op);
-/// None -> default device; "cpu", "cuda:0", a Device.
-Device ToDevice(const pyb::handle& obj);
+/// None -> default device; "cpu", "cuda:0", a Device. Errors name `op`.
+Device ToDevice(const pyb::handle& obj, absl::string_view op);
 /// int or sequence of ints.
 Shape ToShape(const pyb::handle& obj, absl::string_view op);
 /// True for bool / int / float / complex Python (or NumPy) scalars.

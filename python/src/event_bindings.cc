@@ -33,7 +33,7 @@ A marker recorded on a device's stream; completes when all work queued before it
 )doc")
       .def(pyb::init([](const pyb::object& device, bool timing) {
              auto e = std::make_unique<PyEvent>();
-             e->device = ToDevice(device);
+             e->device = ToDevice(device, "Event");
              e->backend = Unwrap(Runtime::Get().backend(e->device.type));
              Check(Runtime::Get().CheckDevice(e->device));
              e->event = Unwrap(e->backend->CreateEvent(e->device.index, timing));

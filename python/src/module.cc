@@ -163,15 +163,17 @@ PYBIND11_MODULE(_core, m) {
   m.def("default_device", [] { return Runtime::Get().default_device(); });
   m.def("runtime_info", &InfoDict, "What the runtime found at start-up.");
   m.def(
-      "device_properties", [](const pyb::object& d) { return PropertiesDict(ToDevice(d)); },
+      "device_properties",
+      [](const pyb::object& d) { return PropertiesDict(ToDevice(d, "device_properties")); },
       pyb::arg("device") = pyb::none());
   m.def(
-      "memory_stats", [](const pyb::object& d) { return MemoryStatsDict(ToDevice(d)); },
+      "memory_stats",
+      [](const pyb::object& d) { return MemoryStatsDict(ToDevice(d, "memory_stats")); },
       pyb::arg("device") = pyb::none());
   m.def(
       "empty_cache",
       [](const pyb::object& d) {
-        Allocator* a = Unwrap(Runtime::Get().allocator(ToDevice(d)));
+        Allocator* a = Unwrap(Runtime::Get().allocator(ToDevice(d, "empty_cache")));
         absl::Status s = WithoutGil([&] { return a->EmptyCache(); });
         Check(s);
       },
@@ -181,7 +183,7 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "synchronize",
       [](const pyb::object& d) {
-        Device dev = ToDevice(d);
+        Device dev = ToDevice(d, "synchronize");
         absl::Status s = WithoutGil([&] { return ops::Synchronize(dev); });
         Check(s);
       },
@@ -191,21 +193,42 @@ PYBIND11_MODULE(_core, m) {
       "empty",
       [](const pyb::object& shape, const pyb::object& dtype, const pyb::object& device) {
         return Unwrap(ops::Empty(ToShape(shape, "empty"), ToDTypeOr(dtype, kDefaultFloat, "empty"),
-                                 ToDevice(device)));
+                                 ToDevice(device, "empty")));
       },
-      pyb::arg("shape"), pyb::arg("dtype") = pyb::none(), pyb::arg("device") = pyb::none());
+      pyb::arg("shape"), pyb::arg("dtype") = pyb::none(), pyb::arg("device") = pyb::none(),
+      "An uninitialized array (default dtype float32).");
+  m.def(
+      "zeros",
+      [](const pyb::object& shape, const pyb::object& dtype, const pyb::object& device) {
+        return Unwrap(ops::Zeros(ToShape(shape, "zeros"), ToDTypeOr(dtype, kDefaultFloat, "zeros"),
+                                 ToDevice(device, "zeros")));
+      },
+      pyb::arg("shape"), pyb::kw_only(), pyb::arg("dtype") = pyb::none(),
+      pyb::arg("device") = pyb::none(), "An array of zeros (default dtype float32).");
+  m.def(
+      "ones",
+      [](const pyb::object& shape, const pyb::object& dtype, const pyb::object& device) {
+        return Unwrap(ops::Ones(ToShape(shape, "ones"), ToDTypeOr(dtype, kDefaultFloat, "ones"),
+                                ToDevice(device, "ones")));
+      },
+      pyb::arg("shape"), pyb::kw_only(), pyb::arg("dtype") = pyb::none(),
+      pyb::arg("device") = pyb::none(), "An array of ones (default dtype float32).");
   m.def(
       "full",
       [](const pyb::object& shape, const pyb::object& value, const pyb::object& dtype,
          const pyb::object& device) {
+        if (!IsScalar(value)) {
+          throw pyb::type_error(absl::StrCat("full: fill_value must be a Python scalar, got ",
+                                             std::string(pyb::repr(value))));
+        }
         Scalar v = ToScalar(value);
         // Default dtype from the fill value's kind, as in the Array API.
         DType dflt = v.kind == ScalarKind::Bool    ? DType::Bool
                      : v.kind == ScalarKind::Int   ? kDefaultInt
                      : v.kind == ScalarKind::Float ? kDefaultFloat
                                                    : kDefaultComplex;
-        return Unwrap(
-            ops::Full(ToShape(shape, "full"), v, ToDTypeOr(dtype, dflt, "full"), ToDevice(device)));
+        return Unwrap(ops::Full(ToShape(shape, "full"), v, ToDTypeOr(dtype, dflt, "full"),
+                                ToDevice(device, "full")));
       },
       pyb::arg("shape"), pyb::arg("fill_value"), pyb::arg("dtype") = pyb::none(),
       pyb::arg("device") = pyb::none());
@@ -216,27 +239,57 @@ PYBIND11_MODULE(_core, m) {
         pyb::object lo = stop.is_none() ? pyb::object(pyb::int_(0)) : start;
         pyb::object hi = stop.is_none() ? start : stop;
         for (const pyb::object& v : {lo, hi, step}) {
-          if (!PyLong_Check(v.ptr()) && !PyFloat_Check(v.ptr())) {
+          if (PyBool_Check(v.ptr()) || (!PyLong_Check(v.ptr()) && !PyFloat_Check(v.ptr()))) {
             throw pyb::type_error(absl::StrCat("arange: arguments must be int or float, got ",
                                                std::string(pyb::repr(v))));
           }
         }
         bool all_int = PyLong_Check(lo.ptr()) && PyLong_Check(hi.ptr()) && PyLong_Check(step.ptr());
         DType dt = ToDTypeOr(dtype, all_int ? kDefaultInt : kDefaultFloat, "arange");
-        Device dev = ToDevice(device);
+        Device dev = ToDevice(device, "arange");
         if (all_int) {
-          return Unwrap(ops::ArangeInt(lo.cast<int64_t>(), hi.cast<int64_t>(), step.cast<int64_t>(),
-                                       dt, dev));
+          auto to_i64 = [](const pyb::object& v) {
+            int overflow = 0;
+            long long x = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+            if (overflow != 0) {
+              RaiseStatus(OverflowError(
+                  absl::StrCat("arange: ", std::string(pyb::str(v)), " does not fit in int64")));
+            }
+            return static_cast<int64_t>(x);
+          };
+          return Unwrap(ops::ArangeInt(to_i64(lo), to_i64(hi), to_i64(step), dt, dev));
         }
-        return Unwrap(
-            ops::Arange(lo.cast<double>(), hi.cast<double>(), step.cast<double>(), dt, dev));
+        auto to_f64 = [](const pyb::object& v) {
+          double x = PyFloat_AsDouble(v.ptr());
+          if (x == -1.0 && PyErr_Occurred()) {
+            PyErr_Clear();
+            RaiseStatus(OverflowError(
+                absl::StrCat("arange: ", std::string(pyb::str(v)), " does not fit in float64")));
+          }
+          return x;
+        };
+        return Unwrap(ops::Arange(to_f64(lo), to_f64(hi), to_f64(step), dt, dev));
       },
       pyb::arg("start"), pyb::arg("stop") = pyb::none(), pyb::arg("step") = 1,
       pyb::arg("dtype") = pyb::none(), pyb::arg("device") = pyb::none());
+  // Argument conversion for the Python layer (asarray), with the caller's op in messages.
+  m.def(
+      "_parse_dtype",
+      [](const pyb::handle& dt, const std::string& op) { return PyDType{ToDType(dt, op)}; },
+      pyb::arg("dtype"), pyb::arg("op"));
+  m.def(
+      "_from_numpy_as",
+      [](const pyb::array& arr, const Device& device, const std::string& op) {
+        return FromNumpy(arr, device, op);
+      },
+      pyb::arg("array"), pyb::arg("device"), pyb::arg("op"));
+  m.def(
+      "_parse_device", [](const pyb::handle& d, const std::string& op) { return ToDevice(d, op); },
+      pyb::arg("device"), pyb::arg("op"));
   m.def(
       "from_numpy",
       [](const pyb::array& arr, const pyb::object& device) {
-        return FromNumpy(arr, ToDevice(device));
+        return FromNumpy(arr, ToDevice(device, "from_numpy"), "from_numpy");
       },
       pyb::arg("array"), pyb::arg("device") = pyb::none(), "Copies a NumPy array to a device.");
   m.def(
@@ -256,7 +309,8 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "astype",
       [](const pyb::handle& x, const pyb::object& dtype, bool copy) {
-        return Unwrap(ops::AsType(AsArray(x, "astype"), ToDType(dtype, "astype"), copy));
+        AsArray(x, "astype");
+        return AsTypeOf(pyb::reinterpret_borrow<pyb::object>(x), dtype, copy);
       },
       pyb::arg("x"), pyb::arg("dtype"), pyb::kw_only(), pyb::arg("copy") = true);
   m.def(

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <complex>
+#include <limits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -305,6 +306,53 @@ TEST(Ops, EveryOpLaunchesThroughTheDispatcher) {
   EXPECT_GE(testing::TotalLaunches() - before, 2);
   DispatchStats s = Runtime::Get().dispatcher().stats();
   EXPECT_GT(s.per_kernel.size(), 0u);
+}
+
+}  // namespace
+}  // namespace pygpukit
+
+namespace pygpukit {
+namespace {
+
+TEST(Ops, NegativeKeepsSignedZerosWrapsIntegersAndNegatesComplexParts) {
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> f = {0.0, -0.0, 1.5, -inf};
+  ASSERT_OK_AND_ASSIGN(GPUArray F, FromVector(f, {4}));
+  ASSERT_OK_AND_ASSIGN(GPUArray NF, ops::Negative(F));
+  ASSERT_OK_AND_ASSIGN(auto nf, ToVector<double>(NF));
+  EXPECT_TRUE(std::signbit(nf[0]) && nf[0] == 0.0);
+  EXPECT_TRUE(!std::signbit(nf[1]) && nf[1] == 0.0);
+  EXPECT_EQ(nf[2], -1.5);
+  EXPECT_EQ(nf[3], inf);
+  std::vector<int8_t> i = {-128, 127, 0};
+  ASSERT_OK_AND_ASSIGN(GPUArray I, FromVector(i, {3}));
+  ASSERT_OK_AND_ASSIGN(GPUArray NI, ops::Negative(I));
+  ASSERT_OK_AND_ASSIGN(auto ni, ToVector<int8_t>(NI));
+  EXPECT_EQ(ni, (std::vector<int8_t>{-128, -127, 0}));
+  std::vector<complex128> c = {complex128(inf, 1.0), complex128(0.0, 0.0)};
+  ASSERT_OK_AND_ASSIGN(GPUArray C, FromVector(c, {2}));
+  ASSERT_OK_AND_ASSIGN(GPUArray NC, ops::Negative(C));
+  ASSERT_OK_AND_ASSIGN(auto nc, ToVector<complex128>(NC));
+  EXPECT_EQ(nc[0].re, -inf);  // a multiply by -1 would give NaN parts here
+  EXPECT_EQ(nc[0].im, -1.0);
+  EXPECT_TRUE(std::signbit(nc[1].re) && std::signbit(nc[1].im));
+  ASSERT_OK_AND_ASSIGN(GPUArray B, ops::Ones({2}, DType::Bool, TestDevice()));
+  EXPECT_EQ(ErrorTypeOf(ops::Negative(B).status()), ErrorType::kType);
+}
+
+TEST(Ops, Uint64ScalarsAboveInt64) {
+  const uint64_t big = (uint64_t{1} << 63) + 5;
+  ASSERT_OK_AND_ASSIGN(GPUArray U, ops::Full({3}, Scalar::UInt(big), DType::UInt64, TestDevice()));
+  ASSERT_OK_AND_ASSIGN(auto u, ToVector<uint64_t>(U));
+  EXPECT_EQ(u, std::vector<uint64_t>(3, big));
+  ASSERT_OK_AND_ASSIGN(Scalar s, ops::Item(*ops::Index(U, {ops::IndexItem{}})));
+  EXPECT_TRUE(s.above_int64);
+  EXPECT_EQ(s.u, big);
+  auto over = ops::Full({3}, Scalar::UInt(big), DType::Int64, TestDevice());
+  EXPECT_EQ(ErrorTypeOf(over.status()), ErrorType::kOverflow) << over.status();
+  ASSERT_OK_AND_ASSIGN(GPUArray D, ops::Full({1}, Scalar::UInt(big), DType::Float64, TestDevice()));
+  ASSERT_OK_AND_ASSIGN(auto d, ToVector<double>(D));
+  EXPECT_EQ(d[0], 9223372036854775808.0);
 }
 
 }  // namespace

@@ -368,7 +368,7 @@ def test_asarray_object_rejected(obj):
 def test_asarray_unsupported_numpy_dtype(src):
     with pytest.raises(TypeError, match="asarray"):
         gp.asarray(src)
-    with pytest.raises(TypeError, match="asarray"):
+    with pytest.raises(TypeError, match="from_numpy"):
         gp.from_numpy(src)
 
 

@@ -353,7 +353,8 @@ def test_broadcast_to(rng, dtype, src, target):
     np.testing.assert_array_equal(cmp(gp.to_numpy(y)), cmp(e))
     np.testing.assert_array_equal(cmp(y.get()), cmp(e))
     # 0-stride results copied: a dense, independent array.
-    copies = [y.copy(), +y] + ([] if y.is_contiguous else [gp.contiguous(y)])
+    copies = [y.copy()] + ([] if y.dtype == gp.bool else [+y])  # no +bool, as NumPy 2
+    copies += [] if y.is_contiguous else [gp.contiguous(y)]
     assert y.is_contiguous == (src == target or y.size <= 1)
     for c in copies:
         check_equal(c, e, dtype)

@@ -85,6 +85,24 @@ absl::Status Arange(hal::Stream& s, DType dtype, const kernels::ArangeParams& p,
   });
 }
 
+absl::Status Unary(hal::Stream& s, UnaryOp op, DType dtype, const ElementwiseParams& p,
+                   KeepAlive keep) {
+  return VisitDType(dtype, [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, bool>) {
+      return TypeError(
+          absl::StrCat(UnaryOpName(op), ": boolean operands are rejected before kernels"));
+    } else {
+      switch (op) {
+        case UnaryOp::kNegative:
+          return Enqueue(s, "negative", p.n, std::move(keep),
+                         [p](int64_t i) { kernels::UnaryElement<kernels::NegOp, T>(p, i); });
+      }
+      return RuntimeError("unary: unknown op");
+    }
+  });
+}
+
 absl::Status Binary(hal::Stream& s, BinaryOp op, DType dtype, const ElementwiseParams& p,
                     KeepAlive keep) {
   return VisitDType(dtype, [&](auto tag) -> absl::Status {

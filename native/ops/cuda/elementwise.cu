@@ -72,6 +72,11 @@ constexpr bool kHasDivide = !std::is_integral_v<T>;
       PGK_GRID_STRIDE_LOOP(i, p.n) pk::BinaryElement<pk::DivOp, T>(p, i); \
     }                                                                     \
   }                                                                       \
+  extern "C" __global__ void pgk_negative_##C(ElementwiseParams p) {      \
+    if constexpr (!std::is_same_v<T, bool>) {                             \
+      PGK_GRID_STRIDE_LOOP(i, p.n) pk::UnaryElement<pk::NegOp, T>(p, i);  \
+    }                                                                     \
+  }                                                                       \
   extern "C" __global__ void pgk_arange_##C(pk::ArangeParams p) {         \
     if constexpr (kHasArange<T>) {                                        \
       PGK_GRID_STRIDE_LOOP(i, p.n) pk::ArangeElement<T>(p, i);            \

@@ -48,4 +48,12 @@ absl::Status Binary(hal::Stream& s, BinaryOp op, DType dtype, const kernels::Ele
   return Launch(s, absl::StrCat("pgk_", BinaryOpName(op), "_", DTypeCode(dtype)), p.n, p);
 }
 
+absl::Status Unary(hal::Stream& s, UnaryOp op, DType dtype, const kernels::ElementwiseParams& p) {
+  if (dtype == DType::Bool) {
+    return TypeError(
+        absl::StrCat(UnaryOpName(op), ": boolean operands are rejected before kernels"));
+  }
+  return Launch(s, absl::StrCat("pgk_", UnaryOpName(op), "_", DTypeCode(dtype)), p.n, p);
+}
+
 }  // namespace pygpukit::ops::cuda_kernels

@@ -20,6 +20,19 @@ PGK_HD void CopyElement(const ElementwiseParams& p, int64_t i) {
   }
 }
 
+/// out[i] = Op(a[i]) over strided layouts.
+template <typename Op, typename T>
+PGK_HD void UnaryElement(const ElementwiseParams& p, int64_t i) {
+  const T* a = static_cast<const T*>(p.a);
+  T* out = static_cast<T*>(p.out);
+  if (p.contiguous) {
+    out[i] = Op::Apply(a[i]);
+  } else {
+    out[OffsetOf(i, p.ndim, p.shape, p.out_strides)] =
+        Op::Apply(a[OffsetOf(i, p.ndim, p.shape, p.a_strides)]);
+  }
+}
+
 /// out[i] = Op(a[i], b[i]) with either operand possibly a by-value scalar.
 template <typename Op, typename T>
 PGK_HD void BinaryElement(const ElementwiseParams& p, int64_t i) {

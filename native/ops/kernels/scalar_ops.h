@@ -47,6 +47,32 @@ PGK_HD double Int64ToDoubleRoundOdd(I x) {
   for (int i = 0; i < shift; ++i) d *= 2.0;
   return negative ? -d : d;
 }
+
+// Float -> integer conversion with one defined result on every backend. In range it truncates
+// toward zero. NaN and values outside the range follow x86-64's conversion instructions (what
+// NumPy gives there; C++ leaves them undefined and GPUs saturate instead): int64 and int32 get
+// their minimum; int8/int16/uint8/uint16 convert through int32 and wrap; uint32 converts through
+// int64 and wraps; uint64 is exact below 2^64, 0 at or above it, and below 2^63 goes through
+// int64 (so negative values wrap and NaN gives 2^63).
+PGK_HD int64_t TruncToInt64(double d) {
+  if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) return INT64_MIN;
+  return static_cast<int64_t>(d);
+}
+PGK_HD int32_t TruncToInt32(double d) {
+  if (!(d > -2147483649.0 && d < 2147483648.0)) return INT32_MIN;
+  return static_cast<int32_t>(d);
+}
+template <typename To>
+PGK_HD To FloatToInt(double d) {
+  if constexpr (std::is_same_v<To, uint64_t>) {
+    if (d >= 9223372036854775808.0) return d < 18446744073709551616.0 ? static_cast<To>(d) : To(0);
+    return static_cast<To>(TruncToInt64(d));
+  } else if constexpr (sizeof(To) == 8 || std::is_same_v<To, uint32_t>) {
+    return static_cast<To>(TruncToInt64(d));
+  } else {
+    return static_cast<To>(TruncToInt32(d));
+  }
+}
 }  // namespace detail
 
 /// Converts between any two dtypes' scalar types with NumPy semantics (complex -> real keeps the
@@ -81,15 +107,8 @@ PGK_HD To Cast(From x) {
     }
   } else if constexpr (std::is_same_v<To, bool>) {
     return x != From(0);
-  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To> &&
-                       (sizeof(To) < 8 || std::is_unsigned_v<To>)) {
-    // Out-of-range float -> narrow/unsigned int is undefined in C++; hosts wrap and GPUs
-    // saturate. Going through int64 (wrapping modulo 2^bits) gives NumPy's x86 results on both.
-    if constexpr (std::is_unsigned_v<To> && sizeof(To) == 8) {
-      return x < From(0) ? static_cast<To>(static_cast<int64_t>(x)) : static_cast<To>(x);
-    } else {
-      return static_cast<To>(static_cast<int64_t>(x));
-    }
+  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
+    return detail::FloatToInt<To>(static_cast<double>(x));
   } else {
     return static_cast<To>(x);
   }
@@ -121,6 +140,25 @@ PGK_BINARY_OP(AddOp, a || b, +)
 PGK_BINARY_OP(SubOp, a != b, -)  // bool is rejected before reaching kernels
 PGK_BINARY_OP(MulOp, a&& b, *)
 #undef PGK_BINARY_OP
+
+/// Arithmetic negation: integers wrap (so -INT_MIN == INT_MIN and unsigned values wrap modulo
+/// 2^bits, as NumPy), floats flip the sign bit (so -0.0 and NaN payloads behave), complex values
+/// negate both parts (never a complex multiply, which would turn infinities into NaN).
+struct NegOp {
+  template <typename T>
+  PGK_HD static T Apply(T a) {
+    if constexpr (IsComplexT<T>::value) {
+      return T(-a.re, -a.im);
+    } else if constexpr (IsHalfT<T>::value) {
+      return T::FromBits(static_cast<uint16_t>(a.bits ^ 0x8000u));
+    } else if constexpr (std::is_integral_v<T>) {
+      static_assert(!std::is_same_v<T, bool>, "boolean negation is rejected before kernels");
+      return static_cast<T>(WrapType<T>(0) - WrapType<T>(a));
+    } else {
+      return -a;
+    }
+  }
+};
 
 /// True division; ops promote integer operands to a floating dtype before reaching it.
 struct DivOp {
