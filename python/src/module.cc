@@ -4,6 +4,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <string>
+#include <tuple>
+
 #include "absl/strings/str_cat.h"
 #include "array_bindings.h"
 #include "convert.h"
@@ -189,30 +192,23 @@ PYBIND11_MODULE(_core, m) {
       },
       pyb::arg("device") = pyb::none());
 
-  m.def(
-      "empty",
-      [](const pyb::object& shape, const pyb::object& dtype, const pyb::object& device) {
-        return Unwrap(ops::Empty(ToShape(shape, "empty"), ToDTypeOr(dtype, kDefaultFloat, "empty"),
-                                 ToDevice(device, "empty")));
-      },
-      pyb::arg("shape"), pyb::arg("dtype") = pyb::none(), pyb::arg("device") = pyb::none(),
-      "An uninitialized array (default dtype float32).");
-  m.def(
-      "zeros",
-      [](const pyb::object& shape, const pyb::object& dtype, const pyb::object& device) {
-        return Unwrap(ops::Zeros(ToShape(shape, "zeros"), ToDTypeOr(dtype, kDefaultFloat, "zeros"),
-                                 ToDevice(device, "zeros")));
-      },
-      pyb::arg("shape"), pyb::kw_only(), pyb::arg("dtype") = pyb::none(),
-      pyb::arg("device") = pyb::none(), "An array of zeros (default dtype float32).");
-  m.def(
-      "ones",
-      [](const pyb::object& shape, const pyb::object& dtype, const pyb::object& device) {
-        return Unwrap(ops::Ones(ToShape(shape, "ones"), ToDTypeOr(dtype, kDefaultFloat, "ones"),
-                                ToDevice(device, "ones")));
-      },
-      pyb::arg("shape"), pyb::kw_only(), pyb::arg("dtype") = pyb::none(),
-      pyb::arg("device") = pyb::none(), "An array of ones (default dtype float32).");
+  // empty / zeros / ones(shape, *, dtype=float32, device=None): one binding, op-named errors.
+  using CreateFn = absl::StatusOr<GPUArray> (*)(absl::Span<const int64_t>, DType, Device);
+  for (auto [name, fn, doc] :
+       {std::tuple<const char*, CreateFn, const char*>{"empty", &ops::Empty,
+                                                       "An uninitialized array (default float32)."},
+        {"zeros", &ops::Zeros, "An array of zeros (default dtype float32)."},
+        {"ones", &ops::Ones, "An array of ones (default dtype float32)."}}) {
+    m.def(
+        name,
+        [name = std::string(name), fn = fn](const pyb::object& shape, const pyb::object& dtype,
+                                            const pyb::object& device) {
+          return Unwrap(fn(ToShape(shape, name), ToDTypeOr(dtype, kDefaultFloat, name),
+                           ToDevice(device, name)));
+        },
+        pyb::arg("shape"), pyb::kw_only(), pyb::arg("dtype") = pyb::none(),
+        pyb::arg("device") = pyb::none(), doc);
+  }
   m.def(
       "full",
       [](const pyb::object& shape, const pyb::object& value, const pyb::object& dtype,

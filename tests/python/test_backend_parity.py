@@ -4,29 +4,11 @@ semantics are exact, within rounding for matmul)."""
 
 import numpy as np
 import pytest
+from helpers import ALL, INEXACT
 
 import pygpukit as gp
 
 pytestmark = pytest.mark.gpu
-
-ALL = [
-    "bool",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "float16",
-    "bfloat16",
-    "float32",
-    "float64",
-    "complex64",
-    "complex128",
-]
-INEXACT = ["float16", "bfloat16", "float32", "float64", "complex64", "complex128"]
 
 
 @pytest.fixture(autouse=True)
