@@ -37,6 +37,25 @@ PGK_HD float BitsFloat(uint32_t u) {
 #endif
 }
 
+PGK_HD uint64_t DoubleBits(double d) {
+#if defined(__CUDA_ARCH__)
+  return static_cast<uint64_t>(__double_as_longlong(d));
+#else
+  uint64_t u;
+  std::memcpy(&u, &d, 8);
+  return u;
+#endif
+}
+PGK_HD double BitsDouble(uint64_t u) {
+#if defined(__CUDA_ARCH__)
+  return __longlong_as_double(static_cast<long long>(u));
+#else
+  double d;
+  std::memcpy(&d, &u, 8);
+  return d;
+#endif
+}
+
 // IEEE binary16 from binary32, round to nearest even, with overflow to inf and NaN kept quiet.
 PGK_HD uint16_t FloatToHalfBits(float f) {
   uint32_t x = FloatBits(f);

@@ -56,6 +56,8 @@ struct Scalar {
   // Python ints in (INT64_MAX, UINT64_MAX] (only uint64 arrays or floats can hold them).
   bool above_int64 = false;
   uint64_t u = 0;
+  // Python ints beyond int64 and uint64: only floating arrays can take them (as `f`).
+  bool beyond_64_bits = false;
 
   static Scalar Bool(bool v) { return Scalar{ScalarKind::Bool, v, v, double(v), double(v)}; }
   static Scalar Int(int64_t v) { return Scalar{ScalarKind::Int, v != 0, v, double(v), double(v)}; }
@@ -64,6 +66,12 @@ struct Scalar {
     Scalar s{ScalarKind::Int, true, static_cast<int64_t>(v), double(v), double(v)};
     s.above_int64 = true;
     s.u = v;
+    return s;
+  }
+  /// A Python int no 64-bit integer holds, as its nearest double.
+  static Scalar HugeInt(double approx) {
+    Scalar s{ScalarKind::Int, true, 0, approx, approx};
+    s.beyond_64_bits = true;
     return s;
   }
   static Scalar Float(double v) {

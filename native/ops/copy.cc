@@ -1,5 +1,6 @@
 // Copies: host <-> device transfers, contiguous copies, casts, assignment and moves between
 // devices. Transfers are synchronous for the caller (the host buffer is free to reuse on return).
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -104,8 +105,27 @@ absl::Status Assign(const GPUArray& dst, const GPUArray& src) {
 }
 
 absl::Status Assign(const GPUArray& dst, const Scalar& value) {
+  // NumPy converts the Python value with int() / float() here, not with an unsafe cast: NaN,
+  // infinities and out-of-range values are errors, and complex values do not fit real arrays.
+  Scalar v = value;
+  if (v.kind == ScalarKind::Complex && !IsComplex(dst.dtype()) && dst.dtype() != DType::Bool) {
+    return TypeError(absl::StrCat("setitem: cannot assign a complex value to a ",
+                                  DTypeName(dst.dtype()), " array"));
+  }
+  if (v.kind == ScalarKind::Float && IsInteger(dst.dtype())) {
+    if (std::isnan(v.f)) return ValueError("setitem: cannot convert float NaN to integer");
+    const double t = std::trunc(v.f);
+    if (t >= 0 && t < 18446744073709551616.0) {
+      v = Scalar::UInt(static_cast<uint64_t>(t));
+    } else if (t < 0 && t >= -9223372036854775808.0) {
+      v = Scalar::Int(static_cast<int64_t>(t));
+    } else {
+      return OverflowError(
+          absl::StrCat("setitem: float ", v.f, " out of bounds for ", DTypeName(dst.dtype())));
+    }
+  }
   unsigned char encoded[16];
-  PGK_RETURN_IF_ERROR(EncodeScalar(value, dst.dtype(), encoded, "setitem"));
+  PGK_RETURN_IF_ERROR(EncodeScalar(v, dst.dtype(), encoded, "setitem"));
   return LaunchFill(dst, encoded);
 }
 

@@ -1,14 +1,30 @@
 // Creation ops: empty / full / zeros / ones / arange / from host data.
 #include <cmath>
 #include <cstring>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "ops/kernel_launch.h"
+#include "ops/kernels/scalar_ops.h"
 #include "ops/ops.h"
 #include "runtime/runtime.h"
 
 namespace pygpukit::ops {
+
+namespace {
+
+// Exact decimal digits of a non-negative 128-bit count (absl::StrCat has no __int128 overload).
+std::string DecimalString(unsigned __int128 v) {
+  std::string out;
+  do {
+    out.insert(out.begin(), static_cast<char>('0' + static_cast<int>(v % 10)));
+    v /= 10;
+  } while (v != 0);
+  return out;
+}
+
+}  // namespace
 
 absl::StatusOr<GPUArray> NewArray(absl::Span<const int64_t> shape, DType dtype, Device device,
                                   absl::string_view op) {
@@ -17,7 +33,7 @@ absl::StatusOr<GPUArray> NewArray(absl::Span<const int64_t> shape, DType dtype, 
   const __int128 bytes = static_cast<__int128>(NumElements(shape)) * ItemSize(dtype);
   if (bytes > INT64_MAX) {
     return MemoryError(absl::StrCat(op, ": out of memory: ", ShapeToString(shape), " ",
-                                    DTypeName(dtype), " needs ", static_cast<uint64_t>(bytes),
+                                    DTypeName(dtype), " needs ", DecimalString(bytes),
                                     " bytes, more than any device can hold"));
   }
   Runtime& rt = Runtime::Get();
@@ -84,8 +100,8 @@ absl::StatusOr<GPUArray> Arange(double start, double stop, double step, DType dt
   kernels::ArangeParams p{};
   p.start_f = start;
   p.step_f = step;
-  p.start_i = static_cast<int64_t>(start);
-  p.step_i = static_cast<int64_t>(step);
+  p.start_i = kernels::detail::TruncToInt64(start);  // defined for any double
+  p.step_i = kernels::detail::TruncToInt64(step);
   return ArangeOf(len > 0 ? static_cast<int64_t>(len) : 0, p, dtype, device);
 }
 

@@ -100,6 +100,14 @@ absl::Status EncodeScalar(const Scalar& s, DType dtype, unsigned char* out16,
         v = kernels::Cast<T>(s.b);
         break;
       case ScalarKind::Int:
+        if (s.beyond_64_bits) {
+          if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+            return OverflowError(absl::StrCat(op, ": Python integer (about ", s.f,
+                                              ") out of bounds for ", DTypeName(dtype)));
+          }
+          v = kernels::Cast<T>(s.f);
+          break;
+        }
         if (s.above_int64) {
           if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool> &&
                         !std::is_same_v<T, uint64_t>) {

@@ -176,6 +176,7 @@ absl::StatusOr<GPUArray> Index(const GPUArray& a, absl::Span<const IndexItem> it
       case Kind::kSlice: {
         int64_t n = a.shape()[dim], step = it.step;
         if (step == 0) return ValueError("index: slice step cannot be zero");
+        step = std::max(step, -INT64_MAX);  // as CPython: -step must not overflow
         int64_t lower = step > 0 ? 0 : -1, upper = step > 0 ? n : n - 1;
         auto clamp = [&](std::optional<int64_t> v, int64_t dflt) {
           if (!v) return dflt;
@@ -189,7 +190,11 @@ absl::StatusOr<GPUArray> Index(const GPUArray& a, absl::Span<const IndexItem> it
                                : (start > stop ? (start - stop - 1) / (-step) + 1 : 0);
         if (len > 0) offset += start * a.strides()[dim];
         shape.push_back(len);
-        strides.push_back(a.strides()[dim] * step);
+        // stride * step, as NumPy reports it; it can only overflow when the slice has at most
+        // one element (the stride is then never used), so keep the old stride there.
+        int64_t stride;
+        if (__builtin_mul_overflow(a.strides()[dim], step, &stride)) stride = a.strides()[dim];
+        strides.push_back(stride);
         ++dim;
         break;
       }

@@ -1,5 +1,6 @@
 #include "runtime/allocator.h"
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 
@@ -52,9 +53,14 @@ absl::StatusOr<std::shared_ptr<Buffer>> CachingAllocator::Allocate(size_t bytes,
   if (ptr != nullptr) {
     if (owner != &stream) {
       // Work queued on the owner stream may still touch the block: order this stream after it.
-      PGK_ASSIGN_OR_RETURN(auto ev, backend_->CreateEvent(device_.index, false));
-      PGK_RETURN_IF_ERROR(backend_->Record(*ev, *owner));
-      PGK_RETURN_IF_ERROR(backend_->Wait(stream, *ev));
+      absl::Status s = OrderAfter(*owner, stream);
+      if (!s.ok()) {  // give the block back to its owner's cache, books as before
+        std::lock_guard<std::mutex> lock(mu_);
+        free_.emplace(size, Cached{ptr, owner});
+        stats_.allocated_bytes -= static_cast<int64_t>(size);
+        --stats_.active_blocks;
+        return s;
+      }
     }
     return std::make_shared<Buffer>(this, device_, ptr, size, &stream);
   }
@@ -89,28 +95,48 @@ void CachingAllocator::Release(void* ptr, size_t bytes, hal::Stream* stream) {
   free_.emplace(bytes, Cached{ptr, stream});
 }
 
+absl::Status CachingAllocator::OrderAfter(hal::Stream& first, hal::Stream& then) {
+  PGK_ASSIGN_OR_RETURN(auto ev, backend_->CreateEvent(device_.index, false));
+  PGK_RETURN_IF_ERROR(backend_->Record(*ev, first));
+  return backend_->Wait(then, *ev);
+}
+
 absl::Status CachingAllocator::EmptyCache() {
   std::multimap<size_t, Cached> blocks;
   {
     std::lock_guard<std::mutex> lock(mu_);
     blocks.swap(free_);
   }
-  // Outside the lock: synchronizing a CPU stream runs tasks that may free buffers (and so call
-  // Release, which takes the lock).
+  // Outside the lock: waiting on a CPU stream runs tasks that may free buffers (and so call
+  // Release, which takes the lock). Work still queued on a block's stream may use it, so each
+  // stream is drained first: through an event, which leaves the stream's own (sticky) errors to
+  // whoever synchronizes it.
+  absl::flat_hash_map<hal::Stream*, absl::Status> drained;
+  for (auto& [size, block] : blocks) {
+    if (drained.contains(block.stream)) continue;
+    absl::Status s;
+    auto ev = backend_->CreateEvent(device_.index, false);
+    s = ev.status();
+    if (s.ok()) s = backend_->Record(**ev, *block.stream);
+    if (s.ok()) s = backend_->Synchronize(**ev);
+    drained.emplace(block.stream, s);
+  }
   absl::Status status;
   int64_t freed = 0, count = 0;
+  std::multimap<size_t, Cached> kept;
   for (auto& [size, block] : blocks) {
-    // Work still queued on the owning stream may use the block; wait for it before freeing.
-    absl::Status s = backend_->Synchronize(*block.stream);
+    absl::Status s = drained[block.stream];
     if (s.ok()) s = backend_->RawFree(device_.index, block.ptr);
     if (s.ok()) {
       freed += static_cast<int64_t>(size);
       ++count;
-    } else if (status.ok()) {
-      status = s;
+    } else {
+      kept.emplace(size, block);  // still ours: cached again rather than lost
+      if (status.ok()) status = s;
     }
   }
   std::lock_guard<std::mutex> lock(mu_);
+  free_.merge(kept);
   stats_.reserved_bytes -= freed;
   stats_.num_driver_frees += count;
   return status;

@@ -85,6 +85,8 @@ class CachingAllocator final : public Allocator {
  private:
   void Release(void* ptr, size_t bytes, hal::Stream* stream) override;
   void Account(size_t size);  // requires mu_
+  // Makes later work on `then` wait for the work queued on `first` so far.
+  absl::Status OrderAfter(hal::Stream& first, hal::Stream& then);
 
   struct Cached {
     void* ptr;

@@ -56,6 +56,16 @@ complex64, complex128 = _core.complex64, _core.complex128
 GPUArray.__repr__ = _array_repr
 GPUArray.__str__ = _array_str
 
+
+def _array_iter(x):
+    # Without __iter__ Python would iterate through __getitem__ and stop silently on 0-d arrays.
+    if x.ndim == 0:
+        raise TypeError("iteration over a 0-d array")
+    return (x[i] for i in range(x.shape[0]))
+
+
+GPUArray.__iter__ = _array_iter
+
 # Python values without a NumPy dtype of their own take the library defaults.
 _DEFAULT_FOR_KIND = {"f": float32, "c": complex64}
 

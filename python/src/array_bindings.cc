@@ -39,6 +39,18 @@ pyb::object BinaryWith(BinaryOp op, const GPUArray& a, const pyb::object& other,
       "index: ", what, " indexing is not supported yet (integers, slices, None and ... are)")));
 }
 
+int64_t IntegerIndex(const pyb::handle& k) {
+  int overflow = 0;
+  pyb::object v = pyb::reinterpret_steal<pyb::object>(PyNumber_Index(k.ptr()));
+  if (!v) throw pyb::error_already_set();
+  long long i = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+  if (overflow != 0) {
+    RaiseStatus(IndexError(absl::StrCat("index: index ", std::string(pyb::str(v)),
+                                        " is out of bounds (beyond int64)")));
+  }
+  return i;
+}
+
 // An integer index from a 0-d integer array (GPUArray or NumPy), as NumPy accepts; any other
 // array is advanced indexing.
 int64_t ArrayIndex(const pyb::handle& k) {
@@ -54,19 +66,7 @@ int64_t ArrayIndex(const pyb::handle& k) {
       AdvancedIndexNotSupported(kind == 'b' ? "boolean-mask" : "integer-array");
     }
   }
-  return pyb::int_(pyb::reinterpret_borrow<pyb::object>(k)).cast<int64_t>();
-}
-
-int64_t IntegerIndex(const pyb::handle& k) {
-  int overflow = 0;
-  pyb::object v = pyb::reinterpret_steal<pyb::object>(PyNumber_Index(k.ptr()));
-  if (!v) throw pyb::error_already_set();
-  long long i = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
-  if (overflow != 0) {
-    RaiseStatus(IndexError(absl::StrCat("index: index ", std::string(pyb::str(v)),
-                                        " is out of bounds (beyond int64)")));
-  }
-  return i;
+  return IntegerIndex(k);
 }
 
 std::vector<ops::IndexItem> ToIndex(const pyb::handle& key) {
@@ -164,7 +164,10 @@ pyb::array ToNumpy(const GPUArray& a) {
 GPUArray FromNumpy(const pyb::array& arr, Device device, absl::string_view op) {
   pyb::module_ np = pyb::module_::import("numpy");
   // Not ascontiguousarray: it turns 0-d arrays into 1-d ones.
-  pyb::array c = np.attr("asarray")(arr, pyb::arg("order") = "C");
+  // C order, and native byte order ('>f8' has the name float64 but not its bytes).
+  pyb::object dtype = arr.attr("dtype");
+  if (!dtype.attr("isnative").cast<bool>()) dtype = dtype.attr("newbyteorder")("=");
+  pyb::array c = np.attr("asarray")(arr, pyb::arg("dtype") = dtype, pyb::arg("order") = "C");
   DType dt = ToDType(c.attr("dtype"), op);
   Shape shape(c.shape(), c.shape() + c.ndim());
   const void* data = c.data();

@@ -98,8 +98,10 @@ Shape ToShape(const pyb::handle& obj, absl::string_view op) {
     return static_cast<int64_t>(x);
   };
   // A 0-d NumPy integer array is one extent; any other array is a sequence of extents.
-  const bool zero_d_array = pyb::isinstance<pyb::array>(obj) &&
-                            pyb::array(pyb::reinterpret_borrow<pyb::array>(obj)).ndim() == 0;
+  const bool zero_d_array =
+      (pyb::isinstance<pyb::array>(obj) &&
+       pyb::array(pyb::reinterpret_borrow<pyb::array>(obj)).ndim() == 0) ||
+      (pyb::isinstance<GPUArray>(obj) && obj.cast<const GPUArray&>().ndim() == 0);
   const bool sequence = pyb::isinstance<pyb::sequence>(obj) && !pyb::isinstance<pyb::str>(obj);
   if (zero_d_array ||
       (!sequence && PyIndex_Check(obj.ptr()) && !pyb::isinstance<pyb::bool_>(obj))) {
@@ -129,8 +131,13 @@ Scalar ToScalar(const pyb::handle& obj) {
       PyErr_Clear();
     }
     if (overflow != 0) {
-      RaiseStatus(OverflowError(absl::StrCat("Python integer ", std::string(pyb::str(obj)),
-                                             " does not fit in int64 or uint64")));
+      double d = PyLong_AsDouble(obj.ptr());
+      if (d == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        RaiseStatus(OverflowError(absl::StrCat("Python integer ", std::string(pyb::str(obj)),
+                                               " is too large for any dtype")));
+      }
+      return Scalar::HugeInt(d);
     }
     return Scalar::Int(v);
   }

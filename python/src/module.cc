@@ -220,6 +220,7 @@ PYBIND11_MODULE(_core, m) {
         Scalar v = ToScalar(value);
         // Default dtype from the fill value's kind, as in the Array API.
         DType dflt = v.kind == ScalarKind::Bool    ? DType::Bool
+                     : v.above_int64               ? DType::UInt64  // as NumPy: 2**63 is uint64
                      : v.kind == ScalarKind::Int   ? kDefaultInt
                      : v.kind == ScalarKind::Float ? kDefaultFloat
                                                    : kDefaultComplex;

@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <stdexcept>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -248,6 +249,18 @@ TEST(Allocator, EmptyCacheReturnsOnlyFreeBlocks) {
   EXPECT_EQ(static_cast<uint8_t*>(live->data())[9999], 3);  // live data untouched
   ASSERT_OK(alloc.EmptyCache());                            // idempotent
   EXPECT_EQ(alloc.stats().num_driver_frees, 1);
+}
+
+TEST(Allocator, EmptyCacheLeavesTheStreamsErrorsToItsOwner) {
+  QuotaBackend b(size_t{64} << 20);
+  CachingAllocator alloc(&b, kCpu);
+  ASSERT_OK_AND_ASSIGN(auto s, b.CreateStream(0, 0));
+  { ASSERT_OK_AND_ASSIGN(auto dead, alloc.Allocate(4096, *s)); }
+  ASSERT_OK(b.cpu().Enqueue(*s, [] { throw std::runtime_error("user kernel failed"); }));
+  ASSERT_OK(alloc.EmptyCache());
+  EXPECT_EQ(alloc.stats().reserved_bytes, 0);
+  absl::Status st = b.Synchronize(*s);  // the user's error is still there for the user
+  EXPECT_NE(st.message().find("user kernel failed"), absl::string_view::npos) << st;
 }
 
 TEST(Allocator, PeakTracksTheHighWaterMark) {

@@ -257,6 +257,43 @@ TEST(CpuBackend, WaitUsesTheRecordingAtTheTimeOfTheWait) {
   ASSERT_OK(b.Synchronize(*a));
 }
 
+TEST(CpuBackend, WaitIsNotReleasedByANewerRecordingElsewhere) {
+  // CUDA semantics: a Wait waits for the recording current when it was issued. Re-recording the
+  // event on another stream that finishes first must not release it early.
+  cpu::CpuBackend b;
+  ASSERT_OK_AND_ASSIGN(auto slow, b.CreateStream(0, 0));
+  ASSERT_OK_AND_ASSIGN(auto quick, b.CreateStream(0, 0));
+  ASSERT_OK_AND_ASSIGN(auto waiter, b.CreateStream(0, 0));
+  ASSERT_OK_AND_ASSIGN(auto ev, b.CreateEvent(0, false));
+  Gate gate;
+  std::atomic<bool> slow_done{false};
+  ASSERT_OK(b.Enqueue(*slow, [&] {
+    gate.Wait();
+    slow_done = true;
+  }));
+  ASSERT_OK(b.Record(*ev, *slow));
+  ASSERT_OK(b.Wait(*waiter, *ev));
+  ASSERT_OK(b.Record(*ev, *quick));  // newer generation, completes at once
+  ASSERT_OK(b.Synchronize(*quick));
+  bool seen = true;
+  ASSERT_OK(b.Enqueue(*waiter, [&] { seen = slow_done.load(); }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  gate.Open();
+  ASSERT_OK(b.Synchronize(*waiter));
+  EXPECT_TRUE(seen) << "the wait was released before the work it waits for";
+}
+
+TEST(CpuBackend, ElapsedTimeOfAnEventWithItselfIsZero) {
+  cpu::CpuBackend b;
+  ASSERT_OK_AND_ASSIGN(auto s, b.CreateStream(0, 0));
+  ASSERT_OK_AND_ASSIGN(auto e, b.CreateEvent(0, true));
+  EXPECT_FALSE(b.ElapsedMs(*e, *e).ok());
+  ASSERT_OK(b.Record(*e, *s));
+  ASSERT_OK(b.Synchronize(*e));
+  ASSERT_OK_AND_ASSIGN(float ms, b.ElapsedMs(*e, *e));
+  EXPECT_EQ(ms, 0.0f);
+}
+
 TEST(CpuBackend, TaskExceptionBecomesTheStreamsErrorOnce) {
   cpu::CpuBackend b;
   ASSERT_OK_AND_ASSIGN(auto s, b.CreateStream(0, 0));
@@ -308,6 +345,12 @@ TEST(CpuBackend, RejectsObjectsOfAnotherBackend) {
   absl::Status st = b.Enqueue(*cuda_stream, [] {});
   EXPECT_FALSE(st.ok());
   EXPECT_EQ(ErrorTypeOf(st), ErrorType::kValue) << st;
+  // A rejected Record leaves the event as it was (complete), not pending forever.
+  ASSERT_OK_AND_ASSIGN(auto ev, b.CreateEvent(0, false));
+  EXPECT_FALSE(b.Record(*ev, *cuda_stream).ok());
+  ASSERT_OK_AND_ASSIGN(bool done, b.Query(*ev));
+  EXPECT_TRUE(done);
+  EXPECT_OK(b.Synchronize(*ev));
 }
 
 }  // namespace

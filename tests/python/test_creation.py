@@ -418,3 +418,24 @@ def test_full_like_values(rng):
     check_equal(gp.full_like(x, float("nan")), np.full((3,), np.nan, np.float16))
     with pytest.raises(OverflowError, match="full"):
         gp.full_like(gp.zeros(3, dtype=gp.uint8), 256)
+
+
+@pytest.mark.parametrize("dtype", [">f8", ">i4", "<u2", ">c16", ">f2"])
+def test_asarray_non_native_byte_order(rng, dtype):
+    a = rng.standard_normal(7).astype(np.dtype(dtype).newbyteorder("="))
+    a = (a * 100).astype(dtype)
+    x = gp.asarray(a)
+    assert str(x.dtype) == np.dtype(dtype).newbyteorder("=").name
+    np.testing.assert_array_equal(gp.to_numpy(x), a.astype(np.dtype(dtype).newbyteorder("=")))
+
+
+def test_python_ints_beyond_int64():
+    # As NumPy 2: 2**63 fills a uint64 array by default; floats take any Python int that fits.
+    x = gp.full((2,), 2**63)
+    assert x.dtype == gp.uint64 and int(x[0]) == 2**63
+    y = gp.zeros((2,), dtype=gp.float32) + 2**64
+    np.testing.assert_array_equal(gp.to_numpy(y), np.float32(2.0**64))
+    with pytest.raises(OverflowError, match="add"):
+        gp.zeros((2,), dtype=gp.int64) + 2**64
+    with pytest.raises(OverflowError, match="too large"):
+        gp.zeros((2,)) + 10**400

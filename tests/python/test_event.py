@@ -67,3 +67,9 @@ def test_event_on_every_device():
         b.record()
         with pytest.raises(ValueError, match="events are on"):
             a.elapsed_time(b)
+
+
+def test_elapsed_time_of_an_event_with_itself_is_zero():
+    e = gp.Event()
+    e.record()
+    assert e.elapsed_time(e) == 0.0

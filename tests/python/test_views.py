@@ -1240,3 +1240,44 @@ def test_setitem_scalar_overflow(rng, dtype, value):
     check_equal(x, a, dtype)
     with pytest.raises(OverflowError, match="setitem"):
         x[1] = value
+
+
+@pytest.mark.parametrize("step", [2**62, -(2**63), -(2**100), 2**100])
+def test_huge_slice_steps(rng, step):
+    a = rand(rng, (10,), "int32")
+    x = gp.asarray(a)
+    check_equal(x[::step], a[::step])
+    check_equal(x[3::step], a[3::step])
+
+
+def test_zero_d_array_as_shape_and_iteration(rng):
+    n = gp.asarray(np.array(5))
+    assert gp.zeros(n).shape == (5,)
+    assert gp.zeros((n, 2)).shape == (5, 2)
+    with pytest.raises(TypeError, match="0-d"):
+        iter(n)
+    a = rand(rng, (3, 2), "float32")
+    rows = list(gp.asarray(a))
+    assert len(rows) == 3
+    for got, want in zip(rows, a):
+        check_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int64", "uint16"])
+def test_setitem_python_float_into_integers_as_numpy(dtype):
+    x = gp.zeros((3,), dtype=dtype)
+    x[0] = 3.9
+    x[1] = -0.5
+    check_equal(x, np.array([3, 0, 0], dtype=dtype))
+    with pytest.raises(ValueError, match="setitem.*NaN"):
+        x[0] = float("nan")
+    with pytest.raises(OverflowError, match="setitem"):
+        x[0] = float("inf")
+    with pytest.raises(OverflowError, match="setitem"):
+        x[1] = 1e30
+    with pytest.raises(TypeError, match="setitem.*complex"):
+        x[2] = 1 + 2j
+    check_equal(x, np.array([3, 0, 0], dtype=dtype))  # failed assignments wrote nothing
+    b = gp.zeros((2,), dtype=gp.bool)
+    b[0] = float("nan")  # NaN is truthy, as in NumPy
+    check_equal(b, np.array([True, False]))

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 
@@ -84,13 +85,16 @@ class CpuStream final : public hal::Stream {
   std::thread worker_;  // last: starts after the members it uses
 };
 
-// Generation-counted event: Record bumps `recorded`; the stream marks `completed` when it reaches
-// the marker. Complete when completed >= recorded. The state is shared with the queued markers
-// and waits, because CUDA lets an event be destroyed while work that refers to it is pending.
+// Generation-counted event: each Record is a new generation, pending until the stream reaches its
+// marker. A Wait waits for the generation current at the time of the Wait (CUDA semantics), even if
+// the event is recorded again elsewhere and that newer recording completes first. The state is
+// shared with the queued markers and waits, because CUDA lets an event be destroyed while work that
+// refers to it is pending.
 struct EventState {
   uint64_t NextGeneration() {
     std::lock_guard<std::mutex> l(mu);
-    return ++recorded;
+    pending.insert(++recorded);
+    return recorded;
   }
   uint64_t Recorded() {
     std::lock_guard<std::mutex> l(mu);
@@ -99,22 +103,23 @@ struct EventState {
   void Complete(uint64_t gen) {
     {
       std::lock_guard<std::mutex> l(mu);
-      if (gen > completed) {
-        completed = gen;
-        when = Clock::now();
-      }
+      pending.erase(gen);
+      if (gen == recorded) when = Clock::now();
     }
     cv.notify_all();
   }
   void WaitFor(uint64_t gen) {
     std::unique_lock<std::mutex> l(mu);
-    cv.wait(l, [&] { return completed >= gen; });
+    cv.wait(l, [&] { return Done(gen); });
   }
+  // Requires mu. Generation 0 (never recorded) is complete.
+  bool Done(uint64_t gen) const { return pending.count(gen) == 0; }
 
   std::mutex mu;
   std::condition_variable cv;
-  uint64_t recorded = 0, completed = 0;
-  Clock::time_point when{};
+  uint64_t recorded = 0;
+  absl::flat_hash_set<uint64_t> pending;
+  Clock::time_point when{};  // completion of the latest recording
 };
 
 class CpuEvent final : public hal::Event {
@@ -199,6 +204,8 @@ absl::Status CpuBackend::Enqueue(hal::Stream& stream, std::function<void()> task
 
 absl::Status CpuBackend::Record(hal::Event& event, hal::Stream& stream) {
   PGK_RETURN_IF_ERROR(CheckCpu(event.device(), "event record"));
+  // Checked before the generation is taken: a failed record must not leave it pending forever.
+  PGK_RETURN_IF_ERROR(CheckCpu(stream.device(), "event record"));
   std::shared_ptr<EventState> e = AsCpu(event).state;
   uint64_t gen = e->NextGeneration();
   return Enqueue(stream, [e, gen] { e->Complete(gen); });
@@ -216,7 +223,7 @@ absl::StatusOr<bool> CpuBackend::Query(hal::Event& event) {
   PGK_RETURN_IF_ERROR(CheckCpu(event.device(), "event query"));
   EventState& e = *AsCpu(event).state;
   std::lock_guard<std::mutex> l(e.mu);
-  return e.completed >= e.recorded;
+  return e.Done(e.recorded);
 }
 
 absl::Status CpuBackend::Synchronize(hal::Event& event) {
@@ -240,11 +247,16 @@ absl::StatusOr<float> CpuBackend::ElapsedMs(hal::Event& start, hal::Event& end) 
   PGK_RETURN_IF_ERROR(CheckCpu(end.device(), "event elapsed time"));
   EventState& a = *AsCpu(start).state;
   EventState& b = *AsCpu(end).state;
-  std::scoped_lock l(a.mu, b.mu);
-  if (a.completed == 0 || b.completed == 0 || a.completed < a.recorded ||
-      b.completed < b.recorded) {
-    return ValueError("event elapsed time: both events must be recorded and completed");
+  auto ready = [](const EventState& e) { return e.recorded != 0 && e.Done(e.recorded); };
+  const absl::Status not_ready =
+      ValueError("event elapsed time: both events must be recorded and completed");
+  if (&a == &b) {  // one mutex: std::scoped_lock on it twice would deadlock
+    std::lock_guard<std::mutex> l(a.mu);
+    if (!ready(a)) return not_ready;
+    return 0.0f;
   }
+  std::scoped_lock l(a.mu, b.mu);
+  if (!ready(a) || !ready(b)) return not_ready;
   return std::chrono::duration<float, std::milli>(b.when - a.when).count();
 }
 

@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
+#include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -91,17 +92,29 @@ void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int
   std::mutex mu;
   std::condition_variable cv;
   int64_t pending = chunks - 1;
+  // The pool's tasks refer to this frame: every chunk must finish before it unwinds, so an
+  // exception (bad_alloc in a kernel, say) is held and rethrown once all chunks are done.
+  std::exception_ptr error;
+  auto run = [&](int64_t b, int64_t e) {
+    try {
+      if (b < e) fn(b, e);
+    } catch (...) {
+      std::lock_guard<std::mutex> l(mu);
+      if (!error) error = std::current_exception();
+    }
+  };
   for (int64_t c = 1; c < chunks; ++c) {
     int64_t b = c * per, e = std::min(n, b + per);
     GetPool().Submit([&, b, e] {
-      if (b < e) fn(b, e);
+      run(b, e);
       std::lock_guard<std::mutex> l(mu);
       if (--pending == 0) cv.notify_one();
     });
   }
-  fn(0, std::min(n, per));  // the calling thread takes the first chunk
+  run(0, std::min(n, per));  // the calling thread takes the first chunk
   std::unique_lock<std::mutex> l(mu);
   cv.wait(l, [&] { return pending == 0; });
+  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace pygpukit::cpu

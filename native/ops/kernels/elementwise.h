@@ -56,7 +56,10 @@ template <typename T>
 PGK_HD void ArangeElement(const ArangeParams& p, int64_t i) {
   T* out = static_cast<T*>(p.out);
   if constexpr (std::is_integral_v<T>) {
-    out[i] = static_cast<T>(p.start_i + i * p.step_i);
+    // In uint64: wraps (as NumPy's int64 arange) instead of signed-overflow UB.
+    out[i] = static_cast<T>(
+        static_cast<int64_t>(static_cast<uint64_t>(p.start_i) +
+                             static_cast<uint64_t>(i) * static_cast<uint64_t>(p.step_i)));
   } else {
     out[i] = Cast<T>(p.start_f + static_cast<double>(i) * p.step_f);
   }

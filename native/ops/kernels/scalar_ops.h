@@ -148,14 +148,19 @@ struct NegOp {
   template <typename T>
   PGK_HD static T Apply(T a) {
     if constexpr (IsComplexT<T>::value) {
-      return T(-a.re, -a.im);
+      return T(Apply(a.re), Apply(a.im));
     } else if constexpr (IsHalfT<T>::value) {
       return T::FromBits(static_cast<uint16_t>(a.bits ^ 0x8000u));
     } else if constexpr (std::is_integral_v<T>) {
       static_assert(!std::is_same_v<T, bool>, "boolean negation is rejected before kernels");
       return static_cast<T>(WrapType<T>(0) - WrapType<T>(a));
+    } else if constexpr (std::is_same_v<T, float>) {
+      // The sign bit itself: device `neg` may canonicalize NaNs, the host flips the bit.
+      return ::pygpukit::detail::BitsFloat(::pygpukit::detail::FloatBits(a) ^ 0x80000000u);
     } else {
-      return -a;
+      static_assert(std::is_same_v<T, double>);
+      return ::pygpukit::detail::BitsDouble(::pygpukit::detail::DoubleBits(a) ^
+                                            (uint64_t{1} << 63));
     }
   }
 };
