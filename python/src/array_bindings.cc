@@ -71,7 +71,6 @@ int64_t ArrayIndex(const pyb::handle& k) {
 
 std::vector<ops::IndexItem> ToIndex(const pyb::handle& key) {
   std::vector<ops::IndexItem> items;
-  pyb::object np_bool = pyb::module_::import("numpy").attr("bool_");
   auto one = [&](const pyb::handle& k) {
     ops::IndexItem it;
     if (k.is_none()) {
@@ -94,7 +93,7 @@ std::vector<ops::IndexItem> ToIndex(const pyb::handle& key) {
       it.start = field("start");
       it.stop = field("stop");
       it.step = field("step").value_or(1);
-    } else if (PyBool_Check(k.ptr()) || pyb::isinstance(k, np_bool)) {
+    } else if (PyBool_Check(k.ptr())) {
       AdvancedIndexNotSupported("boolean");
     } else if (pyb::isinstance<GPUArray>(k) || pyb::isinstance<pyb::array>(k)) {
       it.kind = ops::IndexItem::Kind::kInteger;
@@ -104,6 +103,10 @@ std::vector<ops::IndexItem> ToIndex(const pyb::handle& key) {
       it.index = IntegerIndex(k);
     } else if (pyb::isinstance<pyb::list>(k)) {
       AdvancedIndexNotSupported("integer-array");
+    } else if (pyb::isinstance(k, pyb::module_::import("numpy").attr("bool_"))) {
+      // Looked up only here: NumPy bools have no __index__, and the common keys above must not
+      // pay for a module lookup on every indexing call.
+      AdvancedIndexNotSupported("boolean");
     } else {
       throw pyb::index_error(
           absl::StrCat("index: only integers, slices, None and Ellipsis are valid indices, got ",

@@ -308,12 +308,6 @@ TEST(Ops, EveryOpLaunchesThroughTheDispatcher) {
   EXPECT_GT(s.per_kernel.size(), 0u);
 }
 
-}  // namespace
-}  // namespace pygpukit
-
-namespace pygpukit {
-namespace {
-
 TEST(Ops, NegativeKeepsSignedZerosWrapsIntegersAndNegatesComplexParts) {
   const double inf = std::numeric_limits<double>::infinity();
   std::vector<double> f = {0.0, -0.0, 1.5, -inf};
