@@ -1,5 +1,5 @@
-// Copies: host <-> device transfers, contiguous copies, casts, assignment and moves between
-// devices. Transfers are synchronous for the caller (the host buffer is free to reuse on return).
+// Copies: host <-> device transfers (through the device's transfer engine), contiguous copies,
+// casts, assignment and moves between devices.
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -28,29 +28,35 @@ absl::StatusOr<Queue> QueueOf(Device d) {
 }  // namespace
 
 absl::StatusOr<GPUArray> FromHost(const void* data, absl::Span<const int64_t> shape, DType dtype,
-                                  Device device) {
+                                  Device device, bool blocking) {
   PGK_ASSIGN_OR_RETURN(GPUArray out, Empty(shape, dtype, device));
   if (out.nbytes() == 0) return out;
   PGK_ASSIGN_OR_RETURN(Queue q, QueueOf(device));
-  PGK_RETURN_IF_ERROR(q.backend->CopyAsync(out.data(), data, out.nbytes(),
-                                           hal::CopyKind::kHostToDevice, *q.stream));
-  PGK_RETURN_IF_ERROR(q.backend->Synchronize(*q.stream));
+  PGK_ASSIGN_OR_RETURN(TransferEngine * engine, Runtime::Get().transfer(device));
+  PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&out}));
+  PGK_RETURN_IF_ERROR(engine->ToDevice(out.data(), data, out.nbytes(), *q.stream, blocking));
   return out;
 }
 
-absl::Status ToHost(const GPUArray& a, void* dst) {
+absl::Status ToHost(const GPUArray& a, void* dst, bool blocking) {
   if (a.size() == 0) return absl::OkStatus();
   PGK_ASSIGN_OR_RETURN(GPUArray src, Contiguous(a));
   PGK_ASSIGN_OR_RETURN(Queue q, QueueOf(src.device()));
-  PGK_RETURN_IF_ERROR(
-      q.backend->CopyAsync(dst, src.data(), src.nbytes(), hal::CopyKind::kDeviceToHost, *q.stream));
-  return q.backend->Synchronize(*q.stream);
+  PGK_ASSIGN_OR_RETURN(TransferEngine * engine, Runtime::Get().transfer(src.device()));
+  PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&src}));
+  PGK_RETURN_IF_ERROR(engine->ToHost(dst, src.data(), src.nbytes(), *q.stream, blocking));
+  if (!blocking) {
+    // The DMA may outlive `src`: its memory is reused only after the copy stream's work.
+    PGK_RETURN_IF_ERROR(src.buffer()->pool()->RecordStream(*src.buffer(), engine->d2h_stream()));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<GPUArray> Copy(const GPUArray& a) {
   PGK_ASSIGN_OR_RETURN(GPUArray out, Empty(a.shape(), a.dtype(), a.device()));
   if (a.is_contiguous() && a.size() > 0) {
     // A dense copy is a plain device-to-device memcpy.
+    PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&a, &out}));
     PGK_ASSIGN_OR_RETURN(Queue q, QueueOf(a.device()));
     PGK_RETURN_IF_ERROR(q.backend->CopyAsync(out.data(), a.data(), a.nbytes(),
                                              hal::CopyKind::kDeviceToDevice, *q.stream));
@@ -75,9 +81,27 @@ absl::StatusOr<GPUArray> AsType(const GPUArray& a, DType dtype, bool copy) {
 absl::StatusOr<GPUArray> ToDevice(const GPUArray& a, Device device) {
   PGK_RETURN_IF_ERROR(Runtime::Get().CheckDevice(device));
   if (device == a.device()) return a;
-  std::vector<unsigned char> host(static_cast<size_t>(a.nbytes()));
-  PGK_RETURN_IF_ERROR(ToHost(a, host.data()));
-  return FromHost(host.data(), a.shape(), a.dtype(), device);
+  // One side is CPU-backend memory, which is host memory: the transfer engine of the other
+  // side copies straight from / into it. The CPU stream is drained first so that its queued
+  // work on those bytes (producing the source, or still using a recycled block) is done.
+  PGK_ASSIGN_OR_RETURN(GPUArray src, Contiguous(a));
+  if (src.device().is_cpu() && device.is_cpu()) return src;
+  if (src.device().is_cpu()) {
+    PGK_RETURN_IF_ERROR(Runtime::Get().Synchronize(src.device()));
+    PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&src}));
+    return FromHost(src.data(), src.shape(), src.dtype(), device);
+  }
+  if (device.is_cpu()) {
+    PGK_ASSIGN_OR_RETURN(GPUArray out, Empty(src.shape(), src.dtype(), device));
+    PGK_RETURN_IF_ERROR(Runtime::Get().Synchronize(device));
+    PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&out}));
+    PGK_RETURN_IF_ERROR(ToHost(src, out.data()));
+    return out;
+  }
+  // Between two CUDA devices: through host memory.
+  std::vector<unsigned char> host(static_cast<size_t>(src.nbytes()));
+  PGK_RETURN_IF_ERROR(ToHost(src, host.data()));
+  return FromHost(host.data(), src.shape(), src.dtype(), device);
 }
 
 absl::Status Assign(const GPUArray& dst, const GPUArray& src) {

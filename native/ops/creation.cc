@@ -37,7 +37,7 @@ absl::StatusOr<GPUArray> NewArray(absl::Span<const int64_t> shape, DType dtype, 
                                     " bytes, more than any device can hold"));
   }
   Runtime& rt = Runtime::Get();
-  PGK_ASSIGN_OR_RETURN(Allocator * alloc, rt.allocator(device));
+  PGK_ASSIGN_OR_RETURN(MemoryPool * alloc, rt.pool(device));
   PGK_ASSIGN_OR_RETURN(hal::Stream * stream, rt.stream(device));
   PGK_ASSIGN_OR_RETURN(auto buffer, alloc->Allocate(static_cast<size_t>(bytes), *stream));
   return GPUArray(std::move(buffer), dtype, Shape(shape.begin(), shape.end()),

@@ -67,6 +67,14 @@ bool FitsInteger(int64_t v) {
 
 }  // namespace
 
+absl::StatusOr<ResidencyPin> Resident(std::initializer_list<const GPUArray*> arrays) {
+  ResidencyPin pin;
+  for (const GPUArray* a : arrays) {
+    if (a != nullptr) PGK_RETURN_IF_ERROR(pin.Add(a->buffer()));
+  }
+  return pin;
+}
+
 absl::string_view BinaryOpName(BinaryOp op) {
   switch (op) {
     case BinaryOp::kAdd:
@@ -143,6 +151,7 @@ absl::Status LaunchCopy(const GPUArray& src, const GPUArray& dst) {
     return ValueError(absl::StrCat("copy: arrays on ", src.device().ToString(), " and ",
                                    dst.device().ToString()));
   }
+  PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&src, &dst}));
   ElementwiseParams p;
   PGK_RETURN_IF_ERROR(BuildParams(dst, &src, nullptr, p, "copy"));
   p.a_dtype = static_cast<int32_t>(src.dtype());
@@ -155,6 +164,7 @@ absl::Status LaunchCopy(const GPUArray& src, const GPUArray& dst) {
 
 absl::Status LaunchFill(const GPUArray& dst, const unsigned char* value) {
   if (dst.size() == 0) return absl::OkStatus();
+  PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&dst}));
   ElementwiseParams p;
   PGK_RETURN_IF_ERROR(BuildParams(dst, nullptr, nullptr, p, "fill"));
   std::memcpy(p.scalar, value, dst.itemsize());
@@ -166,6 +176,7 @@ absl::Status LaunchFill(const GPUArray& dst, const unsigned char* value) {
 
 absl::Status LaunchArange(const GPUArray& dst, const kernels::ArangeParams& params) {
   if (dst.size() == 0) return absl::OkStatus();
+  PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&dst}));
   kernels::ArangeParams p = params;
   p.n = dst.size();
   p.out = dst.data();
@@ -177,6 +188,7 @@ absl::Status LaunchArange(const GPUArray& dst, const kernels::ArangeParams& para
 absl::Status LaunchBinary(BinaryOp op, const GPUArray& out, const GPUArray* a, const GPUArray* b,
                           const unsigned char* scalar) {
   if (out.size() == 0) return absl::OkStatus();
+  PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&out, a, b}));
   ElementwiseParams p;
   PGK_RETURN_IF_ERROR(BuildParams(out, a, b, p, BinaryOpName(op)));
   if (a == nullptr) p.scalar_operand = kernels::kScalarA;
@@ -191,6 +203,7 @@ absl::Status LaunchBinary(BinaryOp op, const GPUArray& out, const GPUArray* a, c
 
 absl::Status LaunchUnary(UnaryOp op, const GPUArray& out, const GPUArray& a) {
   if (out.size() == 0) return absl::OkStatus();
+  PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&out, &a}));
   ElementwiseParams p;
   PGK_RETURN_IF_ERROR(BuildParams(out, &a, nullptr, p, UnaryOpName(op)));
   PGK_ASSIGN_OR_RETURN(hal::Stream * s, StreamOf(out));

@@ -50,7 +50,11 @@ absl::Status LaunchBinary(BinaryOp op, const GPUArray& out, const GPUArray* a, c
 absl::Status LaunchUnary(UnaryOp op, const GPUArray& out, const GPUArray& a);
 absl::Status LaunchMatmul(const MatmulProblem& problem, Device device, KeepAlive keep);
 
-/// A new C-contiguous array from the device's allocator; validation errors name `op`.
+/// Holds the arrays' buffers resident (paging spilled ones back in) while the caller reads
+/// their device addresses and enqueues work on them.
+absl::StatusOr<ResidencyPin> Resident(std::initializer_list<const GPUArray*> arrays);
+
+/// A new C-contiguous array from the device's memory pool; validation errors name `op`.
 absl::StatusOr<GPUArray> NewArray(absl::Span<const int64_t> shape, DType dtype, Device device,
                                   absl::string_view op);
 

@@ -131,6 +131,7 @@ absl::StatusOr<GPUArray> Matmul(const GPUArray& a_in, const GPUArray& b_in,
     bool blas = a.device().is_cuda();
     PGK_ASSIGN_OR_RETURN(Mat A, Prepare(ab, nb, blas));
     PGK_ASSIGN_OR_RETURN(Mat B, Prepare(bb, nb, blas));
+    PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&A.arr, &B.arr, &c}));
     MatmulProblem p{dtype,
                     nbatch,
                     m,

@@ -26,13 +26,18 @@ absl::StatusOr<GPUArray> Arange(double start, double stop, double step, DType dt
 /// Integer arange computed exactly in int64.
 absl::StatusOr<GPUArray> ArangeInt(int64_t start, int64_t stop, int64_t step, DType dtype,
                                    Device device);
-/// Copies C-contiguous host data into a new array; returns once `data` may be reused.
+/// Copies C-contiguous host data into a new array through the transfer engine. Returns once
+/// `data` may be reused (pageable memory is staged); with `blocking` false the copy may still be
+/// in flight, ordered before later work on the array. Pinned-pool `data` is copied directly and
+/// must stay untouched until the copy completes.
 absl::StatusOr<GPUArray> FromHost(const void* data, absl::Span<const int64_t> shape, DType dtype,
-                                  Device device);
+                                  Device device, bool blocking = true);
 
 // ---- host transfer / copies ----
-/// Copies `a` in C order into `dst` (a.nbytes() bytes); blocks until the data is there.
-absl::Status ToHost(const GPUArray& a, void* dst);
+/// Copies `a` in C order into host `dst` (a.nbytes() bytes) through the transfer engine. Blocks
+/// until the data is there, except with `blocking` false into pinned-pool memory: then the DMA
+/// is ordered before later work on a's device stream (synchronize it before reading `dst`).
+absl::Status ToHost(const GPUArray& a, void* dst, bool blocking = true);
 /// A C-contiguous copy of `a` (same dtype), always new memory.
 absl::StatusOr<GPUArray> Copy(const GPUArray& a);
 /// `a` if it is already C-contiguous, else a contiguous copy.

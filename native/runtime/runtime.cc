@@ -1,5 +1,6 @@
 #include "runtime/runtime.h"
 
+#include <cstdio>
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
@@ -27,15 +28,52 @@ Runtime& Runtime::Get() {
   return *rt;
 }
 
+namespace {
+
+// PYGPUKIT_MEMORY_LIMIT / PYGPUKIT_PINNED_LIMIT, or 0 (none). A malformed value is reported on
+// stderr once and ignored rather than failing the import.
+int64_t LimitFromEnv(const char* name, int64_t total) {
+  const char* env = std::getenv(name);
+  if (env == nullptr || *env == '\0') return 0;
+  auto v = ParseMemoryLimit(env, total);
+  if (!v.ok()) {
+    std::fprintf(stderr, "pygpukit: ignoring %s: %s\n", name,
+                 std::string(v.status().message()).c_str());
+    return 0;
+  }
+  return *v;
+}
+
+int64_t TotalMemory(hal::Backend* b, int device) {
+  auto p = b->properties(device);
+  return p.ok() ? p->total_memory : 0;
+}
+
+// Pinned memory is taken from the OS's page-locked budget; a quarter of RAM unless told.
+int64_t DefaultPinnedLimit(hal::Backend* cpu) {
+  int64_t total = TotalMemory(cpu, 0);
+  int64_t v = LimitFromEnv("PYGPUKIT_PINNED_LIMIT", total);
+  return v > 0 ? v : total / 4;
+}
+
+}  // namespace
+
+absl::StatusOr<Runtime::PerDevice> Runtime::MakeDevice(hal::Backend* b, PinnedPool* pinned,
+                                                       Device d) {
+  PerDevice p;
+  PGK_ASSIGN_OR_RETURN(p.stream, b->CreateStream(d.index, 0));
+  PGK_ASSIGN_OR_RETURN(p.transfer, TransferEngine::Create(b, d, pinned));
+  PoolOptions options;
+  options.limit_bytes = LimitFromEnv("PYGPUKIT_MEMORY_LIMIT", TotalMemory(b, d.index));
+  p.pool = std::make_unique<MemoryPool>(b, d, options);
+  p.pool->set_transfer_engine(p.transfer.get());
+  return p;
+}
+
 Runtime::Runtime() : cpu_(std::make_unique<cpu::CpuBackend>()) {
   if (const char* env = std::getenv("PYGPUKIT_DEVICE")) forced_ = env;
-  auto make_device = [](hal::Backend* b, Device d) {
-    PerDevice p;
-    p.stream = *b->CreateStream(d.index, 0);
-    p.allocator = std::make_unique<CachingAllocator>(b, d);
-    return p;
-  };
-  cpu_device_ = make_device(cpu_.get(), Device{DeviceType::kCPU, 0});
+  cpu_pinned_ = std::make_unique<PinnedPool>(cpu_.get(), DefaultPinnedLimit(cpu_.get()));
+  cpu_device_ = *MakeDevice(cpu_.get(), cpu_pinned_.get(), Device{DeviceType::kCPU, 0});
 #if PGK_WITH_CUDA
   if (forced_ == "cpu") {
     cuda_status_ = NotImplementedError("cuda: disabled by PYGPUKIT_DEVICE=cpu");
@@ -45,18 +83,17 @@ Runtime::Runtime() : cpu_(std::make_unique<cpu::CpuBackend>()) {
     auto b = cuda::CudaBackend::Create();
     if (b.ok()) {
       cuda_ = std::move(*b);
+      cuda_pinned_ = std::make_unique<PinnedPool>(cuda_.get(), DefaultPinnedLimit(cpu_.get()));
       for (int i = 0; i < cuda_->device_count(); ++i) {
-        auto s = cuda_->CreateStream(i, 0);
-        if (!s.ok()) {
-          cuda_status_ = s.status();
-          cuda_.reset();
+        auto p = MakeDevice(cuda_.get(), cuda_pinned_.get(), Device{DeviceType::kCUDA, i});
+        if (!p.ok()) {
+          cuda_status_ = p.status();
           cuda_devices_.clear();
+          cuda_pinned_.reset();
+          cuda_.reset();
           break;
         }
-        PerDevice p;
-        p.stream = std::move(*s);
-        p.allocator = std::make_unique<CachingAllocator>(cuda_.get(), Device{DeviceType::kCUDA, i});
-        cuda_devices_.push_back(std::move(p));
+        cuda_devices_.push_back(*std::move(p));
       }
     } else {
       cuda_status_ = b.status();
@@ -118,9 +155,20 @@ absl::StatusOr<hal::Stream*> Runtime::stream(Device d) const {
   return p->stream.get();
 }
 
-absl::StatusOr<Allocator*> Runtime::allocator(Device d) const {
+absl::StatusOr<MemoryPool*> Runtime::pool(Device d) const {
   PGK_ASSIGN_OR_RETURN(const PerDevice* p, per_device(d));
-  return p->allocator.get();
+  return p->pool.get();
+}
+
+absl::StatusOr<TransferEngine*> Runtime::transfer(Device d) const {
+  PGK_ASSIGN_OR_RETURN(const PerDevice* p, per_device(d));
+  return p->transfer.get();
+}
+
+absl::StatusOr<PinnedPool*> Runtime::pinned_pool(DeviceType type) const {
+  if (type == DeviceType::kCPU) return cpu_pinned_.get();
+  PGK_RETURN_IF_ERROR(CheckDevice(Device{DeviceType::kCUDA, 0}));
+  return cuda_pinned_.get();
 }
 
 absl::StatusOr<hal::DeviceProperties> Runtime::properties(Device d) const {

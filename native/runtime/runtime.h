@@ -1,5 +1,5 @@
-// The Runtime: owns the backends, one default stream and one allocator per device, and the
-// dispatcher. A process has one Runtime (Runtime::Get()); the Python module and C++ services
+// The Runtime: owns the backends, and per device a default stream, the memory pool and the
+// transfer engine; a pinned host pool per backend; and the dispatcher. A process has one Runtime (Runtime::Get()); the Python module and C++ services
 // share it.
 #pragma once
 
@@ -10,8 +10,10 @@
 #include "absl/status/statusor.h"
 #include "core/device.h"
 #include "core/hal/backend.h"
-#include "runtime/allocator.h"
 #include "runtime/dispatcher.h"
+#include "runtime/memory_pool.h"
+#include "runtime/pinned_pool.h"
+#include "runtime/transfer.h"
 
 namespace pygpukit {
 
@@ -53,8 +55,12 @@ class Runtime {
   absl::StatusOr<hal::Backend*> backend(DeviceType type) const;
   /// The stream work on `d` is queued on (its default stream for now).
   absl::StatusOr<hal::Stream*> stream(Device d) const;
-  /// The allocator of `d`.
-  absl::StatusOr<Allocator*> allocator(Device d) const;
+  /// The memory pool of `d`.
+  absl::StatusOr<MemoryPool*> pool(Device d) const;
+  /// The transfer engine of `d` (host <-> device copies).
+  absl::StatusOr<TransferEngine*> transfer(Device d) const;
+  /// The pinned host pool shared by the devices of `type`.
+  absl::StatusOr<PinnedPool*> pinned_pool(DeviceType type) const;
   absl::StatusOr<hal::DeviceProperties> properties(Device d) const;
   /// Waits for all queued work on `d`'s default stream.
   absl::Status Synchronize(Device d) const;
@@ -69,12 +75,15 @@ class Runtime {
   Runtime();
   struct PerDevice {
     std::unique_ptr<hal::Stream> stream;
-    std::unique_ptr<Allocator> allocator;
+    std::unique_ptr<TransferEngine> transfer;
+    std::unique_ptr<MemoryPool> pool;
   };
+  absl::StatusOr<PerDevice> MakeDevice(hal::Backend* backend, PinnedPool* pinned, Device d);
   absl::StatusOr<const PerDevice*> per_device(Device d) const;
 
   std::unique_ptr<cpu::CpuBackend> cpu_;
   std::unique_ptr<cuda::CudaBackend> cuda_;
+  std::unique_ptr<PinnedPool> cpu_pinned_, cuda_pinned_;
   absl::Status cuda_status_;
   std::string forced_;
   Device default_device_;

@@ -27,12 +27,10 @@ from ._core import (
     dispatch_stats,
     dtype,
     empty,
-    empty_cache,
     from_numpy,
     full,
     matmul,
     matrix_transpose,
-    memory_stats,
     ones,
     permute_dims,
     reset_dispatch_stats,
@@ -42,6 +40,7 @@ from ._core import (
     to_numpy,
     zeros,
 )
+from . import memory
 from ._format import array_repr as _array_repr
 from ._format import array_str as _array_str
 
@@ -70,12 +69,16 @@ GPUArray.__iter__ = _array_iter
 _DEFAULT_FOR_KIND = {"f": float32, "c": complex64}
 
 
-def asarray(obj, /, *, dtype=None, device=None, copy=None):
+def asarray(obj, /, *, dtype=None, device=None, copy=None, blocking=True):
     """Converts `obj` (a GPUArray, a NumPy array, a Python scalar or nested sequence) to a
     GPUArray on `device` (default: the default device, or the source array's device).
 
     NumPy arrays keep their dtype; Python floats / complex values become float32 / complex64
     unless `dtype` says otherwise. `copy=False` raises if a copy would be needed.
+    `blocking=False` returns before the host-to-device copy ends (work on the new array is
+    ordered after it); the source may be reused at once, except pinned memory from
+    `memory.pinned_empty`, which is copied directly and must stay untouched until the copy is
+    done.
     """
     if dtype is not None:
         dtype = _core._parse_dtype(dtype, "asarray")
@@ -105,7 +108,7 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
         default = _DEFAULT_FOR_KIND.get(host.dtype.kind)
         if default is not None:
             dtype = default
-    out = _core._from_numpy_as(host, device, "asarray")
+    out = _core._from_numpy_as(host, device, "asarray", blocking=blocking)
     if dtype is not None and out.dtype != dtype:
         out = out.astype(dtype, copy=False)
     return out
@@ -171,7 +174,6 @@ __all__ = [
     "dispatch_stats",
     "dtype",
     "empty",
-    "empty_cache",
     "empty_like",
     "float16",
     "float32",
@@ -185,7 +187,7 @@ __all__ = [
     "int64",
     "matmul",
     "matrix_transpose",
-    "memory_stats",
+    "memory",
     "ones",
     "ones_like",
     "permute_dims",

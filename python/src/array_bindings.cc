@@ -154,17 +154,56 @@ pyb::object AsTypeOf(const pyb::object& self, const pyb::object& dtype, bool cop
   return pyb::cast(Unwrap(ops::AsType(a, dt, copy)));
 }
 
-pyb::array ToNumpy(const GPUArray& a) {
+const GPUArray& AsArray(const pyb::handle& obj, absl::string_view op) {
+  if (!pyb::isinstance<GPUArray>(obj)) {
+    throw pyb::type_error(absl::StrCat(op, ": expected a GPUArray, got ",
+                                       std::string(pyb::repr(pyb::type::handle_of(obj)))));
+  }
+  return obj.cast<const GPUArray&>();
+}
+
+pyb::array ToNumpy(const GPUArray& a, const pyb::object& out_obj, bool blocking) {
   pyb::object dt = NumpyDType(a.dtype());
   std::vector<pyb::ssize_t> shape(a.shape().begin(), a.shape().end());
-  pyb::array out(pyb::dtype::from_args(dt), shape);
+  pyb::array out;
+  if (out_obj.is_none()) {
+    out = pyb::array(pyb::dtype::from_args(dt), shape);
+  } else {
+    if (!pyb::isinstance<pyb::array>(out_obj)) {
+      throw pyb::type_error(absl::StrCat("to_numpy: out must be a NumPy array, got ",
+                                         std::string(pyb::repr(pyb::type::handle_of(out_obj)))));
+    }
+    out = pyb::reinterpret_borrow<pyb::array>(out_obj);
+    if (!out.dtype().is(pyb::dtype::from_args(dt)) &&
+        !out.dtype().equal(pyb::dtype::from_args(dt))) {
+      throw pyb::type_error(absl::StrCat("to_numpy: out has dtype ",
+                                         std::string(pyb::str(out.dtype())), ", the array ",
+                                         DTypeName(a.dtype())));
+    }
+    Shape oshape(out.shape(), out.shape() + out.ndim());
+    if (oshape != a.shape()) {
+      throw pyb::value_error(absl::StrCat("to_numpy: out has shape ", ShapeToString(oshape),
+                                          ", the array ", ShapeToString(a.shape())));
+    }
+    if (!(out.flags() & pyb::array::c_style) || !out.writeable()) {
+      throw pyb::value_error("to_numpy: out must be C-contiguous and writeable");
+    }
+  }
   void* dst = out.mutable_data();
-  absl::Status s = WithoutGil([&] { return ops::ToHost(a, dst); });
+  if (!blocking && a.nbytes() > 0) {
+    PinnedPool* pinned = Unwrap(Runtime::Get().pinned_pool(a.device().type));
+    if (!pinned->Contains(dst, static_cast<size_t>(a.nbytes()))) {
+      throw pyb::value_error(
+          "to_numpy: blocking=False needs `out` in pinned memory (pygpukit.memory.pinned_empty); "
+          "a pageable destination is only filled by a blocking copy");
+    }
+  }
+  absl::Status s = WithoutGil([&] { return ops::ToHost(a, dst, blocking); });
   Check(s);  // errors are raised with the GIL held
   return out;
 }
 
-GPUArray FromNumpy(const pyb::array& arr, Device device, absl::string_view op) {
+GPUArray FromNumpy(const pyb::array& arr, Device device, absl::string_view op, bool blocking) {
   pyb::module_ np = pyb::module_::import("numpy");
   // Not ascontiguousarray: it turns 0-d arrays into 1-d ones.
   // C order, and native byte order ('>f8' has the name float64 but not its bytes).
@@ -174,7 +213,8 @@ GPUArray FromNumpy(const pyb::array& arr, Device device, absl::string_view op) {
   DType dt = ToDType(c.attr("dtype"), op);
   Shape shape(c.shape(), c.shape() + c.ndim());
   const void* data = c.data();
-  absl::StatusOr<GPUArray> r = WithoutGil([&] { return ops::FromHost(data, shape, dt, device); });
+  absl::StatusOr<GPUArray> r =
+      WithoutGil([&] { return ops::FromHost(data, shape, dt, device, blocking); });
   return Unwrap(std::move(r));
 }
 
@@ -221,7 +261,13 @@ indexing run on the array's device. Convert to NumPy with pygpukit.to_numpy(x) o
           },
           pyb::arg("dtype"), pyb::arg("copy") = true)
       .def("copy", [](const GPUArray& a) { return Unwrap(ops::Copy(a)); })
-      .def("get", &ToNumpy, "Copies the array to a new NumPy array.")
+      .def(
+          "get",
+          [](const GPUArray& a, const pyb::object& out, bool blocking) {
+            return ToNumpy(a, out, blocking);
+          },
+          pyb::kw_only(), pyb::arg("out") = pyb::none(), pyb::arg("blocking") = true,
+          "Copies the array to a NumPy array (see pygpukit.to_numpy).")
       .def(
           "to_device",
           [](const GPUArray& a, const pyb::object& device, const pyb::object& stream) {

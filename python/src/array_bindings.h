@@ -13,9 +13,15 @@ void BindArray(pyb::module_& m);
 void BindEvent(pyb::module_& m);
 /// x.astype(dtype, copy): `self` itself when copy is false and the dtype already matches.
 pyb::object AsTypeOf(const pyb::object& self, const pyb::object& dtype, bool copy);
-/// Copies an array into a new NumPy array (blocking, GIL released during the copy).
-pyb::array ToNumpy(const GPUArray& a);
+/// Registers pygpukit._core._memory (memory_bindings.cc).
+void BindMemory(pyb::module_& m);
+/// Copies an array into a NumPy array: a new one, or `out` (C-contiguous, writeable, same shape
+/// and dtype). Non-blocking only into pinned-pool memory. The GIL is released during the copy.
+pyb::array ToNumpy(const GPUArray& a, const pyb::object& out = pyb::none(), bool blocking = true);
 /// Uploads a NumPy array (made C-contiguous first) to `device`.
-GPUArray FromNumpy(const pyb::array& arr, Device device, absl::string_view op);
+GPUArray FromNumpy(const pyb::array& arr, Device device, absl::string_view op,
+                   bool blocking = true);
+/// The GPUArray `obj` is, or TypeError naming `op`.
+const GPUArray& AsArray(const pyb::handle& obj, absl::string_view op);
 
 }  // namespace pygpukit::py

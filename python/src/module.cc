@@ -44,20 +44,6 @@ pyb::dict InfoDict() {
   return out;
 }
 
-pyb::dict MemoryStatsDict(Device d) {
-  MemoryStats s = Unwrap(Runtime::Get().allocator(d))->stats();
-  pyb::dict out;
-  out["allocated_bytes"] = s.allocated_bytes;
-  out["reserved_bytes"] = s.reserved_bytes;
-  out["peak_allocated_bytes"] = s.peak_allocated_bytes;
-  out["active_blocks"] = s.active_blocks;
-  out["num_allocations"] = s.num_allocations;
-  out["num_cache_hits"] = s.num_cache_hits;
-  out["num_driver_allocations"] = s.num_driver_allocations;
-  out["num_driver_frees"] = s.num_driver_frees;
-  return out;
-}
-
 pyb::dict DispatchStatsDict() {
   DispatchStats s = Runtime::Get().dispatcher().stats();
   pyb::dict out;
@@ -89,14 +75,6 @@ ops::MatmulOptions ParseMatmulOptions(const std::string& precision, const std::s
         absl::StrCat("matmul: unknown backend '", backend, "' (expected 'auto' or 'cublaslt')"));
   }
   return o;
-}
-
-const GPUArray& AsArray(const pyb::handle& obj, absl::string_view op) {
-  if (!pyb::isinstance<GPUArray>(obj)) {
-    throw pyb::type_error(absl::StrCat(op, ": expected a GPUArray, got ",
-                                       std::string(pyb::repr(pyb::type::handle_of(obj)))));
-  }
-  return obj.cast<const GPUArray&>();
 }
 
 }  // namespace
@@ -160,6 +138,7 @@ PYBIND11_MODULE(_core, m) {
 
   BindArray(m);
   BindEvent(m);
+  BindMemory(m);
 
   m.def(
       "devices", [] { return Runtime::Get().devices(); }, "All usable devices.");
@@ -168,18 +147,6 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "device_properties",
       [](const pyb::object& d) { return PropertiesDict(ToDevice(d, "device_properties")); },
-      pyb::arg("device") = pyb::none());
-  m.def(
-      "memory_stats",
-      [](const pyb::object& d) { return MemoryStatsDict(ToDevice(d, "memory_stats")); },
-      pyb::arg("device") = pyb::none());
-  m.def(
-      "empty_cache",
-      [](const pyb::object& d) {
-        Allocator* a = Unwrap(Runtime::Get().allocator(ToDevice(d, "empty_cache")));
-        absl::Status s = WithoutGil([&] { return a->EmptyCache(); });
-        Check(s);
-      },
       pyb::arg("device") = pyb::none());
   m.def("dispatch_stats", &DispatchStatsDict);
   m.def("reset_dispatch_stats", [] { Runtime::Get().dispatcher().ResetStats(); });
@@ -276,10 +243,10 @@ PYBIND11_MODULE(_core, m) {
       pyb::arg("dtype"), pyb::arg("op"));
   m.def(
       "_from_numpy_as",
-      [](const pyb::array& arr, const Device& device, const std::string& op) {
-        return FromNumpy(arr, device, op);
+      [](const pyb::array& arr, const Device& device, const std::string& op, bool blocking) {
+        return FromNumpy(arr, device, op, blocking);
       },
-      pyb::arg("array"), pyb::arg("device"), pyb::arg("op"));
+      pyb::arg("array"), pyb::arg("device"), pyb::arg("op"), pyb::arg("blocking") = true);
   m.def(
       "_parse_device", [](const pyb::handle& d, const std::string& op) { return ToDevice(d, op); },
       pyb::arg("device"), pyb::arg("op"));
@@ -290,8 +257,15 @@ PYBIND11_MODULE(_core, m) {
       },
       pyb::arg("array"), pyb::arg("device") = pyb::none(), "Copies a NumPy array to a device.");
   m.def(
-      "to_numpy", [](const pyb::handle& x) { return ToNumpy(AsArray(x, "to_numpy")); },
-      pyb::arg("x"), "Copies an array into a new NumPy array.");
+      "to_numpy",
+      [](const pyb::handle& x, const pyb::object& out, bool blocking) {
+        return ToNumpy(AsArray(x, "to_numpy"), out, blocking);
+      },
+      pyb::arg("x"), pyb::pos_only(), pyb::kw_only(), pyb::arg("out") = pyb::none(),
+      pyb::arg("blocking") = true,
+      "Copies an array into a NumPy array (a new one, or `out`). blocking=False needs `out` "
+      "from pygpukit.memory.pinned_empty and returns before the copy ends: synchronize the "
+      "device before reading it.");
   m.def(
       "matmul",
       [](const pyb::handle& a, const pyb::handle& b, const std::string& precision,

@@ -22,7 +22,8 @@ TEST(Runtime, DevicesListCudaFirstThenTheCpu) {
     EXPECT_OK(rt.CheckDevice(d));
     ASSERT_OK_AND_ASSIGN(hal::Stream * s, rt.stream(d));
     EXPECT_EQ(s->device(), d);
-    EXPECT_OK(rt.allocator(d));
+    EXPECT_OK(rt.pool(d));
+    EXPECT_OK(rt.transfer(d));
     EXPECT_OK(rt.Synchronize(d));
   }
 }

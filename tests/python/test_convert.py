@@ -687,6 +687,17 @@ MEMORY_KEYS = {
     "num_cache_hits",
     "num_driver_allocations",
     "num_driver_frees",
+    "requested_bytes",
+    "cached_bytes",
+    "peak_reserved_bytes",
+    "segments",
+    "largest_free_block",
+    "limit_bytes",
+    "num_evictions",
+    "num_spills",
+    "num_page_ins",
+    "spilled_bytes",
+    "evictable_buffers",
 }
 
 
@@ -697,23 +708,23 @@ def _settle():
 
 
 def test_memory_stats_keys(device):
-    for s in (gp.memory_stats(), gp.memory_stats(device), gp.memory_stats(str(device))):
+    for s in (gp.memory.stats(), gp.memory.stats(device), gp.memory.stats(str(device))):
         assert set(s) == MEMORY_KEYS
         assert all(type(v) is int and v >= 0 for v in s.values()), s
         assert s["reserved_bytes"] >= s["allocated_bytes"]
         assert s["peak_allocated_bytes"] >= s["allocated_bytes"]
     with pytest.raises(ValueError):
-        gp.memory_stats("tpu")
+        gp.memory.stats("tpu")
 
 
 def test_memory_stats_track_allocation(device):
     nbytes = 16 << 20
     slack = 1 << 20
     _settle()
-    before = gp.memory_stats()
+    before = gp.memory.stats()
     x = gp.empty((nbytes // 4,), dtype=gp.float32)
     assert x.nbytes == nbytes
-    mid = gp.memory_stats(device)
+    mid = gp.memory.stats(device)
     assert mid["allocated_bytes"] >= before["allocated_bytes"] + nbytes - slack
     assert mid["num_allocations"] >= before["num_allocations"] + 1
     assert mid["active_blocks"] >= before["active_blocks"] + 1
@@ -721,18 +732,18 @@ def test_memory_stats_track_allocation(device):
     assert mid["reserved_bytes"] >= mid["allocated_bytes"]
     del x
     _settle()
-    after = gp.memory_stats()
+    after = gp.memory.stats()
     assert after["allocated_bytes"] <= mid["allocated_bytes"] - nbytes
     assert after["active_blocks"] <= mid["active_blocks"] - 1
     # The freed block stays cached (reserved) until empty_cache releases it to the driver.
     assert after["reserved_bytes"] >= mid["reserved_bytes"] - slack
-    gp.empty_cache()
-    emptied = gp.memory_stats()
+    gp.memory.empty_cache()
+    emptied = gp.memory.stats()
     assert emptied["reserved_bytes"] <= after["reserved_bytes"] - nbytes
     assert emptied["num_driver_frees"] >= after["num_driver_frees"] + 1
     assert emptied["reserved_bytes"] >= emptied["allocated_bytes"]
-    gp.empty_cache(device)
-    gp.empty_cache(str(device))
+    gp.memory.empty_cache(device)
+    gp.memory.empty_cache(str(device))
 
 
 def test_memory_reused_from_cache(device):
@@ -740,9 +751,9 @@ def test_memory_reused_from_cache(device):
     x = gp.empty((1 << 18,), dtype=gp.float64)
     del x
     _settle()
-    before = gp.memory_stats()
+    before = gp.memory.stats()
     y = gp.empty((1 << 18,), dtype=gp.float64)
-    after = gp.memory_stats()
+    after = gp.memory.stats()
     assert after["num_cache_hits"] == before["num_cache_hits"] + 1
     assert after["num_driver_allocations"] == before["num_driver_allocations"]
     del y

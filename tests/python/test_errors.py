@@ -284,10 +284,10 @@ DEVICE_OPS = {
     "from_numpy": lambda d: gp.from_numpy(np.ones(2), d),
     "to_device": lambda d: _x().to_device(d),
     "empty_like": lambda d: gp.empty_like(_x(), device=d),
-    "memory_stats": lambda d: gp.memory_stats(d),
+    "memory.stats": lambda d: gp.memory.stats(d),
     "device_properties": lambda d: gp.device_properties(d),
     "synchronize": lambda d: gp.synchronize(d),
-    "empty_cache": lambda d: gp.empty_cache(d),
+    "memory.empty_cache": lambda d: gp.memory.empty_cache(d),
 }
 
 # device -> (exception types, needle the message must contain)
@@ -333,7 +333,7 @@ def test_device_constructor_non_string():
     raises(TypeError, lambda: gp.Device(123), "Device")
 
 
-@pytest.mark.parametrize("op", ["empty", "zeros", "asarray", "to_device", "memory_stats"])
+@pytest.mark.parametrize("op", ["empty", "zeros", "asarray", "to_device", "memory.stats"])
 def test_cuda_device_availability(op):
     f = DEVICE_OPS[op]
     if CUDA:
@@ -359,7 +359,7 @@ def _settled_allocated_bytes(device):
     # Queued CPU tasks hold their operands until they run: settle them before reading the books.
     gc.collect()
     gp.synchronize(device)
-    return gp.memory_stats(device)["allocated_bytes"]
+    return gp.memory.stats(device)["allocated_bytes"]
 
 
 def test_out_of_memory_empty(device):

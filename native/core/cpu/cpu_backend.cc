@@ -178,6 +178,10 @@ absl::Status CpuBackend::RawFree(int, void* ptr) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<void*> CpuBackend::RawAllocateHost(size_t bytes) { return RawAllocate(0, bytes); }
+
+absl::Status CpuBackend::RawFreeHost(void* ptr) { return RawFree(0, ptr); }
+
 absl::StatusOr<std::pair<size_t, size_t>> CpuBackend::MemoryInfo(int) const {
   size_t page = sysconf(_SC_PAGESIZE);
   return std::pair<size_t, size_t>(sysconf(_SC_AVPHYS_PAGES) * page,

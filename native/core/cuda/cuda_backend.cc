@@ -146,6 +146,24 @@ absl::Status CudaBackend::RawFree(int device, void* ptr) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<void*> CudaBackend::RawAllocateHost(size_t bytes) {
+  PGK_RETURN_IF_ERROR(MakeCurrent(0));
+  void* p = nullptr;
+  // Portable: the pages are pinned for every context, so any device's copies may use them.
+  CUresult r = api->cuMemHostAlloc(&p, std::max<size_t>(bytes, 1), CU_MEMHOSTALLOC_PORTABLE);
+  if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+    return MemoryError(absl::StrCat("cuda: out of pinned host memory allocating ", bytes, " bytes"));
+  }
+  PGK_CU_RETURN_IF_ERROR(r, "cuda: cuMemHostAlloc");
+  return p;
+}
+
+absl::Status CudaBackend::RawFreeHost(void* ptr) {
+  PGK_RETURN_IF_ERROR(MakeCurrent(0));
+  PGK_CU_RETURN_IF_ERROR(api->cuMemFreeHost(ptr), "cuda: cuMemFreeHost");
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::pair<size_t, size_t>> CudaBackend::MemoryInfo(int device) const {
   PGK_RETURN_IF_ERROR(const_cast<CudaBackend*>(this)->MakeCurrent(device));
   size_t free = 0, total = 0;

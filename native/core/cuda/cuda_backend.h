@@ -23,6 +23,8 @@ class CudaBackend final : public hal::Backend {
 
   absl::StatusOr<void*> RawAllocate(int device, size_t bytes) override;
   absl::Status RawFree(int device, void* ptr) override;
+  absl::StatusOr<void*> RawAllocateHost(size_t bytes) override;
+  absl::Status RawFreeHost(void* ptr) override;
   absl::StatusOr<std::pair<size_t, size_t>> MemoryInfo(int device) const override;
 
   absl::StatusOr<std::unique_ptr<hal::Stream>> CreateStream(int device, int priority) override;

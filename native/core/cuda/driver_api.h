@@ -30,6 +30,8 @@ namespace pygpukit::cuda {
   X(cuCtxGetStreamPriorityRange) \
   X(cuMemAlloc)                  \
   X(cuMemFree)                   \
+  X(cuMemHostAlloc)              \
+  X(cuMemFreeHost)               \
   X(cuMemGetInfo)                \
   X(cuMemcpyAsync)               \
   X(cuMemcpyHtoDAsync)           \

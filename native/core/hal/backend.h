@@ -66,6 +66,10 @@ class Backend {
   /// Raw device memory from the OS / driver. Only allocators call these.
   virtual absl::StatusOr<void*> RawAllocate(int device, size_t bytes) = 0;
   virtual absl::Status RawFree(int device, void* ptr) = 0;
+  /// Page-locked host memory the device can DMA to and from (plain aligned host memory on the
+  /// CPU backend). Only the pinned pool calls these.
+  virtual absl::StatusOr<void*> RawAllocateHost(size_t bytes) = 0;
+  virtual absl::Status RawFreeHost(void* ptr) = 0;
   /// (free, total) bytes of device memory as the driver sees it.
   virtual absl::StatusOr<std::pair<size_t, size_t>> MemoryInfo(int device) const = 0;
 

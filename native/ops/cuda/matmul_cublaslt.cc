@@ -141,7 +141,7 @@ absl::Status Matmul(hal::Stream& s, const MatmulProblem& p, Device device) {
                                                       sizeof(op_second)),
                    "matmul: transb"));
 
-  PGK_ASSIGN_OR_RETURN(Allocator * alloc, rt.allocator(device));
+  PGK_ASSIGN_OR_RETURN(MemoryPool * alloc, rt.pool(device));
   PGK_ASSIGN_OR_RETURN(auto workspace, alloc->Allocate(kWorkspaceBytes, s));
   size_t ws_bytes = workspace->size();
   PGK_RETURN_IF_ERROR(CublasStatus(lt->cublasLtMatmulPreferenceCreate(&d.pref),

@@ -1,0 +1,783 @@
+#include "runtime/memory_pool.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/status.h"
+#include "runtime/memory_pool_internal.h"
+#include "runtime/transfer.h"
+
+namespace pygpukit {
+
+namespace {
+
+bool IsOutOfMemory(const absl::Status& s) {
+  return s.code() == absl::StatusCode::kResourceExhausted;
+}
+
+// Allocator for buffer objects (with their shared_ptr control blocks): a per-thread free list of
+// equal-sized chunks, so that allocating from the cache costs no trip to the heap. A chunk freed
+// on another thread joins that thread's list.
+template <typename T>
+struct RecyclingAllocator {
+  using value_type = T;
+  RecyclingAllocator() = default;
+  template <typename U>
+  RecyclingAllocator(const RecyclingAllocator<U>&) {}
+
+  struct FreeList {
+    std::vector<void*> chunks;
+    ~FreeList() {
+      for (void* p : chunks) ::operator delete(p);
+      Gone() = true;
+    }
+  };
+  static FreeList& List() {
+    thread_local FreeList list;
+    return list;
+  }
+  // Set once this thread's list is destroyed (thread exit): later frees go to the heap.
+  static bool& Gone() {
+    thread_local bool gone = false;
+    return gone;
+  }
+  T* allocate(size_t n) {
+    if (n == 1 && !Gone()) {
+      auto& chunks = List().chunks;
+      if (!chunks.empty()) {
+        void* p = chunks.back();
+        chunks.pop_back();
+        return static_cast<T*>(p);
+      }
+    }
+    return static_cast<T*>(::operator new(n * sizeof(T)));
+  }
+  void deallocate(T* p, size_t n) {
+    constexpr size_t kMaxCached = 4096;
+    if (n == 1 && !Gone()) {
+      auto& chunks = List().chunks;
+      if (chunks.size() < kMaxCached) {
+        chunks.push_back(p);
+        return;
+      }
+    }
+    ::operator delete(p);
+  }
+  template <typename U>
+  bool operator==(const RecyclingAllocator<U>&) const {
+    return true;
+  }
+};
+
+}  // namespace
+
+// ---- quotas ----
+
+bool MemoryQuota::TryCharge(int64_t bytes) {
+  int64_t cur = used_.load(std::memory_order_relaxed);
+  do {
+    if (cur + bytes > limit()) return false;
+  } while (!used_.compare_exchange_weak(cur, cur + bytes, std::memory_order_relaxed));
+  int64_t peak = peak_.load(std::memory_order_relaxed);
+  while (cur + bytes > peak &&
+         !peak_.compare_exchange_weak(peak, cur + bytes, std::memory_order_relaxed)) {
+  }
+  return true;
+}
+
+namespace {
+thread_local std::shared_ptr<MemoryQuota> current_quota;
+}
+
+QuotaScope::QuotaScope(std::shared_ptr<MemoryQuota> quota)
+    : previous_(std::exchange(current_quota, std::move(quota))) {}
+
+QuotaScope::~QuotaScope() { current_quota = std::move(previous_); }
+
+const std::shared_ptr<MemoryQuota>& QuotaScope::Current() { return current_quota; }
+
+// ---- buffers and pins ----
+
+MemoryPool::DeferredRelease::~DeferredRelease() {
+  if (!pool_->has_deferred_.load(std::memory_order_acquire)) return;
+  std::vector<std::shared_ptr<Buffer>> dead;
+  {
+    std::lock_guard<std::mutex> lock(pool_->mu_);
+    dead.swap(pool_->deferred_);
+    pool_->has_deferred_.store(false, std::memory_order_release);
+  }
+}  // `dead` goes here, outside the lock: a last reference frees through the pool
+
+Buffer::~Buffer() { pool_->Free(*this); }
+
+bool Buffer::resident() const {
+  std::lock_guard<std::mutex> lock(pool_->mu_);
+  return block_ != nullptr;
+}
+
+ResidencyPin::~ResidencyPin() {
+  for (auto& b : pinned_) b->pool()->Unpin(*b);
+}
+
+absl::Status ResidencyPin::Add(const std::shared_ptr<Buffer>& buffer) {
+  if (buffer == nullptr || !buffer->evictable()) return absl::OkStatus();
+  PGK_RETURN_IF_ERROR(buffer->pool()->Pin(*buffer));
+  pinned_.push_back(buffer);
+  return absl::OkStatus();
+}
+
+// ---- sizes ----
+
+size_t RoundAllocationSize(size_t bytes) {
+  return (std::max<size_t>(bytes, 1) + kPoolAlignment - 1) / kPoolAlignment * kPoolAlignment;
+}
+
+size_t MemoryPool::SegmentSize(size_t size, bool small) const {
+  if (small) return options_.small_segment;
+  // Mid-sized requests share one segment so that they do not each cost a driver call.
+  if (size <= options_.mid_segment / 2) return options_.mid_segment;
+  const size_t g = options_.large_granularity;
+  return (size + g - 1) / g * g;
+}
+
+std::string FormatBytes(int64_t bytes) {
+  const double b = static_cast<double>(bytes);
+  if (std::abs(b) >= double(1 << 30)) return absl::StrFormat("%.2f GiB", b / (1 << 30));
+  if (std::abs(b) >= double(1 << 20)) return absl::StrFormat("%.2f MiB", b / (1 << 20));
+  if (std::abs(b) >= double(1 << 10)) return absl::StrFormat("%.2f KiB", b / (1 << 10));
+  return absl::StrCat(bytes, " bytes");
+}
+
+absl::StatusOr<int64_t> ParseMemoryLimit(const std::string& text, int64_t total) {
+  std::string t = absl::AsciiStrToLower(absl::StripAsciiWhitespace(text));
+  auto bad = [&] {
+    return ValueError(absl::StrCat("memory limit '", text,
+                                   "': expected bytes (e.g. 8GiB, 512MB, 1e9), a fraction of "
+                                   "device memory (0.8) or a percentage (80%)"));
+  };
+  if (t.empty()) return bad();
+  double scale = 1;
+  bool fraction = false;
+  struct Suffix {
+    const char* s;
+    double scale;
+  };
+  static constexpr Suffix kSuffixes[] = {
+      {"%", -1},          {"kib", 1024.0},   {"mib", 1048576.0}, {"gib", 1073741824.0},
+      {"tib", 1099511627776.0}, {"kb", 1e3}, {"mb", 1e6},        {"gb", 1e9},
+      {"tb", 1e12},       {"k", 1024.0},     {"m", 1048576.0},   {"g", 1073741824.0},
+      {"t", 1099511627776.0},   {"b", 1.0}};
+  for (const Suffix& s : kSuffixes) {
+    if (absl::EndsWith(t, s.s)) {
+      t = std::string(absl::StripAsciiWhitespace(t.substr(0, t.size() - std::strlen(s.s))));
+      if (s.scale < 0) {
+        fraction = true;
+        scale = 0.01;
+      } else {
+        scale = s.scale;
+      }
+      break;
+    }
+  }
+  double v = 0;
+  if (!absl::SimpleAtod(t, &v) || !std::isfinite(v) || v < 0) return bad();
+  if (!fraction && scale == 1 && t.find_first_of(".e") != std::string::npos && v <= 1) {
+    fraction = true;  // "0.8": a fraction of the device
+  }
+  if (fraction) {
+    v *= scale;
+    if (v <= 0 || v > 1) return bad();
+    return static_cast<int64_t>(v * static_cast<double>(total));
+  }
+  v *= scale;
+  if (v < 1 || v > 9.2e18) return bad();
+  return static_cast<int64_t>(v);
+}
+
+// ---- the pool ----
+
+MemoryPool::MemoryPool(hal::Backend* backend, Device device, PoolOptions options)
+    : backend_(backend), device_(device), options_(options) {
+  neutral_ = std::make_unique<StreamState>();
+  neutral_->safe_seq = UINT64_MAX;
+  stats_.limit_bytes = options_.limit_bytes;
+}
+
+MemoryPool::~MemoryPool() {
+  // Live buffers would point at freed memory; the runtime's pools live for the whole process.
+  for (Segment* seg : segments_) {
+    if (seg->allocated_blocks == 0) (void)backend_->RawFree(device_.index, seg->base);
+    for (PoolBlock* b = seg->first; b != nullptr;) {
+      PoolBlock* n = b->next;
+      delete b;
+      b = n;
+    }
+    delete seg;
+  }
+  for (PoolBlock* b : spare_blocks_) delete b;
+}
+
+MemoryPool::StreamState& MemoryPool::StateFor(hal::Stream* stream) {
+  for (auto& s : streams_) {
+    if (s->stream == stream) return *s;
+  }
+  streams_.push_back(std::make_unique<StreamState>());
+  streams_.back()->stream = stream;
+  return *streams_.back();
+}
+
+PoolBlock* MemoryPool::NewBlock() {
+  if (spare_blocks_.empty()) return new PoolBlock();
+  PoolBlock* b = spare_blocks_.back();
+  spare_blocks_.pop_back();
+  return b;
+}
+
+void MemoryPool::RecycleBlock(PoolBlock* b) {
+  auto node = std::move(b->node);
+  b->uses.clear();
+  b->events.clear();
+  *b = PoolBlock();
+  b->node = std::move(node);  // keep the set node for the next insertion
+  spare_blocks_.push_back(b);
+}
+
+void MemoryPool::InsertFree(PoolBlock* b) {
+  FreeSet& set = b->owner->set(b->segment->small);
+  if (b->node.empty()) {
+    set.insert(b);
+  } else {
+    b->node.value() = b;
+    set.insert(std::move(b->node));
+  }
+}
+
+void MemoryPool::EraseFree(PoolBlock* b) {
+  FreeSet& set = b->owner->set(b->segment->small);
+  auto it = set.find(b);
+  b->node = set.extract(it);
+}
+
+void MemoryPool::Account(int64_t allocated_delta, int64_t requested_delta, int64_t blocks_delta) {
+  stats_.allocated_bytes += allocated_delta;
+  stats_.requested_bytes += requested_delta;
+  stats_.active_blocks += blocks_delta;
+  stats_.peak_allocated_bytes = std::max(stats_.peak_allocated_bytes, stats_.allocated_bytes);
+}
+
+PoolBlock* MemoryPool::Split(PoolBlock* b, size_t size, bool small) {
+  // Large-pool remainders under 1 MiB are left in the block: they could serve only small
+  // requests, which have their own segments.
+  const size_t min_rest = small ? kPoolAlignment : options_.small_max;
+  if (b->size - size >= min_rest) {
+    PoolBlock* rest = NewBlock();
+    rest->ptr = b->ptr + size;
+    rest->size = b->size - size;
+    rest->segment = b->segment;
+    rest->prev = b;
+    rest->next = b->next;
+    if (b->next) b->next->prev = rest;
+    b->next = rest;
+    rest->owner = b->owner;
+    rest->free_seq = b->free_seq;
+    b->size = size;
+    InsertFree(rest);
+  }
+  return b;
+}
+
+PoolBlock* MemoryPool::TakeFree(StreamState& ss, size_t size, bool small) {
+  FreeSet& set = ss.set(small);
+  PoolBlock key;
+  key.size = size;
+  auto it = set.lower_bound(&key);
+  if (it == set.end()) return nullptr;
+  PoolBlock* b = *it;
+  b->node = set.extract(it);
+  return Split(b, size, small);
+}
+
+void MemoryPool::UpdateFences(StreamState& ss) {
+  while (!ss.fences.empty()) {
+    auto done = backend_->Query(*ss.fences.front().event);
+    if (!done.ok() || !*done) break;
+    ss.safe_seq = ss.fences.front().seq;
+    ss.fences.pop_front();
+  }
+  // Fence the frees not yet covered, so that a later attempt can take them.
+  uint64_t covered = ss.fences.empty() ? ss.safe_seq : ss.fences.back().seq;
+  if (ss.stream != nullptr && ss.free_count > covered) {
+    auto ev = backend_->CreateEvent(device_.index, false);
+    if (ev.ok() && backend_->Record(**ev, *ss.stream).ok()) {
+      ss.fences.push_back({std::shared_ptr<hal::Event>(std::move(*ev)), ss.free_count});
+    }
+  }
+}
+
+PoolBlock* MemoryPool::Steal(StreamState& ss, size_t size, bool small) {
+  auto try_state = [&](StreamState& other) -> PoolBlock* {
+    FreeSet& set = other.set(small);
+    if (set.empty()) return nullptr;
+    if (other.stream != nullptr) UpdateFences(other);
+    PoolBlock key;
+    key.size = size;
+    for (auto it = set.lower_bound(&key); it != set.end(); ++it) {
+      PoolBlock* b = *it;
+      if (b->free_seq > other.safe_seq) continue;
+      b->node = set.extract(it);
+      Split(b, size, small);  // the rest stays in `other`'s cache
+      b->owner = &ss;
+      return b;
+    }
+    return nullptr;
+  };
+  if (PoolBlock* b = try_state(*neutral_)) return b;
+  for (auto& other : streams_) {
+    if (other.get() == &ss) continue;
+    if (PoolBlock* b = try_state(*other)) return b;
+  }
+  return nullptr;
+}
+
+bool MemoryPool::WaitForFences(std::unique_lock<std::mutex>& lock) {
+  // Host-waits for every stream's latest fence: afterwards every cached block is reusable by
+  // any stream. Events are waited on outside the lock (a CPU stream's tasks free buffers).
+  struct Wait {
+    StreamState* ss;
+    std::shared_ptr<hal::Event> event;
+    uint64_t seq;
+  };
+  std::vector<Wait> waits;
+  for (auto& ss : streams_) {
+    if (ss->free_count <= ss->safe_seq) continue;
+    UpdateFences(*ss);
+    if (ss->fences.empty()) continue;
+    waits.push_back({ss.get(), ss->fences.back().event, ss->fences.back().seq});
+  }
+  if (waits.empty()) return false;
+  lock.unlock();
+  std::vector<bool> ok;
+  for (auto& w : waits) ok.push_back(backend_->Synchronize(*w.event).ok());
+  lock.lock();
+  bool any = false;
+  for (size_t i = 0; i < waits.size(); ++i) {
+    if (!ok[i]) continue;
+    // The stream may have been forgotten meanwhile; only states still listed are touched.
+    for (auto& ss : streams_) {
+      if (ss.get() != waits[i].ss) continue;
+      ss->safe_seq = std::max(ss->safe_seq, waits[i].seq);
+      while (!ss->fences.empty() && ss->fences.front().seq <= ss->safe_seq) ss->fences.pop_front();
+      any = true;
+    }
+  }
+  return any;
+}
+
+void MemoryPool::ProcessPending() {
+  for (size_t i = 0; i < pending_.size();) {
+    PoolBlock* b = pending_[i];
+    bool done = true;
+    for (auto& ev : b->events) {
+      auto q = backend_->Query(*ev);
+      if (!q.ok() || !*q) {
+        done = false;
+        break;
+      }
+    }
+    if (!done) {
+      ++i;
+      continue;
+    }
+    pending_[i] = pending_.back();
+    pending_.pop_back();
+    b->events.clear();
+    b->pending = false;
+    FreeBlock(b);
+  }
+}
+
+void MemoryPool::MarkAllocated(PoolBlock* b, size_t requested) {
+  b->allocated = true;
+  ++b->segment->allocated_blocks;
+  Account(static_cast<int64_t>(b->size), static_cast<int64_t>(requested), 1);
+}
+
+void MemoryPool::ReleaseIdleBlock(PoolBlock* b, size_t requested) {
+  Account(-static_cast<int64_t>(b->size), -static_cast<int64_t>(requested), -1);
+  --b->segment->allocated_blocks;
+  b->uses.clear();
+  b->owner = neutral_.get();  // nothing queued touches it: any stream may take it
+  FreeBlock(b);
+}
+
+void MemoryPool::FreeBlock(PoolBlock* b) {
+  // Called for a block whose buffer is gone (and whose other-stream uses, if any, finished).
+  b->allocated = false;
+  StreamState& ss = *b->owner;
+  b->free_seq = ss.stream == nullptr ? 0 : ++ss.free_count;
+  b->segment->last_free = ++tick_;
+  auto mergeable = [&](PoolBlock* n) {
+    return n != nullptr && !n->allocated && !n->pending && n->owner == b->owner;
+  };
+  if (mergeable(b->prev)) {
+    PoolBlock* p = b->prev;
+    EraseFree(p);
+    p->size += b->size;
+    p->next = b->next;
+    if (b->next) b->next->prev = p;
+    p->free_seq = std::max(p->free_seq, b->free_seq);
+    RecycleBlock(b);
+    b = p;
+  }
+  if (mergeable(b->next)) {
+    PoolBlock* n = b->next;
+    EraseFree(n);
+    b->size += n->size;
+    b->next = n->next;
+    if (n->next) n->next->prev = b;
+    b->free_seq = std::max(b->free_seq, n->free_seq);
+    RecycleBlock(n);
+  }
+  InsertFree(b);
+}
+
+absl::StatusOr<std::shared_ptr<Buffer>> MemoryPool::Allocate(size_t bytes, hal::Stream& stream) {
+  if (bytes > (SIZE_MAX >> 2)) {  // rounding must not wrap
+    return MemoryError(absl::StrCat("out of memory on ", device_.ToString(), ": requested ",
+                                    bytes, " bytes"));
+  }
+  const size_t size = RoundAllocationSize(bytes);
+  const std::shared_ptr<MemoryQuota>& quota = QuotaScope::Current();
+  auto buffer =
+      std::allocate_shared<Buffer>(RecyclingAllocator<Buffer>(), BufferKey(), this, device_, bytes, &stream);
+  DeferredRelease release(this);
+  std::unique_lock<std::mutex> lock(mu_);
+  ++stats_.num_allocations;
+  if (quota != nullptr) {
+    while (!quota->TryCharge(static_cast<int64_t>(size))) {
+      absl::Status error;
+      if (!SpillOne(lock, quota.get(), &error)) {
+        if (!error.ok()) return error;
+        return MemoryError(absl::StrCat(
+            "out of memory on ", device_.ToString(), ": requesting ",
+            FormatBytes(static_cast<int64_t>(bytes)), " would exceed quota '", quota->name(),
+            "' (limit ", FormatBytes(quota->limit()), ", in use ", FormatBytes(quota->used()),
+            "); no evictable buffer of it is left to spill"));
+      }
+    }
+  }
+  auto block = AllocateBlock(lock, size, StateFor(&stream), bytes);
+  if (!block.ok()) {
+    if (quota != nullptr) quota->Uncharge(static_cast<int64_t>(size));
+    return block.status();
+  }
+  PoolBlock* b = *block;
+  MarkAllocated(b, bytes);
+  buffer->block_ = b;
+  buffer->size_ = b->size;
+  buffer->ptr_ = b->ptr;
+  buffer->quota_ = quota;
+  if (quota != nullptr && b->size != size) {  // a block larger than asked is charged in full
+    quota->used_.fetch_add(static_cast<int64_t>(b->size - size), std::memory_order_relaxed);
+  }
+  return buffer;
+}
+
+absl::StatusOr<PoolBlock*> MemoryPool::AllocateBlock(std::unique_lock<std::mutex>& lock,
+                                                     size_t size, StreamState& ss,
+                                                     size_t requested) {
+  const bool small = size <= options_.small_max;
+  if (PoolBlock* b = TakeFree(ss, size, small)) {
+    ++stats_.num_cache_hits;
+    return b;
+  }
+  if (!pending_.empty()) {
+    ProcessPending();
+    if (PoolBlock* b = TakeFree(ss, size, small)) {
+      ++stats_.num_cache_hits;
+      return b;
+    }
+  }
+  if (PoolBlock* b = Steal(ss, size, small)) {
+    ++stats_.num_cache_hits;
+    return b;
+  }
+  const size_t seg_size = SegmentSize(size, small);
+  absl::Status error;
+  bool fenced = false;
+  for (;;) {
+    const int64_t limit = stats_.limit_bytes;
+    const bool fits = limit == 0 || stats_.reserved_bytes + static_cast<int64_t>(seg_size) <= limit;
+    // A request that fits the limit only with an exact-size segment gets one.
+    const size_t want = fits ? seg_size : size;
+    if (limit == 0 || stats_.reserved_bytes + static_cast<int64_t>(want) <= limit) {
+      lock.unlock();
+      auto raw = backend_->RawAllocate(device_.index, want);
+      lock.lock();
+      if (raw.ok()) return Split(NewSegmentBlock(*raw, want, small, ss), size, small);
+      if (!IsOutOfMemory(raw.status())) return raw.status();
+      if (want != size) {  // the device may still hold the request itself, if not a segment
+        lock.unlock();
+        raw = backend_->RawAllocate(device_.index, size);
+        lock.lock();
+        if (raw.ok()) {
+          PoolBlock* b = NewSegmentBlock(*raw, size, small, ss);
+          return b;
+        }
+        if (!IsOutOfMemory(raw.status())) return raw.status();
+      }
+    }
+    // Pressure. Each step frees something and loops back to try again.
+    if (!fenced) {
+      fenced = true;
+      if (WaitForFences(lock)) {
+        ProcessPending();
+        if (PoolBlock* b = TakeFree(ss, size, small)) return b;
+        if (PoolBlock* b = Steal(ss, size, small)) return b;
+      }
+    }
+    if (ReleaseSegments(lock, want, false, &error)) continue;
+    if (!error.ok()) return error;
+    if (SpillOne(lock, nullptr, &error)) {
+      fenced = false;  // the spill freed a block; the caches may now serve the request
+      if (PoolBlock* b = TakeFree(ss, size, small)) return b;
+      if (PoolBlock* b = Steal(ss, size, small)) return b;
+      continue;
+    }
+    if (!error.ok()) return error;
+    return MemoryError(Describe(requested, size));
+  }
+}
+
+PoolBlock* MemoryPool::NewSegmentBlock(void* base, size_t bytes, bool small, StreamState& ss) {
+  auto* seg = new Segment{static_cast<char*>(base), bytes, small};
+  segments_.insert(seg);
+  ++stats_.num_driver_allocations;
+  stats_.reserved_bytes += static_cast<int64_t>(bytes);
+  stats_.peak_reserved_bytes = std::max(stats_.peak_reserved_bytes, stats_.reserved_bytes);
+  ++stats_.segments;
+  PoolBlock* b = NewBlock();
+  b->ptr = seg->base;
+  b->size = bytes;
+  b->segment = seg;
+  b->owner = &ss;
+  seg->first = b;
+  return b;
+}
+
+std::string MemoryPool::Describe(size_t requested, size_t rounded) const {
+  const MemoryStats& s = stats_;
+  std::string limit = s.limit_bytes > 0
+                          ? absl::StrCat("process limit ", FormatBytes(s.limit_bytes))
+                          : std::string("no process limit (the device is full)");
+  return absl::StrCat("out of memory on ", device_.ToString(), ": requested ",
+                      FormatBytes(static_cast<int64_t>(requested)), " (", requested,
+                      " bytes, rounded to ", rounded, "); ", limit, "; pool: allocated ",
+                      FormatBytes(s.allocated_bytes), ", reserved ", FormatBytes(s.reserved_bytes),
+                      ", cached ", FormatBytes(s.reserved_bytes - s.allocated_bytes),
+                      ", spilled ", FormatBytes(s.spilled_bytes),
+                      " (cached segments released and evictable buffers spilled before failing)");
+}
+
+bool MemoryPool::ReleaseSegments(std::unique_lock<std::mutex>& lock, size_t wanted, bool all,
+                                 absl::Status* error) {
+  ProcessPending();
+  std::vector<Segment*> idle;
+  for (Segment* seg : segments_) {
+    if (seg->allocated_blocks == 0 && !seg->first->pending && seg->first->next == nullptr) {
+      idle.push_back(seg);
+    }
+  }
+  if (idle.empty()) return false;
+  std::sort(idle.begin(), idle.end(),
+            [](const Segment* a, const Segment* b) { return a->last_free < b->last_free; });
+  if (!all) {
+    size_t total = 0, n = 0;
+    while (n < idle.size() && total < wanted) total += idle[n++]->size;
+    idle.resize(n);
+  }
+  // Take them out of the caches; work queued before their frees must finish before the driver
+  // gets the memory back, so each owning stream is drained through an event.
+  std::vector<hal::Stream*> streams;
+  for (Segment* seg : idle) {
+    PoolBlock* b = seg->first;
+    EraseFree(b);
+    segments_.erase(seg);
+    if (b->owner->stream != nullptr && b->free_seq > b->owner->safe_seq &&
+        std::find(streams.begin(), streams.end(), b->owner->stream) == streams.end()) {
+      streams.push_back(b->owner->stream);
+    }
+  }
+  lock.unlock();
+  absl::Status status;
+  for (hal::Stream* s : streams) {
+    auto ev = backend_->CreateEvent(device_.index, false);
+    absl::Status st = ev.status();
+    if (st.ok()) st = backend_->Record(**ev, *s);
+    if (st.ok()) st = backend_->Synchronize(**ev);
+    if (!st.ok() && status.ok()) status = st;
+  }
+  std::vector<absl::Status> freed(idle.size());
+  if (status.ok()) {
+    for (size_t i = 0; i < idle.size(); ++i) freed[i] = backend_->RawFree(device_.index, idle[i]->base);
+  }
+  lock.lock();
+  bool any = false;
+  for (size_t i = 0; i < idle.size(); ++i) {
+    Segment* seg = idle[i];
+    if (status.ok() && freed[i].ok()) {
+      stats_.reserved_bytes -= static_cast<int64_t>(seg->size);
+      ++stats_.num_driver_frees;
+      ++stats_.num_evictions;
+      --stats_.segments;
+      RecycleBlock(seg->first);
+      delete seg;
+      any = true;
+    } else {  // still ours: cached again rather than lost
+      segments_.insert(seg);
+      InsertFree(seg->first);
+      if (error->ok()) *error = status.ok() ? freed[i] : status;
+    }
+  }
+  return any;
+}
+
+absl::Status MemoryPool::EmptyCache() {
+  std::unique_lock<std::mutex> lock(mu_);
+  WaitForFences(lock);
+  // Blocks freed with uses on other streams: wait for those uses, then cache them normally.
+  std::vector<std::shared_ptr<hal::Event>> events;
+  for (PoolBlock* b : pending_) events.insert(events.end(), b->events.begin(), b->events.end());
+  if (!events.empty()) {
+    lock.unlock();
+    for (auto& e : events) (void)backend_->Synchronize(*e);
+    lock.lock();
+  }
+  absl::Status error;
+  ReleaseSegments(lock, 0, true, &error);
+  return error;
+}
+
+absl::Status MemoryPool::SetLimit(int64_t bytes) {
+  if (bytes < 0) return ValueError(absl::StrCat("set_limit: negative limit ", bytes));
+  std::unique_lock<std::mutex> lock(mu_);
+  stats_.limit_bytes = bytes;
+  if (bytes > 0 && stats_.reserved_bytes > bytes) {
+    absl::Status error;
+    ReleaseSegments(lock, static_cast<size_t>(stats_.reserved_bytes - bytes), false, &error);
+    return error;
+  }
+  return absl::OkStatus();
+}
+
+int64_t MemoryPool::limit() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_.limit_bytes;
+}
+
+absl::Status MemoryPool::ForgetStream(hal::Stream& stream) {
+  PGK_RETURN_IF_ERROR(backend_->Synchronize(stream));
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i < streams_.size(); ++i) {
+    if (streams_[i]->stream != &stream) continue;
+    StreamState& ss = *streams_[i];
+    // Its work has finished: its cached blocks are safe for everyone.
+    for (FreeSet* set : {&ss.small, &ss.large}) {
+      while (!set->empty()) {
+        PoolBlock* b = *set->begin();
+        EraseFree(b);
+        b->owner = neutral_.get();
+        b->free_seq = 0;
+        InsertFree(b);
+      }
+    }
+    for (Segment* seg : segments_) {
+      for (PoolBlock* b = seg->first; b != nullptr; b = b->next) {
+        if (b->owner == &ss) b->owner = neutral_.get();
+      }
+    }
+    streams_.erase(streams_.begin() + static_cast<std::ptrdiff_t>(i));
+    break;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MemoryPool::RecordStream(Buffer& buffer, hal::Stream& stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (&stream == buffer.stream_) return absl::OkStatus();
+  if (buffer.block_ == nullptr) return absl::OkStatus();  // spilled: no device memory in use
+  auto& uses = buffer.block_->uses;
+  if (std::find(uses.begin(), uses.end(), &stream) == uses.end()) uses.push_back(&stream);
+  return absl::OkStatus();
+}
+
+void MemoryPool::Free(Buffer& buffer) {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (buffer.moving_) moved_.wait(lock);
+  if (buffer.in_lru_) LruRemove(buffer);
+  if (buffer.evictable_) --stats_.evictable_buffers;
+  if (buffer.host_copy_ != nullptr) {  // spilled: only the host copy is left
+    stats_.spilled_bytes -= static_cast<int64_t>(buffer.size_);
+    void* host = buffer.host_copy_;
+    lock.unlock();
+    if (engine_ != nullptr) (void)engine_->pinned().Free(host);
+    return;
+  }
+  PoolBlock* b = buffer.block_;
+  if (b == nullptr) return;
+  if (buffer.quota_ != nullptr) buffer.quota_->Uncharge(static_cast<int64_t>(b->size));
+  Account(-static_cast<int64_t>(b->size), -static_cast<int64_t>(buffer.requested_), -1);
+  --b->segment->allocated_blocks;
+  b->allocated = false;
+  if (!b->uses.empty()) {
+    // Work on the recorded streams may still use the memory: reusable once it has finished.
+    for (hal::Stream* s : b->uses) {
+      auto ev = backend_->CreateEvent(device_.index, false);
+      if (ev.ok() && backend_->Record(**ev, *s).ok()) {
+        b->events.push_back(std::shared_ptr<hal::Event>(std::move(*ev)));
+      } else {
+        (void)backend_->Synchronize(*s);  // cannot fence it: wait instead of risking reuse
+      }
+    }
+    b->uses.clear();
+    if (!b->events.empty()) {
+      b->pending = true;
+      pending_.push_back(b);
+      return;
+    }
+  }
+  FreeBlock(b);
+}
+
+MemoryStats MemoryPool::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  MemoryStats s = stats_;
+  s.cached_bytes = s.reserved_bytes - s.allocated_bytes;
+  size_t largest = 0;
+  for (const StreamState* ss : {neutral_.get()}) {
+    if (!ss->large.empty()) largest = std::max(largest, (*ss->large.rbegin())->size);
+    if (!ss->small.empty()) largest = std::max(largest, (*ss->small.rbegin())->size);
+  }
+  for (const auto& ss : streams_) {
+    if (!ss->large.empty()) largest = std::max(largest, (*ss->large.rbegin())->size);
+    if (!ss->small.empty()) largest = std::max(largest, (*ss->small.rbegin())->size);
+  }
+  s.largest_free_block = static_cast<int64_t>(largest);
+  return s;
+}
+
+void MemoryPool::ResetPeakStats() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.peak_allocated_bytes = stats_.allocated_bytes;
+  stats_.peak_reserved_bytes = stats_.reserved_bytes;
+}
+
+}  // namespace pygpukit

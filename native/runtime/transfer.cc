@@ -1,0 +1,191 @@
+#include "runtime/transfer.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/cpu/thread_pool.h"
+#include "core/status.h"
+
+namespace pygpukit {
+namespace {
+
+// Host memcpy spread over the worker threads: one thread cannot saturate the DMA engines, and
+// first-touch page faults on a fresh destination are taken in parallel.
+void ParallelCopy(char* dst, const char* src, size_t bytes) {
+  constexpr int64_t kGrain = int64_t{1} << 20;
+  cpu::ParallelFor(static_cast<int64_t>(bytes), kGrain, [&](int64_t begin, int64_t end) {
+    std::memcpy(dst + begin, src + begin, static_cast<size_t>(end - begin));
+  });
+}
+
+// Staging chunks of one copy, each with the event of the DMA that last used it.
+struct Staging {
+  struct Slot {
+    char* host = nullptr;
+    std::unique_ptr<hal::Event> event;
+    bool busy = false;  // event recorded, not yet waited for
+  };
+  PinnedPool* pool;
+  hal::Stream* stream;  // the transfer stream the chunks are used on
+  std::vector<Slot> slots;
+
+  Staging(PinnedPool* p, hal::Stream* s) : pool(p), stream(s) {}
+  Staging(Staging&&) = default;
+  ~Staging() {
+    hal::Stream* s = stream;
+    for (Slot& slot : slots) (void)pool->Free(slot.host, absl::MakeSpan(&s, 1));
+  }
+};
+
+absl::StatusOr<Staging> MakeStaging(hal::Backend* backend, Device device, PinnedPool* pool,
+                                    hal::Stream* stream, size_t chunk, int count) {
+  Staging st(pool, stream);
+  for (int i = 0; i < count; ++i) {
+    auto host = pool->Allocate(chunk);
+    if (!host.ok()) {
+      if (i == 0) return host.status();
+      break;  // fewer chunks in flight under the pinned limit
+    }
+    Staging::Slot slot;
+    slot.host = static_cast<char*>(*host);
+    auto ev = backend->CreateEvent(device.index, false);
+    if (!ev.ok()) {
+      (void)pool->Free(slot.host);
+      return ev.status();
+    }
+    slot.event = std::move(*ev);
+    st.slots.push_back(std::move(slot));
+  }
+  return st;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<TransferEngine>> TransferEngine::Create(hal::Backend* backend,
+                                                                       Device device,
+                                                                       PinnedPool* pinned,
+                                                                       TransferOptions options) {
+  std::unique_ptr<TransferEngine> e(new TransferEngine(backend, device, pinned, options));
+  const int top = backend->StreamPriorityRange().second;  // copies should not queue behind compute
+  PGK_ASSIGN_OR_RETURN(e->h2d_, backend->CreateStream(device.index, top));
+  PGK_ASSIGN_OR_RETURN(e->d2h_, backend->CreateStream(device.index, top));
+  return e;
+}
+
+TransferEngine::TransferEngine(hal::Backend* backend, Device device, PinnedPool* pinned,
+                               TransferOptions options)
+    : backend_(backend), device_(device), pinned_(pinned), options_(options) {
+  options_.chunk_bytes = std::max<size_t>(options_.chunk_bytes, 4096);
+  options_.chunks_in_flight = std::max(options_.chunks_in_flight, 1);
+}
+
+TransferEngine::~TransferEngine() = default;
+
+absl::Status TransferEngine::Order(hal::Stream& first, hal::Stream& later) {
+  PGK_ASSIGN_OR_RETURN(auto ev, backend_->CreateEvent(device_.index, false));
+  PGK_RETURN_IF_ERROR(backend_->Record(*ev, first));
+  return backend_->Wait(later, *ev);
+}
+
+absl::Status TransferEngine::ToDevice(void* dst, const void* src, size_t bytes,
+                                      hal::Stream& stream, bool blocking) {
+  if (bytes == 0) return absl::OkStatus();
+  // The destination may be memory that work queued on `stream` still uses.
+  PGK_RETURN_IF_ERROR(Order(stream, *h2d_));
+  if (pinned_->Contains(src, bytes)) {
+    PGK_RETURN_IF_ERROR(
+        backend_->CopyAsync(dst, src, bytes, hal::CopyKind::kHostToDevice, *h2d_));
+    direct_copies_.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    PGK_RETURN_IF_ERROR(
+        StagedToDevice(static_cast<char*>(dst), static_cast<const char*>(src), bytes));
+  }
+  h2d_bytes_.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed);
+  PGK_ASSIGN_OR_RETURN(auto done, backend_->CreateEvent(device_.index, false));
+  PGK_RETURN_IF_ERROR(backend_->Record(*done, *h2d_));
+  PGK_RETURN_IF_ERROR(backend_->Wait(stream, *done));
+  if (blocking) return backend_->Synchronize(*done);
+  return absl::OkStatus();
+}
+
+absl::Status TransferEngine::StagedToDevice(char* dst, const char* src, size_t bytes) {
+  const size_t chunk = std::min(options_.chunk_bytes, bytes);
+  const size_t n = (bytes + chunk - 1) / chunk;
+  PGK_ASSIGN_OR_RETURN(Staging st, MakeStaging(backend_, device_, pinned_, h2d_.get(), chunk,
+                                               static_cast<int>(std::min<size_t>(
+                                                   n, options_.chunks_in_flight))));
+  // Pipeline: while the DMA of chunk i runs, the host fills the next slot.
+  for (size_t i = 0; i < n; ++i) {
+    Staging::Slot& slot = st.slots[i % st.slots.size()];
+    if (slot.busy) PGK_RETURN_IF_ERROR(backend_->Synchronize(*slot.event));
+    const size_t off = i * chunk, len = std::min(chunk, bytes - off);
+    ParallelCopy(slot.host, src + off, len);
+    PGK_RETURN_IF_ERROR(
+        backend_->CopyAsync(dst + off, slot.host, len, hal::CopyKind::kHostToDevice, *h2d_));
+    PGK_RETURN_IF_ERROR(backend_->Record(*slot.event, *h2d_));
+    slot.busy = true;
+    staged_chunks_.fetch_add(1, std::memory_order_relaxed);
+  }
+  return absl::OkStatus();  // the slots return to the pool fenced on h2d
+}
+
+absl::Status TransferEngine::ToHost(void* dst, const void* src, size_t bytes, hal::Stream& stream,
+                                    bool blocking) {
+  if (bytes == 0) return absl::OkStatus();
+  PGK_RETURN_IF_ERROR(Order(stream, *d2h_));  // after the work that produces the data
+  d2h_bytes_.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed);
+  if (pinned_->Contains(dst, bytes)) {
+    PGK_RETURN_IF_ERROR(
+        backend_->CopyAsync(dst, src, bytes, hal::CopyKind::kDeviceToHost, *d2h_));
+    direct_copies_.fetch_add(1, std::memory_order_relaxed);
+    PGK_ASSIGN_OR_RETURN(auto done, backend_->CreateEvent(device_.index, false));
+    PGK_RETURN_IF_ERROR(backend_->Record(*done, *d2h_));
+    PGK_RETURN_IF_ERROR(backend_->Wait(stream, *done));
+    if (blocking) return backend_->Synchronize(*done);
+    return absl::OkStatus();
+  }
+  return StagedToHost(static_cast<char*>(dst), static_cast<const char*>(src), bytes);
+}
+
+absl::Status TransferEngine::StagedToHost(char* dst, const char* src, size_t bytes) {
+  const size_t chunk = std::min(options_.chunk_bytes, bytes);
+  const size_t n = (bytes + chunk - 1) / chunk;
+  PGK_ASSIGN_OR_RETURN(Staging st, MakeStaging(backend_, device_, pinned_, d2h_.get(), chunk,
+                                               static_cast<int>(std::min<size_t>(
+                                                   n, options_.chunks_in_flight))));
+  const size_t k = st.slots.size();
+  auto enqueue = [&](size_t i) -> absl::Status {
+    Staging::Slot& slot = st.slots[i % k];
+    const size_t off = i * chunk, len = std::min(chunk, bytes - off);
+    PGK_RETURN_IF_ERROR(
+        backend_->CopyAsync(slot.host, src + off, len, hal::CopyKind::kDeviceToHost, *d2h_));
+    PGK_RETURN_IF_ERROR(backend_->Record(*slot.event, *d2h_));
+    slot.busy = true;
+    staged_chunks_.fetch_add(1, std::memory_order_relaxed);
+    return absl::OkStatus();
+  };
+  // Keep k DMAs queued; drain chunk i into `dst` while the next ones are copied.
+  for (size_t i = 0; i < std::min(n, k); ++i) PGK_RETURN_IF_ERROR(enqueue(i));
+  for (size_t i = 0; i < n; ++i) {
+    Staging::Slot& slot = st.slots[i % k];
+    PGK_RETURN_IF_ERROR(backend_->Synchronize(*slot.event));
+    slot.busy = false;
+    const size_t off = i * chunk, len = std::min(chunk, bytes - off);
+    ParallelCopy(dst + off, slot.host, len);
+    if (i + k < n) PGK_RETURN_IF_ERROR(enqueue(i + k));
+  }
+  return absl::OkStatus();
+}
+
+TransferStats TransferEngine::stats() const {
+  TransferStats s;
+  s.h2d_bytes = h2d_bytes_.load(std::memory_order_relaxed);
+  s.d2h_bytes = d2h_bytes_.load(std::memory_order_relaxed);
+  s.staged_chunks = staged_chunks_.load(std::memory_order_relaxed);
+  s.direct_copies = direct_copies_.load(std::memory_order_relaxed);
+  return s;
+}
+
+}  // namespace pygpukit

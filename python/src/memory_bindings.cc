@@ -1,0 +1,212 @@
+// pygpukit._core._memory: the memory pool, quotas, spill, the pinned host pool and transfer
+// statistics (wrapped by pygpukit/memory.py). Argument conversion and error mapping only.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "array_bindings.h"
+#include "convert.h"
+
+namespace pygpukit::py {
+namespace {
+
+MemoryPool* PoolOf(const pyb::object& device, const char* op) {
+  return Unwrap(Runtime::Get().pool(ToDevice(device, op)));
+}
+
+pyb::dict StatsDict(const MemoryStats& s) {
+  pyb::dict out;
+#define PGK_FIELD(name) out[#name] = s.name;
+  PGK_FIELD(allocated_bytes)
+  PGK_FIELD(requested_bytes)
+  PGK_FIELD(reserved_bytes)
+  PGK_FIELD(cached_bytes)
+  PGK_FIELD(peak_allocated_bytes)
+  PGK_FIELD(peak_reserved_bytes)
+  PGK_FIELD(active_blocks)
+  PGK_FIELD(segments)
+  PGK_FIELD(largest_free_block)
+  PGK_FIELD(limit_bytes)
+  PGK_FIELD(num_allocations)
+  PGK_FIELD(num_cache_hits)
+  PGK_FIELD(num_driver_allocations)
+  PGK_FIELD(num_driver_frees)
+  PGK_FIELD(num_evictions)
+  PGK_FIELD(num_spills)
+  PGK_FIELD(num_page_ins)
+  PGK_FIELD(spilled_bytes)
+  PGK_FIELD(evictable_buffers)
+#undef PGK_FIELD
+  return out;
+}
+
+const std::shared_ptr<Buffer>& BufferOf(const pyb::handle& x, const char* op) {
+  return AsArray(x, op).buffer();
+}
+
+// Quota scopes opened from Python: a per-thread stack, so that `with` blocks nest.
+thread_local std::vector<std::unique_ptr<QuotaScope>> quota_scopes;
+
+// The pinned pool arrays from pinned_empty come from, and the transfer streams that may still
+// copy into or out of them when they are freed.
+struct PinnedOwner {
+  PinnedPool* pool;
+  std::vector<hal::Stream*> streams;
+  void* ptr;
+};
+
+PinnedPool* PinnedPoolFor(const pyb::object& device, std::vector<hal::Stream*>* streams) {
+  Runtime& rt = Runtime::Get();
+  Device d = ToDevice(device, "pinned_empty");
+  for (Device other : rt.devices()) {
+    if (other.type != d.type) continue;
+    TransferEngine* e = Unwrap(rt.transfer(other));
+    streams->push_back(&e->h2d_stream());
+    streams->push_back(&e->d2h_stream());
+  }
+  return Unwrap(rt.pinned_pool(d.type));
+}
+
+pyb::array PinnedEmpty(const pyb::object& shape, const pyb::object& dtype,
+                       const pyb::object& device) {
+  Shape s = ToShape(shape, "pinned_empty");
+  DType dt = ToDType(dtype, "pinned_empty");
+  pyb::object npdt = NumpyDType(dt);
+  Check(ValidateShape(s, "pinned_empty"));
+  const __int128 bytes = static_cast<__int128>(NumElements(s)) * ItemSize(dt);
+  if (bytes > INT64_MAX) throw pyb::value_error("pinned_empty: array too large");
+  auto owner = std::make_unique<PinnedOwner>();
+  owner->pool = PinnedPoolFor(device, &owner->streams);
+  absl::StatusOr<void*> p = WithoutGil([&] { return owner->pool->Allocate(static_cast<size_t>(bytes)); });
+  owner->ptr = Unwrap(std::move(p));
+  pyb::capsule base(owner.release(), [](void* o) {
+    std::unique_ptr<PinnedOwner> own(static_cast<PinnedOwner*>(o));
+    // Copies may still be in flight on the transfer streams: reuse waits for them.
+    (void)own->pool->Free(own->ptr, own->streams);
+  });
+  std::vector<pyb::ssize_t> dims(s.begin(), s.end());
+  void* data = static_cast<PinnedOwner*>(base.get_pointer())->ptr;
+  return pyb::array(pyb::dtype::from_args(npdt), dims, data, base);
+}
+
+}  // namespace
+
+void BindMemory(pyb::module_& m) {
+  pyb::module_ mem = m.def_submodule("_memory", "Memory pool internals (see pygpukit.memory).");
+  mem.def(
+      "stats", [](const pyb::object& d) { return StatsDict(PoolOf(d, "memory.stats")->stats()); },
+      pyb::arg("device") = pyb::none());
+  mem.def(
+      "empty_cache",
+      [](const pyb::object& d) {
+        MemoryPool* pool = PoolOf(d, "memory.empty_cache");
+        absl::Status s = WithoutGil([&] { return pool->EmptyCache(); });
+        Check(s);
+      },
+      pyb::arg("device") = pyb::none());
+  mem.def(
+      "reset_peak_stats",
+      [](const pyb::object& d) { PoolOf(d, "memory.reset_peak_stats")->ResetPeakStats(); },
+      pyb::arg("device") = pyb::none());
+  mem.def(
+      "set_limit",
+      [](int64_t bytes, const pyb::object& d) {
+        MemoryPool* pool = PoolOf(d, "memory.set_limit");
+        absl::Status s = WithoutGil([&] { return pool->SetLimit(bytes); });
+        Check(s);
+      },
+      pyb::arg("bytes"), pyb::arg("device") = pyb::none());
+  mem.def(
+      "get_limit", [](const pyb::object& d) { return PoolOf(d, "memory.get_limit")->limit(); },
+      pyb::arg("device") = pyb::none());
+  mem.def("parse_limit", [](const std::string& text, int64_t total) {
+    return Unwrap(ParseMemoryLimit(text, total));
+  });
+
+  mem.def("set_evictable", [](const pyb::handle& x, bool flag) {
+    const auto& b = BufferOf(x, "memory.set_evictable");
+    absl::Status s = WithoutGil([&] { return b->pool()->SetEvictable(*b, flag); });
+    Check(s);
+  });
+  mem.def("is_evictable",
+          [](const pyb::handle& x) { return BufferOf(x, "memory.is_evictable")->evictable(); });
+  mem.def("is_resident",
+          [](const pyb::handle& x) { return BufferOf(x, "memory.is_resident")->resident(); });
+  mem.def("evict", [](const pyb::handle& x) {
+    const auto& b = BufferOf(x, "memory.evict");
+    absl::Status s = WithoutGil([&] { return b->pool()->Evict(*b); });
+    Check(s);
+  });
+
+  pyb::class_<MemoryQuota, std::shared_ptr<MemoryQuota>>(mem, "Quota")
+      .def(pyb::init([](const std::string& name, int64_t limit) {
+             if (limit < 0) {
+               throw pyb::value_error(absl::StrCat("Quota: negative limit ", limit));
+             }
+             return std::make_shared<MemoryQuota>(name, limit);
+           }),
+           pyb::arg("name"), pyb::arg("limit"))
+      .def_property_readonly("name", &MemoryQuota::name)
+      .def_property(
+          "limit", &MemoryQuota::limit,
+          [](MemoryQuota& q, int64_t v) {
+            if (v < 0) throw pyb::value_error(absl::StrCat("Quota: negative limit ", v));
+            q.set_limit(v);
+          })
+      .def_property_readonly("used", &MemoryQuota::used)
+      .def_property_readonly("peak", &MemoryQuota::peak);
+  mem.def("push_quota", [](std::shared_ptr<MemoryQuota> q) {
+    quota_scopes.push_back(std::make_unique<QuotaScope>(std::move(q)));
+  });
+  mem.def("pop_quota", [] {
+    if (quota_scopes.empty()) throw pyb::value_error("Quota: no quota scope is open on this thread");
+    quota_scopes.pop_back();
+  });
+
+  mem.def("pinned_empty", &PinnedEmpty, pyb::arg("shape"), pyb::arg("dtype"),
+          pyb::arg("device") = pyb::none());
+  mem.def(
+      "pinned_stats",
+      [](const pyb::object& d) {
+        PinnedStats s =
+            Unwrap(Runtime::Get().pinned_pool(ToDevice(d, "memory.pinned_stats").type))->stats();
+        pyb::dict out;
+        out["allocated_bytes"] = s.allocated_bytes;
+        out["reserved_bytes"] = s.reserved_bytes;
+        out["peak_reserved_bytes"] = s.peak_reserved_bytes;
+        out["limit_bytes"] = s.limit_bytes;
+        out["num_allocations"] = s.num_allocations;
+        out["num_cache_hits"] = s.num_cache_hits;
+        out["num_driver_allocations"] = s.num_driver_allocations;
+        out["num_driver_frees"] = s.num_driver_frees;
+        return out;
+      },
+      pyb::arg("device") = pyb::none());
+  mem.def(
+      "set_pinned_limit",
+      [](int64_t bytes, const pyb::object& d) {
+        PinnedPool* p = Unwrap(Runtime::Get().pinned_pool(ToDevice(d, "memory.set_pinned_limit").type));
+        absl::Status s = WithoutGil([&] { return p->SetLimit(bytes); });
+        Check(s);
+      },
+      pyb::arg("bytes"), pyb::arg("device") = pyb::none());
+  mem.def(
+      "transfer_stats",
+      [](const pyb::object& d) {
+        TransferStats s = Unwrap(Runtime::Get().transfer(ToDevice(d, "memory.transfer_stats")))->stats();
+        pyb::dict out;
+        out["h2d_bytes"] = s.h2d_bytes;
+        out["d2h_bytes"] = s.d2h_bytes;
+        out["staged_chunks"] = s.staged_chunks;
+        out["direct_copies"] = s.direct_copies;
+        return out;
+      },
+      pyb::arg("device") = pyb::none());
+}
+
+}  // namespace pygpukit::py
