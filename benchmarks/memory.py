@@ -10,9 +10,11 @@ Sections (each prints a table: case, ours, peers, ratio, target):
   frag      fragmentation probe: one seeded trace of 20k ops (allocate a log-uniform size in
             1 B .. 64 MiB, or free a random live block; live bytes kept under a cap) replayed on
             each library. At the op where the live (requested) bytes peak: live / reserved.
-  transfer  1 GiB float32 NumPy -> device and device -> NumPy (a fresh destination per call and a
-            reused one), and pinned DMA; GB/s from host wall clock around the blocking call and
-            a device synchronize, median of `reps` after a warm-up; results checked bit-exactly.
+  transfer  1 GiB float32 NumPy -> device, and device -> NumPy three ways: into the library's own
+            new result (gp.to_numpy(x) / t.cpu().numpy() / cupy.asnumpy), into a fresh np.empty
+            per call (first-touch page faults included) and into a reused array; and pinned DMA.
+            GB/s from host wall clock around the blocking call and a device synchronize, median
+            of `reps` after a warm-up; every result is checked bit-exactly.
   spill     a 1 GiB evictable array: gp.memory.evict(x) (device -> pinned host, blocking), then a
             use of it (x[:1] + 0, then synchronize) pages it back in; GB/s each way.
 
@@ -195,7 +197,9 @@ def _table(title, rows, cols):
     cells = [[h for _, h in cols]] + [[_fmt(r.get(k)) for k, _ in cols] for r in rows]
     widths = [max(len(c[i]) for c in cells) for i in range(len(cols))]
     for i, line in enumerate(cells):
-        print("  ".join(c.rjust(w) if j else c.ljust(w) for j, (c, w) in enumerate(zip(line, widths))))
+        print(
+            "  ".join(c.rjust(w) if j else c.ljust(w) for j, (c, w) in enumerate(zip(line, widths)))
+        )
         if i == 0:
             print("  ".join("-" * w for w in widths))
 
@@ -229,7 +233,9 @@ def bench_alloc(dev, peers, iters, reps):
     if peers.cupy is not None:
         cp = peers.cupy
         with cp.cuda.Device(dev.index):
-            row["cupy_us"] = _loop_ns(functools.partial(cp.empty, (n,), cp.float32), iters, reps) / 1e3
+            row["cupy_us"] = (
+                _loop_ns(functools.partial(cp.empty, (n,), cp.float32), iters, reps) / 1e3
+            )
     for peer in ("torch", "cupy"):
         row[f"ratio_vs_{peer}"] = _ratio(row.get(f"{peer}_us"), row["ours_us"], False)
     rows.append(row)
@@ -274,12 +280,16 @@ def bench_alloc(dev, peers, iters, reps):
 # ---------------------------------------------------------------- (b) fragmentation probe
 
 
-def make_trace(n_ops, cap, max_size, seed):
+def make_trace(n_ops, cap, max_size, seed, dist="loguniform"):
     """A list of (op, id, size): op 1 allocates `size` bytes as block `id`, op 0 frees block `id`.
-    Allocations have log-uniform sizes in [1, max_size]; 55% of ops allocate (while the live
-    bytes stay under `cap`), the rest free a uniformly chosen live block. Fixed by `seed`."""
+    Allocations have log-uniform (or uniform) sizes in [1, max_size]; 55% of ops allocate (while
+    the live bytes stay under `cap`), the rest free a uniformly chosen live block. Fixed by
+    `seed`."""
     rng = np.random.default_rng(seed)
-    sizes = np.exp(rng.uniform(0.0, math.log(max_size + 1), n_ops)).astype(np.int64)
+    if dist == "uniform":
+        sizes = rng.integers(1, max_size + 1, n_ops).astype(np.int64)
+    else:
+        sizes = np.exp(rng.uniform(0.0, math.log(max_size + 1), n_ops)).astype(np.int64)
     sizes = np.clip(sizes, 1, max_size)
     coins = rng.random(n_ops)
     picks = rng.random(n_ops)
@@ -317,165 +327,267 @@ def _trace_live(trace):
     return out, peak_at
 
 
-def _replay(trace, peak_at, alloc, reserved):
-    """Replays `trace` with `alloc(size)` (dropping objects frees them); returns the reserved
-    bytes right after op `peak_at`, and the replay's seconds per op."""
+def _replay(trace, peak_at, alloc, sample, oom):
+    """Replays `trace` with `alloc(size)` (dropping an object frees it). Returns (`sample()`
+    right after op `peak_at`, seconds per op, index of the op that raised an `oom` exception or
+    None)."""
     live = {}
-    at_peak = None
+    at_peak, failed = None, None
     t0 = time.perf_counter()
-    for i, (op, bid, size) in enumerate(trace):
-        if op:
-            live[bid] = alloc(size)
-        else:
-            del live[bid]
-        if i == peak_at:
-            at_peak = reserved()
+    i = 0
+    try:
+        for i, (op, bid, size) in enumerate(trace):
+            if op:
+                live[bid] = alloc(size)
+            else:
+                del live[bid]
+            if i == peak_at:
+                at_peak = sample()
+    except oom:
+        failed = i
     dt = time.perf_counter() - t0
     live.clear()
-    return at_peak, dt / len(trace)
+    return at_peak, dt / (i + 1), failed
 
 
-def bench_frag(dev, peers, n_ops, cap, seed):
-    max_size = 64 * MiB
-    trace = make_trace(n_ops, cap, max_size, seed)
-    live, peak_at = _trace_live(trace)
-    peak_live = live[peak_at]
-    info = {
-        "ops": n_ops,
-        "seed": seed,
-        "cap_bytes": cap,
-        "max_size": max_size,
-        "allocations": sum(op for op, _, _ in trace),
-        "peak_live_bytes": peak_live,
-        "peak_at_op": peak_at,
-    }
-    rows = []
+def _frag_row(library, peak_live, at_peak, per_op, failed, peak_reserved, extra):
+    """A result row; `at_peak` is (reserved, allocated) bytes above the baseline."""
+    row = {"library": library, "us_per_op": per_op * 1e6, **extra}
+    if failed is not None:
+        row.update({"failed_at_op": failed, "ratio": None})
+        return row
+    reserved, allocated = at_peak
+    row.update(
+        {
+            "ratio": peak_live / reserved,
+            "reserved_at_peak": reserved,
+            "allocated_at_peak": allocated,
+            "peak_reserved": peak_reserved,
+        }
+    )
+    return row
 
-    # pygpukit: reserved_bytes of the pool (nothing else may be live on the device meanwhile).
+
+def _frag_gp(dev, trace, peak_at, peak_live, limit, policy="fast"):
+    """The trace on pygpukit's pool (nothing else may be allocated meanwhile) under memory
+    policy `policy`; `limit` (bytes above what is reserved before the replay) or None."""
     gc.collect()
     gp.synchronize(dev)
     gp.memory.empty_cache(dev)
     gp.memory.reset_peak_stats(dev)
+    old_limit = gp.memory.get_limit(dev)
+    old_policy = gp.memory.get_policy(dev)
+    gp.memory.set_policy(policy, device=dev)
     s0 = gp.memory.stats(dev)
+    if limit is not None:
+        gp.memory.set_limit(s0["reserved_bytes"] + limit, device=dev)
     seen = {}
 
-    def gp_reserved():
+    def sample():
         s = gp.memory.stats(dev)
         seen["requested"] = s["requested_bytes"] - s0["requested_bytes"]
-        return s["reserved_bytes"] - s0["reserved_bytes"]
+        seen["largest_free_block"] = s["largest_free_block"]
+        seen["segments"] = s["segments"] - s0["segments"]
+        return (
+            s["reserved_bytes"] - s0["reserved_bytes"],
+            s["allocated_bytes"] - s0["allocated_bytes"],
+        )
 
     empty = functools.partial(gp.empty, dtype=gp.uint8, device=dev)
-    res, per_op = _replay(trace, peak_at, lambda k: empty((k,)), gp_reserved)
+    try:
+        at_peak, per_op, failed = _replay(
+            trace, peak_at, lambda k: empty((k,)), sample, MemoryError
+        )
+    finally:
+        gp.memory.set_limit(old_limit, device=dev)
+        gp.memory.set_policy(old_policy, device=dev)
     s1 = gp.memory.stats(dev)
-    rows.append(
-        {
-            "library": "pygpukit",
-            "reserved_at_peak": res,
-            "ratio": peak_live / res,
-            "peak_reserved": s1["peak_reserved_bytes"] - s0["reserved_bytes"],
-            "us_per_op": per_op * 1e6,
-            "target": TARGET_FRAG_RATIO,
-            "requested_check": seen["requested"] == peak_live,
-            "driver_allocations": s1["num_driver_allocations"] - s0["num_driver_allocations"],
-            "baseline_reserved": s0["reserved_bytes"],
-        }
-    )
     gp.memory.empty_cache(dev)
+    name = "pygpukit" + ("" if policy == "fast" else f" {policy}")
+    name += "" if limit is None else ", limit"
+    row = _frag_row(
+        name,
+        peak_live,
+        at_peak,
+        per_op,
+        failed,
+        s1["peak_reserved_bytes"] - s0["reserved_bytes"],
+        {
+            "driver_allocations": s1["num_driver_allocations"] - s0["num_driver_allocations"],
+            "segments_released": s1["num_evictions"] - s0["num_evictions"],
+            "baseline_reserved": s0["reserved_bytes"],
+        },
+    )
+    if failed is None:
+        row["segments_at_peak"] = seen["segments"]
+        row["largest_free_block_at_peak"] = seen["largest_free_block"]
+        row["requested_matches_trace"] = seen["requested"] == peak_live
+    return row
 
-    if peers.torch is not None:
-        torch = peers.torch
-        tdev = torch.device("cuda", dev.index)
+
+def _frag_torch(torch, dev, trace, peak_at, peak_live, limit, expandable):
+    tdev = torch.device("cuda", dev.index)
+    name = "torch" + (" expandable_segments" if expandable else "") + (", limit" if limit else "")
+    settings = getattr(torch._C, "_accelerator_setAllocatorSettings", None) or getattr(
+        torch.cuda.memory, "_set_allocator_settings", None
+    )
+    if expandable:
+        if settings is None:
+            return {"library": name, "ratio": None, "error": "not supported by this torch"}
+        settings("expandable_segments:True")
+    try:
         torch.cuda.synchronize(tdev)
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats(tdev)
         t0 = torch.cuda.memory_stats(tdev)
         r0 = t0.get("reserved_bytes.all.current", 0)
+        a0 = t0.get("allocated_bytes.all.current", 0)
+        if limit is not None:
+            total = torch.cuda.get_device_properties(tdev).total_memory
+            torch.cuda.set_per_process_memory_fraction(min(1.0, (r0 + limit) / total), tdev)
 
-        def torch_reserved():
-            return torch.cuda.memory_stats(tdev)["reserved_bytes.all.current"] - r0
+        def sample():
+            st = torch.cuda.memory_stats(tdev)
+            return (
+                st["reserved_bytes.all.current"] - r0,
+                st["allocated_bytes.all.current"] - a0,
+            )
 
-        res, per_op = _replay(
+        at_peak, per_op, failed = _replay(
             trace,
             peak_at,
             lambda k: torch.empty((k,), dtype=torch.uint8, device=tdev),
-            torch_reserved,
+            sample,
+            torch.cuda.OutOfMemoryError,
         )
         t1 = torch.cuda.memory_stats(tdev)
-        rows.append(
-            {
-                "library": "torch",
-                "reserved_at_peak": res,
-                "ratio": peak_live / res,
-                "peak_reserved": t1["reserved_bytes.all.peak"] - r0,
-                "us_per_op": per_op * 1e6,
-                "driver_allocations": t1["segment.all.allocated"] - t0.get("segment.all.allocated", 0),
-                "baseline_reserved": r0,
-            }
-        )
+    finally:
+        if limit is not None:
+            torch.cuda.set_per_process_memory_fraction(1.0, tdev)
         torch.cuda.empty_cache()
+        if expandable:
+            settings("expandable_segments:False")
+    return _frag_row(
+        name,
+        peak_live,
+        at_peak,
+        per_op,
+        failed,
+        t1["reserved_bytes.all.peak"] - r0,
+        {
+            "driver_allocations": t1.get("segment.all.allocated", 0)
+            - t0.get("segment.all.allocated", 0),
+            "baseline_reserved": r0,
+        },
+    )
 
+
+def _frag_cupy(cp, dev, trace, peak_at, peak_live):
+    with cp.cuda.Device(dev.index):
+        pool = cp.get_default_memory_pool()
+        cp.cuda.Device().synchronize()
+        pool.free_all_blocks()
+        r0, u0 = pool.total_bytes(), pool.used_bytes()
+        peak = [0]
+
+        def alloc(k):
+            a = cp.empty((k,), dtype=cp.uint8)
+            peak[0] = max(peak[0], pool.total_bytes() - r0)
+            return a
+
+        def sample():
+            return pool.total_bytes() - r0, pool.used_bytes() - u0
+
+        at_peak, per_op, failed = _replay(
+            trace, peak_at, alloc, sample, cp.cuda.memory.OutOfMemoryError
+        )
+        pool.free_all_blocks()
+    return _frag_row("cupy", peak_live, at_peak, per_op, failed, peak[0], {"baseline_reserved": r0})
+
+
+def bench_frag(dev, peers, n_ops, cap, seed, dist):
+    max_size = 64 * MiB
+    trace = make_trace(n_ops, cap, max_size, seed, dist)
+    live, peak_at = _trace_live(trace)
+    peak_live = live[peak_at]
+    # The limit at which reserved <= limit means the target is met: can the pool serve the
+    # trace within it (releasing cached segments under pressure) instead of failing?
+    limit = math.ceil(peak_live / TARGET_FRAG_RATIO)
+    info = {
+        "ops": n_ops,
+        "seed": seed,
+        "size_distribution": dist,
+        "cap_bytes": cap,
+        "max_size": max_size,
+        "allocations": sum(op for op, _, _ in trace),
+        "peak_live_bytes": peak_live,
+        "peak_at_op": peak_at,
+        "limit_bytes": limit,
+    }
+    rows = [
+        _frag_gp(dev, trace, peak_at, peak_live, lim, policy)
+        for policy in ("fast", "compact")
+        for lim in (None, limit)
+    ]
+    if peers.torch is not None:
+        for expandable, lim in ((False, None), (False, limit), (True, None)):
+            try:
+                rows.append(
+                    _frag_torch(peers.torch, dev, trace, peak_at, peak_live, lim, expandable)
+                )
+            except Exception as e:  # noqa: BLE001 - a peer variant that fails is reported
+                name = "torch" + (" expandable_segments" if expandable else "")
+                rows.append({"library": name, "ratio": None, "error": f"{type(e).__name__}: {e}"})
     if peers.cupy is not None:
-        cp = peers.cupy
-        with cp.cuda.Device(dev.index):
-            pool = cp.get_default_memory_pool()
-            cp.cuda.Device().synchronize()
-            pool.free_all_blocks()
-            r0 = pool.total_bytes()
-            peak = [0]
+        rows.append(_frag_cupy(peers.cupy, dev, trace, peak_at, peak_live))
 
-            def cupy_reserved():
-                return pool.total_bytes() - r0
+    for r in rows:
+        r["target"] = TARGET_FRAG_RATIO if r["library"].startswith("pygpukit") else None
 
-            def cupy_alloc(k):
-                a = cp.empty((k,), dtype=cp.uint8)
-                peak[0] = max(peak[0], pool.total_bytes() - r0)
-                return a
+    def mib(v):
+        return None if v is None else f"{v / MiB:.1f}"
 
-            res, per_op = _replay(trace, peak_at, cupy_alloc, cupy_reserved)
-            rows.append(
-                {
-                    "library": "cupy",
-                    "reserved_at_peak": res,
-                    "ratio": peak_live / res,
-                    "peak_reserved": peak[0],
-                    "us_per_op": per_op * 1e6,
-                    "baseline_reserved": r0,
-                }
-            )
-            pool.free_all_blocks()
-
-    ours = rows[0]["ratio"]
-    for r in rows[1:]:
-        r["ours_minus_peer"] = ours - r["ratio"]
     shown = [
         dict(
             r,
-            reserved_at_peak=f"{r['reserved_at_peak'] / MiB:.1f} MiB",
-            peak_reserved=f"{r['peak_reserved'] / MiB:.1f} MiB",
+            ratio=r["ratio"]
+            if r["ratio"] is not None
+            else r.get("error", f"MemoryError at op {r.get('failed_at_op')}"),
+            reserved_at_peak=mib(r.get("reserved_at_peak")),
+            allocated_at_peak=mib(r.get("allocated_at_peak")),
+            peak_reserved=mib(r.get("peak_reserved")),
         )
         for r in rows
     ]
     _table(
-        f"frag: {n_ops} ops, seed {seed}, sizes 1 B..64 MiB log-uniform, live cap "
-        f"{cap / MiB:.0f} MiB; live (requested) bytes at the peak: {peak_live / MiB:.1f} MiB "
-        f"(op {peak_at})",
+        f"frag: {n_ops} ops, seed {seed}, sizes 1 B..64 MiB {dist}, live cap "
+        f"{cap / MiB:.0f} MiB; live (requested) bytes at the peak {peak_live / MiB:.1f} MiB "
+        f"(op {peak_at}); 'limit' rows cap reserved at peak live / {TARGET_FRAG_RATIO} = "
+        f"{limit / MiB:.1f} MiB",
         shown,
         [
             ("library", "library"),
             ("ratio", "live/reserved at peak"),
-            ("reserved_at_peak", "reserved at peak"),
-            ("peak_reserved", "peak reserved"),
+            ("allocated_at_peak", "allocated MiB"),
+            ("reserved_at_peak", "reserved MiB"),
+            ("peak_reserved", "peak reserved MiB"),
             ("us_per_op", "us/op"),
-            ("ours_minus_peer", "ours - peer"),
             ("target", "target"),
         ],
     )
-    if not rows[0]["requested_check"]:
-        print("  WARNING: the pool's requested_bytes at the peak differs from the trace's live bytes")
+    if rows[0].get("requested_matches_trace") is False:
+        print(
+            "  WARNING: the pool's requested_bytes at the peak differs from the trace's live bytes"
+        )
     return {"trace": info, "results": rows}
 
 
 # ---------------------------------------------------------------- (c) transfers
+
+
+D2H_OWN = "d2h, library-allocated result"
+D2H_FRESH = "d2h pageable, fresh np.empty out"
+D2H_REUSED = "d2h pageable, reused out"
 
 
 def bench_transfer(dev, peers, nbytes, reps):
@@ -502,14 +614,24 @@ def bench_transfer(dev, peers, nbytes, reps):
         gp.synchronize(dev)
         return x
 
+    def gp_d2h_fresh():
+        return gp.to_numpy(x, out=np.empty(n, np.float32))
+
     gbs, x = _bandwidth(gp_h2d, nbytes, reps)
     put("h2d pageable", "ours", gbs)
+    pinned0 = gp.memory.pinned_stats(dev)["allocated_bytes"]
     gbs, host = _bandwidth(lambda: gp.to_numpy(x), nbytes, reps)
-    put("d2h pageable, fresh dst", "ours", gbs)
-    check("gp h2d + d2h fresh", host)
+    put(D2H_OWN, "ours", gbs)
+    # to_numpy may hand back pinned memory (then this row is a DMA, not a pageable copy).
+    result_pinned = gp.memory.pinned_stats(dev)["allocated_bytes"] - pinned0 >= nbytes
+    check("gp h2d + d2h own result", host)
+    host = None
+    gbs, host = _bandwidth(gp_d2h_fresh, nbytes, reps)
+    put(D2H_FRESH, "ours", gbs)
+    check("gp d2h fresh np.empty", host)
     host = None
     gbs, _ = _bandwidth(lambda: gp.to_numpy(x, out=reused), nbytes, reps)
-    put("d2h pageable, reused dst", "ours", gbs)
+    put(D2H_REUSED, "ours", gbs)
     check("gp d2h reused", reused)
     pin_src = gp.memory.pinned_empty((n,), gp.float32, device=dev)
     pin_dst = gp.memory.pinned_empty((n,), gp.float32, device=dev)
@@ -538,18 +660,23 @@ def bench_transfer(dev, peers, nbytes, reps):
             torch.cuda.synchronize(tdev)
             return t
 
-        def torch_d2h_reused():
-            torch.from_numpy(reused).copy_(t)
+        def torch_d2h_into(dst):
+            torch.from_numpy(dst).copy_(t)
             torch.cuda.synchronize(tdev)
+            return dst
 
         gbs, t = _bandwidth(torch_h2d, nbytes, reps)
         put("h2d pageable", "torch", gbs)
         gbs, host = _bandwidth(lambda: t.cpu().numpy(), nbytes, reps)
-        put("d2h pageable, fresh dst", "torch", gbs)
-        check("torch h2d + d2h fresh", host)
+        put(D2H_OWN, "torch", gbs)
+        check("torch h2d + d2h own result", host)
         host = None
-        gbs, _ = _bandwidth(torch_d2h_reused, nbytes, reps)
-        put("d2h pageable, reused dst", "torch", gbs)
+        gbs, host = _bandwidth(lambda: torch_d2h_into(np.empty(n, np.float32)), nbytes, reps)
+        put(D2H_FRESH, "torch", gbs)
+        check("torch d2h fresh np.empty", host)
+        host = None
+        gbs, _ = _bandwidth(lambda: torch_d2h_into(reused), nbytes, reps)
+        put(D2H_REUSED, "torch", gbs)
         check("torch d2h reused", reused)
         tp_src = torch.empty(n, dtype=torch.float32, pin_memory=True)
         tp_dst = torch.empty(n, dtype=torch.float32, pin_memory=True)
@@ -583,18 +710,23 @@ def bench_transfer(dev, peers, nbytes, reps):
                 cp.cuda.Device().synchronize()
                 return c
 
-            def cupy_d2h_reused():
-                c.get(out=reused)
+            def cupy_d2h_into(dst):
+                c.get(out=dst)
                 cp.cuda.Device().synchronize()
+                return dst
 
             gbs, c = _bandwidth(cupy_h2d, nbytes, reps)
             put("h2d pageable", "cupy", gbs)
             gbs, host = _bandwidth(lambda: cp.asnumpy(c), nbytes, reps)
-            put("d2h pageable, fresh dst", "cupy", gbs)
-            check("cupy h2d + d2h fresh", host)
+            put(D2H_OWN, "cupy", gbs)
+            check("cupy h2d + d2h own result", host)
             host = None
-            gbs, _ = _bandwidth(cupy_d2h_reused, nbytes, reps)
-            put("d2h pageable, reused dst", "cupy", gbs)
+            gbs, host = _bandwidth(lambda: cupy_d2h_into(np.empty(n, np.float32)), nbytes, reps)
+            put(D2H_FRESH, "cupy", gbs)
+            check("cupy d2h fresh np.empty", host)
+            host = None
+            gbs, _ = _bandwidth(lambda: cupy_d2h_into(reused), nbytes, reps)
+            put(D2H_REUSED, "cupy", gbs)
             check("cupy d2h reused", reused)
             c = None
             cp.get_default_memory_pool().free_all_blocks()
@@ -621,8 +753,13 @@ def bench_transfer(dev, peers, nbytes, reps):
             ("target_gbs", "target"),
         ],
     )
+    if result_pinned:
+        print(
+            f"  note: gp.to_numpy(x) without out= returned pinned memory, so '{D2H_OWN}' is a "
+            "DMA for ours; torch / CuPy return pageable arrays"
+        )
     print(f"  correctness: {'all bit-exact' if all(checks.values()) else checks}")
-    return {"bytes": nbytes, "results": out, "checks": checks}
+    return {"bytes": nbytes, "results": out, "checks": checks, "ours_result_pinned": result_pinned}
 
 
 # ---------------------------------------------------------------- (d) spill round trip
@@ -747,7 +884,11 @@ def main():
     if "alloc" in sections:
         result["alloc"] = bench_alloc(dev, peers, iters, reps)
     if "frag" in sections:
-        result["frag"] = bench_frag(dev, peers, frag_ops, frag_cap, args.frag_seed)
+        # Log-uniform sizes (most allocations small, most bytes large) and uniform sizes.
+        result["frag"] = {
+            dist: bench_frag(dev, peers, frag_ops, frag_cap, args.frag_seed, dist)
+            for dist in ("loguniform", "uniform")
+        }
     if "transfer" in sections:
         result["transfer"] = bench_transfer(dev, peers, transfer_bytes, reps)
     if "spill" in sections:

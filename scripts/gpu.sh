@@ -2,15 +2,22 @@
 # One-call GPU run for the lent H100/H200 machines (see CONTRIBUTING.md): unpacks the carried
 # Abseil / GoogleTest .debs (the machine has no network), builds for sm_90a with -j16, runs the
 # C++ and Python suites (backend parity included) with PYGPUKIT_DEVICE=cuda, python -m pygpukit and the benchmarks.
-#   steps: any of "build test selfcheck bench" (default: all)
+#   steps: any of "build test selfcheck bench bench-memory" (default: all)
+#   bench-memory: benchmarks/cpp/memory_bench (Google Benchmark, JSON in $OUT/memory_bench.json)
+#   and benchmarks/memory.py (JSON in $OUT)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-STEPS=${*:-build test selfcheck bench}
+STEPS=${*:-build test selfcheck bench bench-memory}
 OUTDIR=${OUT:-/tmp/pgk-out}
 mkdir -p "$OUTDIR"
 DEPS=/tmp/pgk-deps
-if [ -d .deps ] && [ ! -d "$DEPS/usr" ]; then
-  for d in .deps/*.deb; do dpkg -x "$d" "$DEPS"; done
+# Each .deb once (a stamp per package), so debs added later are unpacked on a warm machine too.
+if [ -d .deps ]; then
+  mkdir -p "$DEPS"
+  for d in .deps/*.deb; do
+    stamp="$DEPS/.unpacked-$(basename "$d")"
+    [ -f "$stamp" ] || { dpkg -x "$d" "$DEPS" && touch "$stamp"; }
+  done
 fi
 export CMAKE_PREFIX_PATH="$DEPS/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
 export LD_LIBRARY_PATH="$DEPS/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -23,6 +30,7 @@ has() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
 if has build; then
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv || true
   cmake -S . -B $BUILD -G Ninja -DCMAKE_BUILD_TYPE=Release -DPYGPUKIT_CUDA_ARCHS=90a \
+    -DPYGPUKIT_BUILD_BENCHMARKS=ON \
     -Dpybind11_DIR="$($PY -c 'import pybind11; print(pybind11.get_cmake_dir())')" \
     -DPython_EXECUTABLE="$PY" >"$OUTDIR/configure.log" 2>&1 || { tail -30 "$OUTDIR/configure.log"; exit 1; }
   cmake --build $BUILD -j16 >"$OUTDIR/build.log" 2>&1 || { grep -E "error|FAILED" "$OUTDIR/build.log" | head -40; exit 1; }
@@ -42,5 +50,10 @@ if has selfcheck; then
 fi
 if has bench; then
   $PY benchmarks/matmul.py --out "$OUTDIR" 2>&1 | tee "$OUTDIR/bench.log" || rc=1
+fi
+if has bench-memory; then
+  PYGPUKIT_DEVICE=cuda $BUILD/benchmarks/cpp/memory_bench --benchmark_out="$OUTDIR/memory_bench.json" \
+    --benchmark_out_format=json 2>&1 | tee "$OUTDIR/memory_bench.log" || rc=1
+  PYGPUKIT_DEVICE=cuda $PY benchmarks/memory.py --out "$OUTDIR" 2>&1 | tee "$OUTDIR/bench_memory.log" || rc=1
 fi
 exit $rc

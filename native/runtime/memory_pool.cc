@@ -142,8 +142,10 @@ size_t RoundAllocationSize(size_t bytes) {
 
 size_t MemoryPool::SegmentSize(size_t size, bool small) const {
   if (small) return options_.small_segment;
-  // Mid-sized requests share one segment so that they do not each cost a driver call.
-  if (size <= options_.mid_segment / 2) return options_.mid_segment;
+  // Fast: mid-sized requests share one segment so that they do not each cost a driver call.
+  if (options_.policy == PoolPolicy::kFast && size <= options_.mid_segment / 2) {
+    return options_.mid_segment;
+  }
   const size_t g = options_.large_granularity;
   return (size + g - 1) / g * g;
 }
@@ -294,12 +296,19 @@ PoolBlock* MemoryPool::Split(PoolBlock* b, size_t size, bool small) {
   return b;
 }
 
+bool MemoryPool::Fits(const PoolBlock* b, size_t size, bool small) const {
+  // Compact: a large request does not split a much larger cached block (the rest would be a
+  // hole pinned by the request's lifetime); it gets an exact segment instead.
+  return small || relaxed_fit_ || options_.policy != PoolPolicy::kCompact ||
+         b->size <= size + options_.compact_fit_slack;
+}
+
 PoolBlock* MemoryPool::TakeFree(StreamState& ss, size_t size, bool small) {
   FreeSet& set = ss.set(small);
   PoolBlock key;
   key.size = size;
   auto it = set.lower_bound(&key);
-  if (it == set.end()) return nullptr;
+  if (it == set.end() || !Fits(*it, size, small)) return nullptr;
   PoolBlock* b = *it;
   b->node = set.extract(it);
   return Split(b, size, small);
@@ -331,6 +340,7 @@ PoolBlock* MemoryPool::Steal(StreamState& ss, size_t size, bool small) {
     key.size = size;
     for (auto it = set.lower_bound(&key); it != set.end(); ++it) {
       PoolBlock* b = *it;
+      if (!Fits(b, size, small)) break;
       if (b->free_seq > other.safe_seq) continue;
       b->node = set.extract(it);
       Split(b, size, small);  // the rest stays in `other`'s cache
@@ -512,6 +522,13 @@ absl::StatusOr<PoolBlock*> MemoryPool::AllocateBlock(std::unique_lock<std::mutex
   }
   const size_t seg_size = SegmentSize(size, small);
   absl::Status error;
+  if (options_.policy == PoolPolicy::kCompact &&
+      stats_.reserved_bytes - stats_.allocated_bytes >= static_cast<int64_t>(seg_size)) {
+    // Cached memory the request cannot use: whole free segments go back to the driver (least
+    // recently freed first) before the pool grows.
+    ReleaseSegments(lock, seg_size, false, &error);
+    error = absl::OkStatus();
+  }
   bool fenced = false;
   for (;;) {
     const int64_t limit = stats_.limit_bytes;
@@ -538,11 +555,14 @@ absl::StatusOr<PoolBlock*> MemoryPool::AllocateBlock(std::unique_lock<std::mutex
     // Pressure. Each step frees something and loops back to try again.
     if (!fenced) {
       fenced = true;
-      if (WaitForFences(lock)) {
-        ProcessPending();
-        if (PoolBlock* b = TakeFree(ss, size, small)) return b;
-        if (PoolBlock* b = Steal(ss, size, small)) return b;
-      }
+      WaitForFences(lock);
+      ProcessPending();
+      // Under pressure any cached block that holds the request will do, however much larger.
+      relaxed_fit_ = true;
+      PoolBlock* b = TakeFree(ss, size, small);
+      if (b == nullptr) b = Steal(ss, size, small);
+      relaxed_fit_ = false;
+      if (b != nullptr) return b;
     }
     if (ReleaseSegments(lock, want, false, &error)) continue;
     if (!error.ok()) return error;
@@ -676,6 +696,16 @@ absl::Status MemoryPool::SetLimit(int64_t bytes) {
     return error;
   }
   return absl::OkStatus();
+}
+
+void MemoryPool::SetPolicy(PoolPolicy policy) {
+  std::lock_guard<std::mutex> lock(mu_);
+  options_.policy = policy;
+}
+
+PoolPolicy MemoryPool::policy() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return options_.policy;
 }
 
 int64_t MemoryPool::limit() const {

@@ -160,6 +160,18 @@ struct MemoryStats {
   int64_t evictable_buffers = 0;
 };
 
+/// How the pool trades speed for memory.
+enum class PoolPolicy {
+  /// Like PyTorch's caching allocator: large requests split any cached block that holds them
+  /// and mid-sized ones share 20 MiB segments, so the driver is rarely called; cached memory is
+  /// released only under pressure.
+  kFast,
+  /// Keeps reserved memory close to what is in use: large requests take only a cached block
+  /// within `compact_fit_slack` of their size, else an exact segment, and idle cached segments
+  /// are released before the pool grows. More driver calls (each release waits for the stream).
+  kCompact,
+};
+
 /// Tunables of a pool (defaults suit GPUs; tests shrink them).
 struct PoolOptions {
   size_t small_max = size_t{1} << 20;        // requests up to this come from small segments
@@ -167,6 +179,8 @@ struct PoolOptions {
   size_t large_granularity = size_t{2} << 20;  // large segments are multiples of this
   size_t mid_segment = size_t{20} << 20;     // one segment shared by large requests up to half it
   int64_t limit_bytes = 0;                   // 0: none
+  PoolPolicy policy = PoolPolicy::kFast;
+  size_t compact_fit_slack = size_t{4} << 20;
 };
 
 /// Rounding of every request (and the alignment of every block): 512 bytes.
@@ -208,6 +222,8 @@ class MemoryPool {
   /// cached segments; allocations fail once live memory alone exceeds it.
   absl::Status SetLimit(int64_t bytes);
   int64_t limit() const;
+  void SetPolicy(PoolPolicy policy);
+  PoolPolicy policy() const;
   /// Forgets `stream` before it is destroyed: waits for it and hands its cached blocks to the
   /// other streams.
   absl::Status ForgetStream(hal::Stream& stream);
@@ -250,6 +266,7 @@ class MemoryPool {
   absl::StatusOr<PoolBlock*> AllocateBlock(std::unique_lock<std::mutex>& lock, size_t size,
                                            StreamState& ss, size_t requested);
   PoolBlock* TakeFree(StreamState& ss, size_t size, bool small);
+  bool Fits(const PoolBlock* b, size_t size, bool small) const;
   PoolBlock* Steal(StreamState& ss, size_t size, bool small);
   bool WaitForFences(std::unique_lock<std::mutex>& lock);
   bool ReleaseSegments(std::unique_lock<std::mutex>& lock, size_t wanted, bool all,
@@ -293,6 +310,7 @@ class MemoryPool {
   Buffer* lru_head_ = nullptr;            // evictable buffers, least recently used first
   Buffer* lru_tail_ = nullptr;
   uint64_t tick_ = 0;
+  bool relaxed_fit_ = false;  // set while the pressure path looks for any block that fits
   MemoryStats stats_;
 };
 

@@ -1,5 +1,6 @@
 #include "runtime/runtime.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -62,9 +63,26 @@ absl::StatusOr<Runtime::PerDevice> Runtime::MakeDevice(hal::Backend* b, PinnedPo
                                                        Device d) {
   PerDevice p;
   PGK_ASSIGN_OR_RETURN(p.stream, b->CreateStream(d.index, 0));
-  PGK_ASSIGN_OR_RETURN(p.transfer, TransferEngine::Create(b, d, pinned));
+  TransferOptions topt;  // tunable for benchmarking the staging pipeline
+  if (const char* env = std::getenv("PYGPUKIT_STAGING_CHUNK")) {
+    auto v = ParseMemoryLimit(env, 0);
+    if (v.ok() && *v >= 4096) topt.chunk_bytes = static_cast<size_t>(*v);
+  }
+  if (const char* env = std::getenv("PYGPUKIT_STAGING_DEPTH")) {
+    topt.chunks_in_flight = std::clamp(std::atoi(env), 1, 64);
+  }
+  PGK_ASSIGN_OR_RETURN(p.transfer, TransferEngine::Create(b, d, pinned, topt));
   PoolOptions options;
   options.limit_bytes = LimitFromEnv("PYGPUKIT_MEMORY_LIMIT", TotalMemory(b, d.index));
+  if (const char* env = std::getenv("PYGPUKIT_MEMORY_POLICY")) {
+    std::string v = env;
+    if (v == "compact") {
+      options.policy = PoolPolicy::kCompact;
+    } else if (!v.empty() && v != "fast") {
+      std::fprintf(stderr, "pygpukit: ignoring PYGPUKIT_MEMORY_POLICY=%s (fast or compact)\n",
+                   env);
+    }
+  }
   p.pool = std::make_unique<MemoryPool>(b, d, options);
   p.pool->set_transfer_engine(p.transfer.get());
   return p;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+
+#include <sys/mman.h>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -30,6 +32,7 @@ struct Staging {
   PinnedPool* pool;
   hal::Stream* stream;  // the transfer stream the chunks are used on
   std::vector<Slot> slots;
+  size_t chunk = 0;
 
   Staging(PinnedPool* p, hal::Stream* s) : pool(p), stream(s) {}
   Staging(Staging&&) = default;
@@ -39,14 +42,22 @@ struct Staging {
   }
 };
 
+constexpr size_t kMinChunk = size_t{64} << 10;
+
 absl::StatusOr<Staging> MakeStaging(hal::Backend* backend, Device device, PinnedPool* pool,
                                     hal::Stream* stream, size_t chunk, int count) {
   Staging st(pool, stream);
   for (int i = 0; i < count; ++i) {
     auto host = pool->Allocate(chunk);
+    // Under a tight pinned limit: smaller chunks first, then fewer in flight.
+    while (!host.ok() && i == 0 && host.status().code() == absl::StatusCode::kResourceExhausted &&
+           chunk > kMinChunk) {
+      chunk = std::max(kMinChunk, chunk / 2);
+      host = pool->Allocate(chunk);
+    }
     if (!host.ok()) {
       if (i == 0) return host.status();
-      break;  // fewer chunks in flight under the pinned limit
+      break;
     }
     Staging::Slot slot;
     slot.host = static_cast<char*>(*host);
@@ -58,6 +69,7 @@ absl::StatusOr<Staging> MakeStaging(hal::Backend* backend, Device device, Pinned
     slot.event = std::move(*ev);
     st.slots.push_back(std::move(slot));
   }
+  st.chunk = chunk;
   return st;
 }
 
@@ -111,11 +123,19 @@ absl::Status TransferEngine::ToDevice(void* dst, const void* src, size_t bytes,
 }
 
 absl::Status TransferEngine::StagedToDevice(char* dst, const char* src, size_t bytes) {
-  const size_t chunk = std::min(options_.chunk_bytes, bytes);
-  const size_t n = (bytes + chunk - 1) / chunk;
-  PGK_ASSIGN_OR_RETURN(Staging st, MakeStaging(backend_, device_, pinned_, h2d_.get(), chunk,
-                                               static_cast<int>(std::min<size_t>(
-                                                   n, options_.chunks_in_flight))));
+  const size_t want = std::min(options_.chunk_bytes, bytes);
+  auto staging = MakeStaging(backend_, device_, pinned_, h2d_.get(), want,
+                             static_cast<int>(std::min<size_t>((bytes + want - 1) / want,
+                                                               options_.chunks_in_flight)));
+  if (!staging.ok()) {
+    if (staging.status().code() != absl::StatusCode::kResourceExhausted) return staging.status();
+    // No pinned memory to stage through: the driver's own (slower, blocking) pageable copy.
+    PGK_RETURN_IF_ERROR(
+        backend_->CopyAsync(dst, src, bytes, hal::CopyKind::kHostToDevice, *h2d_));
+    return backend_->Synchronize(*h2d_);
+  }
+  Staging& st = *staging;
+  const size_t chunk = st.chunk, n = (bytes + chunk - 1) / chunk;
   // Pipeline: while the DMA of chunk i runs, the host fills the next slot.
   for (size_t i = 0; i < n; ++i) {
     Staging::Slot& slot = st.slots[i % st.slots.size()];
@@ -150,11 +170,26 @@ absl::Status TransferEngine::ToHost(void* dst, const void* src, size_t bytes, ha
 }
 
 absl::Status TransferEngine::StagedToHost(char* dst, const char* src, size_t bytes) {
-  const size_t chunk = std::min(options_.chunk_bytes, bytes);
-  const size_t n = (bytes + chunk - 1) / chunk;
-  PGK_ASSIGN_OR_RETURN(Staging st, MakeStaging(backend_, device_, pinned_, d2h_.get(), chunk,
-                                               static_cast<int>(std::min<size_t>(
-                                                   n, options_.chunks_in_flight))));
+  // A fresh destination (a new NumPy array) faults in page by page, which costs more than the
+  // copy: ask the kernel for transparent huge pages over its aligned interior (a hint; pages
+  // already present are unaffected).
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  const uintptr_t lo = (reinterpret_cast<uintptr_t>(dst) + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t hi = (reinterpret_cast<uintptr_t>(dst) + bytes) & ~(kHuge - 1);
+  if (hi > lo) (void)madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
+  const size_t want = std::min(options_.chunk_bytes, bytes);
+  auto staging = MakeStaging(backend_, device_, pinned_, d2h_.get(), want,
+                             static_cast<int>(std::min<size_t>((bytes + want - 1) / want,
+                                                               options_.chunks_in_flight)));
+  if (!staging.ok()) {
+    if (staging.status().code() != absl::StatusCode::kResourceExhausted) return staging.status();
+    // No pinned memory to stage through: the driver's own (slower, blocking) pageable copy.
+    PGK_RETURN_IF_ERROR(
+        backend_->CopyAsync(dst, src, bytes, hal::CopyKind::kDeviceToHost, *d2h_));
+    return backend_->Synchronize(*d2h_);
+  }
+  Staging& st = *staging;
+  const size_t chunk = st.chunk, n = (bytes + chunk - 1) / chunk;
   const size_t k = st.slots.size();
   auto enqueue = [&](size_t i) -> absl::Status {
     Staging::Slot& slot = st.slots[i % k];

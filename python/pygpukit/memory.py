@@ -25,6 +25,7 @@ __all__ = [
     "empty_cache",
     "evict",
     "get_limit",
+    "get_policy",
     "is_evictable",
     "is_resident",
     "pinned_empty",
@@ -33,6 +34,7 @@ __all__ = [
     "set_evictable",
     "set_limit",
     "set_pinned_limit",
+    "set_policy",
     "stats",
     "transfer_stats",
 ]
@@ -94,6 +96,25 @@ def get_limit(device=None):
     """The pool's limit in bytes, or None when there is none."""
     v = _m.get_limit(device)
     return v if v > 0 else None
+
+
+def set_policy(policy, *, device=None):
+    """How `device`'s pool trades speed for memory (env PYGPUKIT_MEMORY_POLICY):
+
+    - "fast" (default): like PyTorch's caching allocator; large requests split any cached block
+      that holds them, so the driver is rarely called, and memory is released only under
+      pressure.
+    - "compact": keeps reserved memory close to what is in use; a large request takes only a
+      cached block within 4 MiB of its size, else an exact segment, and idle cached segments
+      are released before the pool grows (more driver calls, each waiting for its stream).
+    """
+    if not isinstance(policy, str):
+        raise TypeError(f"memory.set_policy: policy must be a str, got {type(policy).__name__}")
+    _m.set_policy(policy, device)
+
+
+def get_policy(device=None):
+    return _m.get_policy(device)
 
 
 def set_evictable(x, evictable=True):

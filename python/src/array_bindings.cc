@@ -167,7 +167,24 @@ pyb::array ToNumpy(const GPUArray& a, const pyb::object& out_obj, bool blocking)
   std::vector<pyb::ssize_t> shape(a.shape().begin(), a.shape().end());
   pyb::array out;
   if (out_obj.is_none()) {
-    out = pyb::array(pyb::dtype::from_args(dt), shape);
+    // A GPU array of 1 MiB or more lands in pinned memory while results held by the user take
+    // at most half the pinned limit (the rest stays for staging and spill): one DMA straight
+    // into the result, no staging and no page faults on fresh pages. Otherwise a plain NumPy
+    // array, filled through the staged path.
+    constexpr int64_t kPinnedMin = int64_t{1} << 20;
+    bool made = false;
+    PinnedPool* pool = a.device().is_cuda() && a.nbytes() >= kPinnedMin
+                           ? Unwrap(Runtime::Get().pinned_pool(a.device().type))
+                           : nullptr;
+    const PinnedStats ps = pool != nullptr ? pool->stats() : PinnedStats{};
+    if (pool != nullptr && (ps.limit_bytes == 0 || ps.allocated_bytes + a.nbytes() <= ps.limit_bytes / 2)) {
+      auto pinned = PinnedArray(a.shape(), a.dtype(), a.device().type, "to_numpy");
+      if (pinned.ok()) {
+        out = *std::move(pinned);
+        made = true;
+      }
+    }
+    if (!made) out = pyb::array(pyb::dtype::from_args(dt), shape);
   } else {
     if (!pyb::isinstance<pyb::array>(out_obj)) {
       throw pyb::type_error(absl::StrCat("to_numpy: out must be a NumPy array, got ",

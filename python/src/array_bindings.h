@@ -21,6 +21,10 @@ pyb::array ToNumpy(const GPUArray& a, const pyb::object& out = pyb::none(), bool
 /// Uploads a NumPy array (made C-contiguous first) to `device`.
 GPUArray FromNumpy(const pyb::array& arr, Device device, absl::string_view op,
                    bool blocking = true);
+/// An uninitialized NumPy array in memory from the pinned pool of `type`'s backend (returned to
+/// the pool, fenced on the transfer streams, when the array dies). MemoryError past the limit.
+absl::StatusOr<pyb::array> PinnedArray(const Shape& shape, DType dtype, DeviceType type,
+                                       absl::string_view op);
 /// The GPUArray `obj` is, or TypeError naming `op`.
 const GPUArray& AsArray(const pyb::handle& obj, absl::string_view op);
 

@@ -60,41 +60,51 @@ struct PinnedOwner {
   void* ptr;
 };
 
-PinnedPool* PinnedPoolFor(const pyb::object& device, std::vector<hal::Stream*>* streams) {
+// Streams that may still copy into or out of a pinned block of `type`'s pool when it is freed.
+std::vector<hal::Stream*> TransferStreams(DeviceType type) {
   Runtime& rt = Runtime::Get();
-  Device d = ToDevice(device, "pinned_empty");
-  for (Device other : rt.devices()) {
-    if (other.type != d.type) continue;
-    TransferEngine* e = Unwrap(rt.transfer(other));
-    streams->push_back(&e->h2d_stream());
-    streams->push_back(&e->d2h_stream());
+  std::vector<hal::Stream*> streams;
+  for (Device d : rt.devices()) {
+    if (d.type != type) continue;
+    TransferEngine* e = Unwrap(rt.transfer(d));
+    streams.push_back(&e->h2d_stream());
+    streams.push_back(&e->d2h_stream());
   }
-  return Unwrap(rt.pinned_pool(d.type));
+  return streams;
 }
 
 pyb::array PinnedEmpty(const pyb::object& shape, const pyb::object& dtype,
                        const pyb::object& device) {
   Shape s = ToShape(shape, "pinned_empty");
   DType dt = ToDType(dtype, "pinned_empty");
-  pyb::object npdt = NumpyDType(dt);
-  Check(ValidateShape(s, "pinned_empty"));
-  const __int128 bytes = static_cast<__int128>(NumElements(s)) * ItemSize(dt);
-  if (bytes > INT64_MAX) throw pyb::value_error("pinned_empty: array too large");
+  Device d = ToDevice(device, "pinned_empty");
+  return Unwrap(PinnedArray(s, dt, d.type, "pinned_empty"));
+}
+
+}  // namespace
+
+absl::StatusOr<pyb::array> PinnedArray(const Shape& shape, DType dtype, DeviceType type,
+                                       absl::string_view op) {
+  PGK_RETURN_IF_ERROR(ValidateShape(shape, op));
+  const __int128 bytes = static_cast<__int128>(NumElements(shape)) * ItemSize(dtype);
+  if (bytes > INT64_MAX) return ValueError(absl::StrCat(op, ": array too large"));
+  pyb::object npdt = NumpyDType(dtype);  // before allocating: it may raise (bfloat16)
   auto owner = std::make_unique<PinnedOwner>();
-  owner->pool = PinnedPoolFor(device, &owner->streams);
-  absl::StatusOr<void*> p = WithoutGil([&] { return owner->pool->Allocate(static_cast<size_t>(bytes)); });
-  owner->ptr = Unwrap(std::move(p));
+  PGK_ASSIGN_OR_RETURN(owner->pool, Runtime::Get().pinned_pool(type));
+  owner->streams = TransferStreams(type);
+  absl::StatusOr<void*> p =
+      WithoutGil([&] { return owner->pool->Allocate(static_cast<size_t>(bytes)); });
+  PGK_RETURN_IF_ERROR(p.status());
+  owner->ptr = *p;
+  void* data = owner->ptr;
   pyb::capsule base(owner.release(), [](void* o) {
     std::unique_ptr<PinnedOwner> own(static_cast<PinnedOwner*>(o));
     // Copies may still be in flight on the transfer streams: reuse waits for them.
     (void)own->pool->Free(own->ptr, own->streams);
   });
-  std::vector<pyb::ssize_t> dims(s.begin(), s.end());
-  void* data = static_cast<PinnedOwner*>(base.get_pointer())->ptr;
+  std::vector<pyb::ssize_t> dims(shape.begin(), shape.end());
   return pyb::array(pyb::dtype::from_args(npdt), dims, data, base);
 }
-
-}  // namespace
 
 void BindMemory(pyb::module_& m) {
   pyb::module_ mem = m.def_submodule("_memory", "Memory pool internals (see pygpukit.memory).");
@@ -123,6 +133,27 @@ void BindMemory(pyb::module_& m) {
       pyb::arg("bytes"), pyb::arg("device") = pyb::none());
   mem.def(
       "get_limit", [](const pyb::object& d) { return PoolOf(d, "memory.get_limit")->limit(); },
+      pyb::arg("device") = pyb::none());
+  mem.def(
+      "set_policy",
+      [](const std::string& policy, const pyb::object& d) {
+        MemoryPool* pool = PoolOf(d, "memory.set_policy");
+        if (policy == "fast") {
+          pool->SetPolicy(PoolPolicy::kFast);
+        } else if (policy == "compact") {
+          pool->SetPolicy(PoolPolicy::kCompact);
+        } else {
+          throw pyb::value_error(absl::StrCat("memory.set_policy: unknown policy '", policy,
+                                              "' (expected 'fast' or 'compact')"));
+        }
+      },
+      pyb::arg("policy"), pyb::arg("device") = pyb::none());
+  mem.def(
+      "get_policy",
+      [](const pyb::object& d) {
+        return PoolOf(d, "memory.get_policy")->policy() == PoolPolicy::kCompact ? "compact"
+                                                                                  : "fast";
+      },
       pyb::arg("device") = pyb::none());
   mem.def("parse_limit", [](const std::string& text, int64_t total) {
     return Unwrap(ParseMemoryLimit(text, total));
