@@ -424,8 +424,22 @@ void MemoryPool::ReleaseIdleBlock(PoolBlock* b, size_t requested) {
   Account(-static_cast<int64_t>(b->size), -static_cast<int64_t>(requested), -1);
   --b->segment->allocated_blocks;
   b->uses.clear();
-  b->owner = neutral_.get();  // nothing queued touches it: any stream may take it
+  // The owner stays (its neighbours are the owner's, so they merge); a fence on the owner
+  // stream, already passed, lets other streams take it.
   FreeBlock(b);
+}
+
+bool MemoryPool::Mergeable(const PoolBlock* a, const PoolBlock* n) {
+  return n != nullptr && !n->allocated && !n->pending && n->owner == a->owner;
+}
+
+void MemoryPool::Absorb(PoolBlock* b, PoolBlock* n) {
+  // b and its next neighbour n are free and in no cache set; b takes n's bytes.
+  b->size += n->size;
+  b->next = n->next;
+  if (n->next) n->next->prev = b;
+  b->free_seq = std::max(b->free_seq, n->free_seq);
+  RecycleBlock(n);
 }
 
 void MemoryPool::FreeBlock(PoolBlock* b) {
@@ -433,30 +447,47 @@ void MemoryPool::FreeBlock(PoolBlock* b) {
   b->allocated = false;
   StreamState& ss = *b->owner;
   b->free_seq = ss.stream == nullptr ? 0 : ++ss.free_count;
-  b->segment->last_free = ++tick_;
-  auto mergeable = [&](PoolBlock* n) {
-    return n != nullptr && !n->allocated && !n->pending && n->owner == b->owner;
-  };
-  if (mergeable(b->prev)) {
+  Segment* seg = b->segment;
+  seg->last_free = ++tick_;
+  if (seg->small) {
+    // Small blocks are coalesced lazily (CoalesceSmall): a loop that frees and reallocates one
+    // size then finds its block as it left it, with no split or merge.
+    if (!seg->dirty && (Mergeable(b, b->prev) || Mergeable(b, b->next))) {
+      seg->dirty = true;
+      dirty_.push_back(seg);
+    }
+    InsertFree(b);
+    return;
+  }
+  if (Mergeable(b, b->prev)) {
     PoolBlock* p = b->prev;
     EraseFree(p);
-    p->size += b->size;
-    p->next = b->next;
-    if (b->next) b->next->prev = p;
-    p->free_seq = std::max(p->free_seq, b->free_seq);
-    RecycleBlock(b);
+    Absorb(p, b);
     b = p;
   }
-  if (mergeable(b->next)) {
+  if (Mergeable(b, b->next)) {
     PoolBlock* n = b->next;
     EraseFree(n);
-    b->size += n->size;
-    b->next = n->next;
-    if (n->next) n->next->prev = b;
-    b->free_seq = std::max(b->free_seq, n->free_seq);
-    RecycleBlock(n);
+    Absorb(b, n);
   }
   InsertFree(b);
+}
+
+void MemoryPool::CoalesceSmall() {
+  for (Segment* seg : dirty_) {
+    seg->dirty = false;
+    for (PoolBlock* b = seg->first; b != nullptr; b = b->next) {
+      if (b->allocated || b->pending || !Mergeable(b, b->next)) continue;
+      EraseFree(b);
+      while (Mergeable(b, b->next)) {
+        PoolBlock* n = b->next;
+        EraseFree(n);
+        Absorb(b, n);
+      }
+      InsertFree(b);
+    }
+  }
+  dirty_.clear();
 }
 
 absl::StatusOr<std::shared_ptr<Buffer>> MemoryPool::Allocate(size_t bytes, hal::Stream& stream) {
@@ -472,6 +503,12 @@ absl::StatusOr<std::shared_ptr<Buffer>> MemoryPool::Allocate(size_t bytes, hal::
   std::unique_lock<std::mutex> lock(mu_);
   ++stats_.num_allocations;
   if (quota != nullptr) {
+    if (static_cast<int64_t>(size) > quota->limit()) {  // spilling could never make room
+      return MemoryError(absl::StrCat("out of memory on ", device_.ToString(), ": requesting ",
+                                      FormatBytes(static_cast<int64_t>(bytes)),
+                                      " exceeds the whole quota '", quota->name(), "' (limit ",
+                                      FormatBytes(quota->limit()), ")"));
+    }
     while (!quota->TryCharge(static_cast<int64_t>(size))) {
       absl::Status error;
       if (!SpillOne(lock, quota.get(), &error)) {
@@ -509,8 +546,9 @@ absl::StatusOr<PoolBlock*> MemoryPool::AllocateBlock(std::unique_lock<std::mutex
     ++stats_.num_cache_hits;
     return b;
   }
-  if (!pending_.empty()) {
+  if (!pending_.empty() || (small && !dirty_.empty())) {
     ProcessPending();
+    CoalesceSmall();
     if (PoolBlock* b = TakeFree(ss, size, small)) {
       ++stats_.num_cache_hits;
       return b;
@@ -610,6 +648,7 @@ std::string MemoryPool::Describe(size_t requested, size_t rounded) const {
 bool MemoryPool::ReleaseSegments(std::unique_lock<std::mutex>& lock, size_t wanted, bool all,
                                  absl::Status* error) {
   ProcessPending();
+  CoalesceSmall();  // also: no dirty segment may be deleted below
   std::vector<Segment*> idle;
   for (Segment* seg : segments_) {
     if (seg->allocated_blocks == 0 && !seg->first->pending && seg->first->next == nullptr) {
@@ -789,6 +828,7 @@ void MemoryPool::Free(Buffer& buffer) {
 
 MemoryStats MemoryPool::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
+  const_cast<MemoryPool*>(this)->CoalesceSmall();  // largest_free_block counts merged blocks
   MemoryStats s = stats_;
   s.cached_bytes = s.reserved_bytes - s.allocated_bytes;
   size_t largest = 0;

@@ -280,6 +280,9 @@ class MemoryPool {
   void InsertFree(PoolBlock* b);
   void EraseFree(PoolBlock* b);
   void FreeBlock(PoolBlock* b);
+  static bool Mergeable(const PoolBlock* a, const PoolBlock* n);
+  void Absorb(PoolBlock* b, PoolBlock* n);  // b takes its free next neighbour n
+  void CoalesceSmall();
   void MarkAllocated(PoolBlock* b, size_t requested);
   // Frees the block of a buffer whose queued work has all finished.
   void ReleaseIdleBlock(PoolBlock* b, size_t requested);
@@ -304,6 +307,7 @@ class MemoryPool {
   std::unique_ptr<StreamState> neutral_;  // blocks no stream's work can still touch
   std::set<Segment*> segments_;
   std::vector<PoolBlock*> pending_;       // freed with uses on other streams, awaiting events
+  std::vector<Segment*> dirty_;           // small segments with unmerged free neighbours
   std::vector<PoolBlock*> spare_blocks_;  // recycled block records (no heap churn on a hit)
   std::vector<std::shared_ptr<Buffer>> deferred_;  // see DeferredRelease
   std::atomic<bool> has_deferred_{false};

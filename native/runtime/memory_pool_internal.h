@@ -34,6 +34,7 @@ struct MemoryPool::Segment {
   uint64_t last_free = 0;  // tick of the latest free inside it (LRU order of release)
   int64_t allocated_blocks = 0;
   PoolBlock* first = nullptr;
+  bool dirty = false;  // small segment with free neighbours not merged yet (in MemoryPool::dirty_)
 };
 
 // The cache of one stream. A block freed on the stream is reusable at once by it; another stream
