@@ -127,6 +127,15 @@ ResidencyPin::~ResidencyPin() {
   for (auto& b : pinned_) b->pool()->Unpin(*b);
 }
 
+ResidencyPin& ResidencyPin::operator=(ResidencyPin&& other) {
+  if (this != &other) {
+    for (auto& b : pinned_) b->pool()->Unpin(*b);
+    pinned_ = std::move(other.pinned_);
+    other.pinned_.clear();
+  }
+  return *this;
+}
+
 absl::Status ResidencyPin::Add(const std::shared_ptr<Buffer>& buffer) {
   if (buffer == nullptr || !buffer->evictable()) return absl::OkStatus();
   PGK_RETURN_IF_ERROR(buffer->pool()->Pin(*buffer));
@@ -268,6 +277,10 @@ void MemoryPool::EraseFree(PoolBlock* b) {
   b->node = set.extract(it);
 }
 
+int64_t MemoryPool::QuotaCharge(const Buffer& buffer) {
+  return static_cast<int64_t>(RoundAllocationSize(buffer.requested_));
+}
+
 void MemoryPool::Account(int64_t allocated_delta, int64_t requested_delta, int64_t blocks_delta) {
   stats_.allocated_bytes += allocated_delta;
   stats_.requested_bytes += requested_delta;
@@ -389,6 +402,17 @@ bool MemoryPool::WaitForFences(std::unique_lock<std::mutex>& lock) {
     }
   }
   return any;
+}
+
+void MemoryPool::WaitForPending(std::unique_lock<std::mutex>& lock) {
+  // Blocks freed with uses on other streams: wait for those uses, then cache them normally.
+  std::vector<std::shared_ptr<hal::Event>> events;
+  for (PoolBlock* b : pending_) events.insert(events.end(), b->events.begin(), b->events.end());
+  if (events.empty()) return;
+  lock.unlock();
+  for (auto& e : events) (void)backend_->Synchronize(*e);
+  lock.lock();
+  ProcessPending();
 }
 
 void MemoryPool::ProcessPending() {
@@ -532,9 +556,6 @@ absl::StatusOr<std::shared_ptr<Buffer>> MemoryPool::Allocate(size_t bytes, hal::
   buffer->size_ = b->size;
   buffer->ptr_ = b->ptr;
   buffer->quota_ = quota;
-  if (quota != nullptr && b->size != size) {  // a block larger than asked is charged in full
-    quota->used_.fetch_add(static_cast<int64_t>(b->size - size), std::memory_order_relaxed);
-  }
   return buffer;
 }
 
@@ -574,19 +595,22 @@ absl::StatusOr<PoolBlock*> MemoryPool::AllocateBlock(std::unique_lock<std::mutex
     // A request that fits the limit only with an exact-size segment gets one.
     const size_t want = fits ? seg_size : size;
     if (limit == 0 || stats_.reserved_bytes + static_cast<int64_t>(want) <= limit) {
-      lock.unlock();
-      auto raw = backend_->RawAllocate(device_.index, want);
-      lock.lock();
+      // The bytes count as reserved while the driver call runs unlocked, so that threads
+      // growing the pool at once cannot overshoot the limit together.
+      auto from_driver = [&](size_t bytes) -> absl::StatusOr<void*> {
+        stats_.reserved_bytes += static_cast<int64_t>(bytes);
+        lock.unlock();
+        auto raw = backend_->RawAllocate(device_.index, bytes);
+        lock.lock();
+        stats_.reserved_bytes -= static_cast<int64_t>(bytes);
+        return raw;
+      };
+      auto raw = from_driver(want);
       if (raw.ok()) return Split(NewSegmentBlock(*raw, want, small, ss), size, small);
       if (!IsOutOfMemory(raw.status())) return raw.status();
       if (want != size) {  // the device may still hold the request itself, if not a segment
-        lock.unlock();
-        raw = backend_->RawAllocate(device_.index, size);
-        lock.lock();
-        if (raw.ok()) {
-          PoolBlock* b = NewSegmentBlock(*raw, size, small, ss);
-          return b;
-        }
+        raw = from_driver(size);
+        if (raw.ok()) return NewSegmentBlock(*raw, size, small, ss);
         if (!IsOutOfMemory(raw.status())) return raw.status();
       }
     }
@@ -594,20 +618,28 @@ absl::StatusOr<PoolBlock*> MemoryPool::AllocateBlock(std::unique_lock<std::mutex
     if (!fenced) {
       fenced = true;
       WaitForFences(lock);
-      ProcessPending();
+      WaitForPending(lock);
+      CoalesceSmall();
       // Under pressure any cached block that holds the request will do, however much larger.
       relaxed_fit_ = true;
       PoolBlock* b = TakeFree(ss, size, small);
       if (b == nullptr) b = Steal(ss, size, small);
       relaxed_fit_ = false;
-      if (b != nullptr) return b;
+      if (b != nullptr) {
+        ++stats_.num_cache_hits;
+        return b;
+      }
     }
     if (ReleaseSegments(lock, want, false, &error)) continue;
     if (!error.ok()) return error;
     if (SpillOne(lock, nullptr, &error)) {
       fenced = false;  // the spill freed a block; the caches may now serve the request
-      if (PoolBlock* b = TakeFree(ss, size, small)) return b;
-      if (PoolBlock* b = Steal(ss, size, small)) return b;
+      PoolBlock* b = TakeFree(ss, size, small);
+      if (b == nullptr) b = Steal(ss, size, small);
+      if (b != nullptr) {
+        ++stats_.num_cache_hits;
+        return b;
+      }
       continue;
     }
     if (!error.ok()) return error;
@@ -651,9 +683,9 @@ bool MemoryPool::ReleaseSegments(std::unique_lock<std::mutex>& lock, size_t want
   CoalesceSmall();  // also: no dirty segment may be deleted below
   std::vector<Segment*> idle;
   for (Segment* seg : segments_) {
-    if (seg->allocated_blocks == 0 && !seg->first->pending && seg->first->next == nullptr) {
-      idle.push_back(seg);
-    }
+    bool free = seg->allocated_blocks == 0;
+    for (PoolBlock* b = seg->first; free && b != nullptr; b = b->next) free = !b->pending;
+    if (free) idle.push_back(seg);
   }
   if (idle.empty()) return false;
   std::sort(idle.begin(), idle.end(),
@@ -663,16 +695,18 @@ bool MemoryPool::ReleaseSegments(std::unique_lock<std::mutex>& lock, size_t want
     while (n < idle.size() && total < wanted) total += idle[n++]->size;
     idle.resize(n);
   }
-  // Take them out of the caches; work queued before their frees must finish before the driver
-  // gets the memory back, so each owning stream is drained through an event.
+  // Take them out of the caches (a segment's blocks may sit in several streams' caches); work
+  // queued before their frees must finish before the driver gets the memory back, so each
+  // owning stream is drained through an event.
   std::vector<hal::Stream*> streams;
   for (Segment* seg : idle) {
-    PoolBlock* b = seg->first;
-    EraseFree(b);
     segments_.erase(seg);
-    if (b->owner->stream != nullptr && b->free_seq > b->owner->safe_seq &&
-        std::find(streams.begin(), streams.end(), b->owner->stream) == streams.end()) {
-      streams.push_back(b->owner->stream);
+    for (PoolBlock* b = seg->first; b != nullptr; b = b->next) {
+      EraseFree(b);
+      if (b->owner->stream != nullptr && b->free_seq > b->owner->safe_seq &&
+          std::find(streams.begin(), streams.end(), b->owner->stream) == streams.end()) {
+        streams.push_back(b->owner->stream);
+      }
     }
   }
   lock.unlock();
@@ -686,7 +720,9 @@ bool MemoryPool::ReleaseSegments(std::unique_lock<std::mutex>& lock, size_t want
   }
   std::vector<absl::Status> freed(idle.size());
   if (status.ok()) {
-    for (size_t i = 0; i < idle.size(); ++i) freed[i] = backend_->RawFree(device_.index, idle[i]->base);
+    for (size_t i = 0; i < idle.size(); ++i) {
+      freed[i] = backend_->RawFree(device_.index, idle[i]->base);
+    }
   }
   lock.lock();
   bool any = false;
@@ -697,12 +733,16 @@ bool MemoryPool::ReleaseSegments(std::unique_lock<std::mutex>& lock, size_t want
       ++stats_.num_driver_frees;
       ++stats_.num_evictions;
       --stats_.segments;
-      RecycleBlock(seg->first);
+      for (PoolBlock* b = seg->first; b != nullptr;) {
+        PoolBlock* n = b->next;
+        RecycleBlock(b);
+        b = n;
+      }
       delete seg;
       any = true;
     } else {  // still ours: cached again rather than lost
       segments_.insert(seg);
-      InsertFree(seg->first);
+      for (PoolBlock* b = seg->first; b != nullptr; b = b->next) InsertFree(b);
       if (error->ok()) *error = status.ok() ? freed[i] : status;
     }
   }
@@ -712,14 +752,7 @@ bool MemoryPool::ReleaseSegments(std::unique_lock<std::mutex>& lock, size_t want
 absl::Status MemoryPool::EmptyCache() {
   std::unique_lock<std::mutex> lock(mu_);
   WaitForFences(lock);
-  // Blocks freed with uses on other streams: wait for those uses, then cache them normally.
-  std::vector<std::shared_ptr<hal::Event>> events;
-  for (PoolBlock* b : pending_) events.insert(events.end(), b->events.begin(), b->events.end());
-  if (!events.empty()) {
-    lock.unlock();
-    for (auto& e : events) (void)backend_->Synchronize(*e);
-    lock.lock();
-  }
+  WaitForPending(lock);
   absl::Status error;
   ReleaseSegments(lock, 0, true, &error);
   return error;
@@ -802,7 +835,7 @@ void MemoryPool::Free(Buffer& buffer) {
   }
   PoolBlock* b = buffer.block_;
   if (b == nullptr) return;
-  if (buffer.quota_ != nullptr) buffer.quota_->Uncharge(static_cast<int64_t>(b->size));
+  if (buffer.quota_ != nullptr) buffer.quota_->Uncharge(QuotaCharge(buffer));
   Account(-static_cast<int64_t>(b->size), -static_cast<int64_t>(buffer.requested_), -1);
   --b->segment->allocated_blocks;
   b->allocated = false;

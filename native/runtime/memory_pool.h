@@ -42,7 +42,7 @@ class MemoryQuota {
   const std::string& name() const { return name_; }
   int64_t limit() const { return limit_.load(std::memory_order_relaxed); }
   void set_limit(int64_t bytes) { limit_.store(bytes, std::memory_order_relaxed); }
-  /// Device bytes (rounded block sizes) of live, resident buffers charged to this quota.
+  /// Bytes (requests rounded to 512) of live, resident buffers charged to this quota.
   int64_t used() const { return used_.load(std::memory_order_relaxed); }
   int64_t peak() const { return peak_.load(std::memory_order_relaxed); }
 
@@ -128,7 +128,7 @@ class ResidencyPin {
  public:
   ResidencyPin() = default;
   ResidencyPin(ResidencyPin&&) = default;
-  ResidencyPin& operator=(ResidencyPin&&) = default;
+  ResidencyPin& operator=(ResidencyPin&& other);
   ~ResidencyPin();
   /// Pins `buffer` (a no-op for buffers that are not evictable).
   absl::Status Add(const std::shared_ptr<Buffer>& buffer);
@@ -287,6 +287,8 @@ class MemoryPool {
   // Frees the block of a buffer whose queued work has all finished.
   void ReleaseIdleBlock(PoolBlock* b, size_t requested);
   void ProcessPending();
+  void WaitForPending(std::unique_lock<std::mutex>& lock);
+  static int64_t QuotaCharge(const Buffer& buffer);  // what a buffer charges its quota
   void UpdateFences(StreamState& ss);
   StreamState& StateFor(hal::Stream* stream);
   PoolBlock* NewBlock();

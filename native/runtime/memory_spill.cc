@@ -142,7 +142,7 @@ absl::Status MemoryPool::SpillLocked(std::unique_lock<std::mutex>& lock, Buffer&
     LruAppend(buffer);
     return absl::Status(status.code(), absl::StrCat("spill: ", status.message()));
   }
-  if (buffer.quota_ != nullptr) buffer.quota_->Uncharge(static_cast<int64_t>(size));
+  if (buffer.quota_ != nullptr) buffer.quota_->Uncharge(QuotaCharge(buffer));
   ReleaseIdleBlock(b, buffer.requested_);
   buffer.block_ = nullptr;
   buffer.ptr_ = nullptr;
@@ -161,7 +161,7 @@ absl::Status MemoryPool::PageInLocked(std::unique_lock<std::mutex>& lock, Buffer
     return s;
   };
   if (buffer.quota_ != nullptr) {
-    while (!buffer.quota_->TryCharge(static_cast<int64_t>(size))) {
+    while (!buffer.quota_->TryCharge(QuotaCharge(buffer))) {
       absl::Status error;
       if (!SpillOne(lock, buffer.quota_.get(), &error)) {
         if (!error.ok()) return finish(error);
@@ -175,14 +175,11 @@ absl::Status MemoryPool::PageInLocked(std::unique_lock<std::mutex>& lock, Buffer
   }
   auto block = AllocateBlock(lock, size, StateFor(buffer.stream_), buffer.requested_);
   if (!block.ok()) {
-    if (buffer.quota_ != nullptr) buffer.quota_->Uncharge(static_cast<int64_t>(size));
+    if (buffer.quota_ != nullptr) buffer.quota_->Uncharge(QuotaCharge(buffer));
     return finish(block.status());
   }
   PoolBlock* b = *block;
   MarkAllocated(b, buffer.requested_);
-  if (buffer.quota_ != nullptr && b->size != size) {
-    buffer.quota_->used_.fetch_add(static_cast<int64_t>(b->size - size));
-  }
   void* host = buffer.host_copy_;
   lock.unlock();
   // The pinned copy goes back by DMA on the transfer stream; the buffer's stream waits for it.
@@ -193,7 +190,7 @@ absl::Status MemoryPool::PageInLocked(std::unique_lock<std::mutex>& lock, Buffer
   }
   lock.lock();
   if (!status.ok()) {
-    if (buffer.quota_ != nullptr) buffer.quota_->Uncharge(static_cast<int64_t>(b->size));
+    if (buffer.quota_ != nullptr) buffer.quota_->Uncharge(QuotaCharge(buffer));
     ReleaseIdleBlock(b, buffer.requested_);
     return finish(absl::Status(status.code(), absl::StrCat("page-in: ", status.message())));
   }

@@ -64,6 +64,8 @@ absl::StatusOr<void*> PinnedPool::Allocate(size_t bytes) {
           " (raise PYGPUKIT_PINNED_LIMIT or gp.memory.set_pinned_limit)"));
     }
   }
+  // Counted as reserved during the unlocked driver call: concurrent callers cannot overshoot.
+  stats_.reserved_bytes += static_cast<int64_t>(size);
   lock.unlock();
   auto raw = backend_->RawAllocateHost(size);
   if (!raw.ok() && raw.status().code() == absl::StatusCode::kResourceExhausted) {
@@ -73,10 +75,12 @@ absl::StatusOr<void*> PinnedPool::Allocate(size_t bytes) {
     if (s.ok()) raw = backend_->RawAllocateHost(size);
   }
   lock.lock();
-  if (!raw.ok()) return raw.status();
+  if (!raw.ok()) {
+    stats_.reserved_bytes -= static_cast<int64_t>(size);
+    return raw.status();
+  }
   live_[static_cast<const char*>(*raw)] = size;
   stats_.allocated_bytes += static_cast<int64_t>(size);
-  stats_.reserved_bytes += static_cast<int64_t>(size);
   stats_.peak_reserved_bytes = std::max(stats_.peak_reserved_bytes, stats_.reserved_bytes);
   ++stats_.num_driver_allocations;
   return *raw;

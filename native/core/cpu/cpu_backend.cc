@@ -20,7 +20,7 @@ namespace pygpukit::cpu {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr size_t kAlignment = 64;
+constexpr size_t kAlignment = 512;  // the memory pool's block alignment
 
 class CpuStream final : public hal::Stream {
  public:
