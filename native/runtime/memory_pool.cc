@@ -591,18 +591,19 @@ absl::StatusOr<PoolBlock*> MemoryPool::AllocateBlock(std::unique_lock<std::mutex
   bool fenced = false;
   for (;;) {
     const int64_t limit = stats_.limit_bytes;
-    const bool fits = limit == 0 || stats_.reserved_bytes + static_cast<int64_t>(seg_size) <= limit;
+    // Bytes other threads are getting from the driver right now count against the limit, so
+    // that threads growing the pool at once cannot overshoot it together.
+    const int64_t taken = stats_.reserved_bytes + growing_;
+    const bool fits = limit == 0 || taken + static_cast<int64_t>(seg_size) <= limit;
     // A request that fits the limit only with an exact-size segment gets one.
     const size_t want = fits ? seg_size : size;
-    if (limit == 0 || stats_.reserved_bytes + static_cast<int64_t>(want) <= limit) {
-      // The bytes count as reserved while the driver call runs unlocked, so that threads
-      // growing the pool at once cannot overshoot the limit together.
+    if (limit == 0 || taken + static_cast<int64_t>(want) <= limit) {
       auto from_driver = [&](size_t bytes) -> absl::StatusOr<void*> {
-        stats_.reserved_bytes += static_cast<int64_t>(bytes);
+        growing_ += static_cast<int64_t>(bytes);
         lock.unlock();
         auto raw = backend_->RawAllocate(device_.index, bytes);
         lock.lock();
-        stats_.reserved_bytes -= static_cast<int64_t>(bytes);
+        growing_ -= static_cast<int64_t>(bytes);
         return raw;
       };
       auto raw = from_driver(want);
@@ -701,6 +702,9 @@ bool MemoryPool::ReleaseSegments(std::unique_lock<std::mutex>& lock, size_t want
   std::vector<hal::Stream*> streams;
   for (Segment* seg : idle) {
     segments_.erase(seg);
+    // No longer reserved from here on (the books never count memory the driver has back).
+    stats_.reserved_bytes -= static_cast<int64_t>(seg->size);
+    --stats_.segments;
     for (PoolBlock* b = seg->first; b != nullptr; b = b->next) {
       EraseFree(b);
       if (b->owner->stream != nullptr && b->free_seq > b->owner->safe_seq &&
@@ -729,10 +733,8 @@ bool MemoryPool::ReleaseSegments(std::unique_lock<std::mutex>& lock, size_t want
   for (size_t i = 0; i < idle.size(); ++i) {
     Segment* seg = idle[i];
     if (status.ok() && freed[i].ok()) {
-      stats_.reserved_bytes -= static_cast<int64_t>(seg->size);
       ++stats_.num_driver_frees;
       ++stats_.num_evictions;
-      --stats_.segments;
       for (PoolBlock* b = seg->first; b != nullptr;) {
         PoolBlock* n = b->next;
         RecycleBlock(b);
@@ -742,6 +744,8 @@ bool MemoryPool::ReleaseSegments(std::unique_lock<std::mutex>& lock, size_t want
       any = true;
     } else {  // still ours: cached again rather than lost
       segments_.insert(seg);
+      stats_.reserved_bytes += static_cast<int64_t>(seg->size);
+      ++stats_.segments;
       for (PoolBlock* b = seg->first; b != nullptr; b = b->next) InsertFree(b);
       if (error->ok()) *error = status.ok() ? freed[i] : status;
     }

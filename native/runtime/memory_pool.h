@@ -316,6 +316,7 @@ class MemoryPool {
   Buffer* lru_head_ = nullptr;            // evictable buffers, least recently used first
   Buffer* lru_tail_ = nullptr;
   uint64_t tick_ = 0;
+  int64_t growing_ = 0;  // bytes being obtained from the driver (lock released meanwhile)
   bool relaxed_fit_ = false;  // set while the pressure path looks for any block that fits
   MemoryStats stats_;
 };

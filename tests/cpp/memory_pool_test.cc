@@ -47,8 +47,8 @@ TEST(MemoryPool, RoundsRequestsTo512Bytes) {
   ExpectMemoryError(huge.status(), {"requested"});
 }
 
-// Bug (CPU backend): kPoolAlignment is documented as the alignment of every block, but blocks
-// are 512-byte offsets from a segment base that CpuBackend::RawAllocate aligns to 64 bytes only.
+// kPoolAlignment is the alignment of every block, so segment bases must be aligned to it too
+// (regression: CpuBackend::RawAllocate aligned to 64 bytes only).
 TEST(MemoryPool, BlocksAreAlignedToThePoolAlignment) {
   PoolEnv env(64 * kMiB, TinyOptions());
   for (size_t bytes : {1, 4096, 100000}) {
@@ -222,8 +222,8 @@ TEST(MemoryPool, UnderPressureAnotherStreamWaitsForTheFenceAndReuses) {
   EXPECT_EQ(env.backend.raw_frees(), 0);  // reused, not released and reallocated
 }
 
-// Bug: WaitForFences reports "nothing waited for" when the fence Steal recorded has already
-// completed, so the pool skips the retry of the caches and fails although the block is reusable.
+// The fence Steal recorded has completed before the pressure path looks again: the caches must
+// still be retried (regression: WaitForFences reported "nothing waited for" and the pool failed).
 TEST(MemoryPool, UnderPressureReusesABlockWhoseFenceAlreadyCompleted) {
   PoolEnv env(256 * kKiB, TinyOptions());  // exactly one shared 256 KiB segment
   ASSERT_OK_AND_ASSIGN(auto a, env.pool.Allocate(128 * kKiB, *env.s));
@@ -238,8 +238,8 @@ TEST(MemoryPool, UnderPressureReusesABlockWhoseFenceAlreadyCompleted) {
   EXPECT_EQ(Ptr(*got), p);
 }
 
-// Minor stats bug: a block reused on the pressure path (after waiting for a fence) is not
-// counted in num_cache_hits, so hits + driver allocations no longer add up to the allocations.
+// A block reused on the pressure path (after waiting for a fence) is a cache hit too, so hits +
+// driver allocations add up to the allocations (regression: it was not counted).
 TEST(MemoryPool, ReuseAfterWaitingForAFenceCountsAsACacheHit) {
   PoolEnv env(64 * kKiB, ExactOptions());
   ASSERT_OK_AND_ASSIGN(auto buf, env.pool.Allocate(64 * kKiB, *env.s));
@@ -285,8 +285,8 @@ TEST(MemoryPool, RecordedStreamDelaysReuseOnTheOwningStream) {
   EXPECT_EQ(Ptr(third), q);
 }
 
-// Bug: under pressure the pool waits for stream fences but not for the events of blocks freed
-// with recorded uses (pending_), so it fails where EmptyCache (and PyTorch) would wait.
+// Under pressure the pool waits for the events of blocks freed with recorded uses, as EmptyCache
+// (and PyTorch) do (regression: it waited only for stream fences and failed).
 TEST(MemoryPool, UnderPressureWaitsForRecordedUsesToFinish) {
   PoolEnv env(64 * kKiB, ExactOptions());
   ASSERT_OK_AND_ASSIGN(auto buf, env.pool.Allocate(64 * kKiB, *env.s));
@@ -478,8 +478,8 @@ TEST(MemoryPool, EmptyCacheReturnsOnlyFreeSegments) {
   EXPECT_EQ(env.pool.stats().num_driver_frees, 1);
 }
 
-// Bug: a free segment whose blocks belong to different streams' caches never coalesces into a
-// single block, so ReleaseSegments (EmptyCache, pressure) cannot give it back to the driver.
+// A free segment whose blocks sit in different streams' caches (which do not coalesce with each
+// other) must still go back to the driver (regression: only single-block segments were released).
 TEST(MemoryPool, EmptyCacheReleasesASegmentSharedByTwoStreams) {
   PoolEnv env(64 * kMiB, TinyOptions());
   ASSERT_OK_AND_ASSIGN(auto a, env.pool.Allocate(4 * kKiB, *env.s));
@@ -492,7 +492,7 @@ TEST(MemoryPool, EmptyCacheReleasesASegmentSharedByTwoStreams) {
   EXPECT_EQ(env.backend.used(), 0u);
 }
 
-// The same bug under pressure: the free segment cannot make room for a new one.
+// The same under pressure: the free segment must make room for a new one.
 TEST(MemoryPool, PressureReleasesASegmentSharedByTwoStreams) {
   PoolEnv env(256 * kKiB, TinyOptions());
   {

@@ -111,8 +111,8 @@ TEST(MemorySpill, RejectsWhatCannotBeSpilled) {
   EXPECT_FALSE(b->resident());
 }
 
-// Bug: the defaulted move assignment of ResidencyPin drops the pins it held without unpinning,
-// so those buffers can never be evicted or spilled again.
+// Move assignment ends the pins the target held (regression: the defaulted one dropped them
+// without unpinning, so those buffers could never be evicted or spilled again).
 TEST(MemorySpill, MoveAssignedPinReleasesItsOldPins) {
   SpillEnv env;
   std::vector<uint8_t> bytes_a, bytes_b;
@@ -238,9 +238,9 @@ TEST(MemorySpill, PinnedBuffersAreNeverSpilled) {
   EXPECT_TRUE(env.Check(c, bc));
 }
 
-// Bug: a spilled block goes to the neutral cache and cannot coalesce with the free rest of its
-// segment, which stays in the stream's cache, so the segment can neither serve a request of its
-// size nor be released; under the limit the allocation fails although everything is spillable.
+// A spilled block must coalesce with the free rest of its segment (regression: it went to the
+// neutral cache while the rest stayed in the stream's, so the segment could neither serve a
+// request of its size nor be released, and the allocation failed under the limit).
 TEST(MemorySpill, SpillingABlockWithASplitRestFreesItsSegment) {
   SpillEnv env;
   ASSERT_OK(env.pool.SetLimit(128 * kKiB));

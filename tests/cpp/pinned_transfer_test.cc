@@ -138,8 +138,8 @@ TEST(PinnedPool, LimitReleasesIdleBlocksThenFails) {
   ASSERT_OK(pool.Free(big));
 }
 
-// Bug: the limit is checked under the lock but reserved_bytes grows after RawAllocateHost, which
-// runs unlocked, so concurrent allocations both pass the check.
+// Concurrent allocations while RawAllocateHost runs unlocked: the block being allocated must
+// already count against the limit (regression: both passed the check).
 TEST(PinnedPool, LimitHoldsForConcurrentAllocations) {
   QuotaBackend backend(kMiB);
   backend.host_delay_ms = 200;
