@@ -110,7 +110,7 @@ MemoryPool::DeferredRelease::~DeferredRelease() {
   if (!pool_->has_deferred_.load(std::memory_order_acquire)) return;
   std::vector<std::shared_ptr<Buffer>> dead;
   {
-    std::lock_guard<std::mutex> lock(pool_->mu_);
+    std::lock_guard<SpinMutex> lock(pool_->mu_);
     dead.swap(pool_->deferred_);
     pool_->has_deferred_.store(false, std::memory_order_release);
   }
@@ -119,7 +119,7 @@ MemoryPool::DeferredRelease::~DeferredRelease() {
 Buffer::~Buffer() { pool_->Free(*this); }
 
 bool Buffer::resident() const {
-  std::lock_guard<std::mutex> lock(pool_->mu_);
+  std::lock_guard<SpinMutex> lock(pool_->mu_);
   return block_ != nullptr;
 }
 
@@ -181,11 +181,20 @@ absl::StatusOr<int64_t> ParseMemoryLimit(const std::string& text, int64_t total)
     const char* s;
     double scale;
   };
-  static constexpr Suffix kSuffixes[] = {
-      {"%", -1},          {"kib", 1024.0},   {"mib", 1048576.0}, {"gib", 1073741824.0},
-      {"tib", 1099511627776.0}, {"kb", 1e3}, {"mb", 1e6},        {"gb", 1e9},
-      {"tb", 1e12},       {"k", 1024.0},     {"m", 1048576.0},   {"g", 1073741824.0},
-      {"t", 1099511627776.0},   {"b", 1.0}};
+  static constexpr Suffix kSuffixes[] = {{"%", -1},
+                                         {"kib", 1024.0},
+                                         {"mib", 1048576.0},
+                                         {"gib", 1073741824.0},
+                                         {"tib", 1099511627776.0},
+                                         {"kb", 1e3},
+                                         {"mb", 1e6},
+                                         {"gb", 1e9},
+                                         {"tb", 1e12},
+                                         {"k", 1024.0},
+                                         {"m", 1048576.0},
+                                         {"g", 1073741824.0},
+                                         {"t", 1099511627776.0},
+                                         {"b", 1.0}};
   for (const Suffix& s : kSuffixes) {
     if (absl::EndsWith(t, s.s)) {
       t = std::string(absl::StripAsciiWhitespace(t.substr(0, t.size() - std::strlen(s.s))));
@@ -370,7 +379,7 @@ PoolBlock* MemoryPool::Steal(StreamState& ss, size_t size, bool small) {
   return nullptr;
 }
 
-bool MemoryPool::WaitForFences(std::unique_lock<std::mutex>& lock) {
+bool MemoryPool::WaitForFences(std::unique_lock<SpinMutex>& lock) {
   // Host-waits for every stream's latest fence: afterwards every cached block is reusable by
   // any stream. Events are waited on outside the lock (a CPU stream's tasks free buffers).
   struct Wait {
@@ -404,7 +413,7 @@ bool MemoryPool::WaitForFences(std::unique_lock<std::mutex>& lock) {
   return any;
 }
 
-void MemoryPool::WaitForPending(std::unique_lock<std::mutex>& lock) {
+void MemoryPool::WaitForPending(std::unique_lock<SpinMutex>& lock) {
   // Blocks freed with uses on other streams: wait for those uses, then cache them normally.
   std::vector<std::shared_ptr<hal::Event>> events;
   for (PoolBlock* b : pending_) events.insert(events.end(), b->events.begin(), b->events.end());
@@ -516,15 +525,15 @@ void MemoryPool::CoalesceSmall() {
 
 absl::StatusOr<std::shared_ptr<Buffer>> MemoryPool::Allocate(size_t bytes, hal::Stream& stream) {
   if (bytes > (SIZE_MAX >> 2)) {  // rounding must not wrap
-    return MemoryError(absl::StrCat("out of memory on ", device_.ToString(), ": requested ",
-                                    bytes, " bytes"));
+    return MemoryError(
+        absl::StrCat("out of memory on ", device_.ToString(), ": requested ", bytes, " bytes"));
   }
   const size_t size = RoundAllocationSize(bytes);
   const std::shared_ptr<MemoryQuota>& quota = QuotaScope::Current();
-  auto buffer =
-      std::allocate_shared<Buffer>(RecyclingAllocator<Buffer>(), BufferKey(), this, device_, bytes, &stream);
+  auto buffer = std::allocate_shared<Buffer>(RecyclingAllocator<Buffer>(), BufferKey(), this,
+                                             device_, bytes, &stream);
   DeferredRelease release(this);
-  std::unique_lock<std::mutex> lock(mu_);
+  std::unique_lock<SpinMutex> lock(mu_);
   ++stats_.num_allocations;
   if (quota != nullptr) {
     if (static_cast<int64_t>(size) > quota->limit()) {  // spilling could never make room
@@ -559,7 +568,7 @@ absl::StatusOr<std::shared_ptr<Buffer>> MemoryPool::Allocate(size_t bytes, hal::
   return buffer;
 }
 
-absl::StatusOr<PoolBlock*> MemoryPool::AllocateBlock(std::unique_lock<std::mutex>& lock,
+absl::StatusOr<PoolBlock*> MemoryPool::AllocateBlock(std::unique_lock<SpinMutex>& lock,
                                                      size_t size, StreamState& ss,
                                                      size_t requested) {
   const bool small = size <= options_.small_max;
@@ -666,19 +675,18 @@ PoolBlock* MemoryPool::NewSegmentBlock(void* base, size_t bytes, bool small, Str
 
 std::string MemoryPool::Describe(size_t requested, size_t rounded) const {
   const MemoryStats& s = stats_;
-  std::string limit = s.limit_bytes > 0
-                          ? absl::StrCat("process limit ", FormatBytes(s.limit_bytes))
-                          : std::string("no process limit (the device is full)");
+  std::string limit = s.limit_bytes > 0 ? absl::StrCat("process limit ", FormatBytes(s.limit_bytes))
+                                        : std::string("no process limit (the device is full)");
   return absl::StrCat("out of memory on ", device_.ToString(), ": requested ",
                       FormatBytes(static_cast<int64_t>(requested)), " (", requested,
                       " bytes, rounded to ", rounded, "); ", limit, "; pool: allocated ",
                       FormatBytes(s.allocated_bytes), ", reserved ", FormatBytes(s.reserved_bytes),
-                      ", cached ", FormatBytes(s.reserved_bytes - s.allocated_bytes),
-                      ", spilled ", FormatBytes(s.spilled_bytes),
+                      ", cached ", FormatBytes(s.reserved_bytes - s.allocated_bytes), ", spilled ",
+                      FormatBytes(s.spilled_bytes),
                       " (cached segments released and evictable buffers spilled before failing)");
 }
 
-bool MemoryPool::ReleaseSegments(std::unique_lock<std::mutex>& lock, size_t wanted, bool all,
+bool MemoryPool::ReleaseSegments(std::unique_lock<SpinMutex>& lock, size_t wanted, bool all,
                                  absl::Status* error) {
   ProcessPending();
   CoalesceSmall();  // also: no dirty segment may be deleted below
@@ -754,7 +762,7 @@ bool MemoryPool::ReleaseSegments(std::unique_lock<std::mutex>& lock, size_t want
 }
 
 absl::Status MemoryPool::EmptyCache() {
-  std::unique_lock<std::mutex> lock(mu_);
+  std::unique_lock<SpinMutex> lock(mu_);
   WaitForFences(lock);
   WaitForPending(lock);
   absl::Status error;
@@ -764,7 +772,7 @@ absl::Status MemoryPool::EmptyCache() {
 
 absl::Status MemoryPool::SetLimit(int64_t bytes) {
   if (bytes < 0) return ValueError(absl::StrCat("set_limit: negative limit ", bytes));
-  std::unique_lock<std::mutex> lock(mu_);
+  std::unique_lock<SpinMutex> lock(mu_);
   stats_.limit_bytes = bytes;
   if (bytes > 0 && stats_.reserved_bytes > bytes) {
     absl::Status error;
@@ -775,23 +783,23 @@ absl::Status MemoryPool::SetLimit(int64_t bytes) {
 }
 
 void MemoryPool::SetPolicy(PoolPolicy policy) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinMutex> lock(mu_);
   options_.policy = policy;
 }
 
 PoolPolicy MemoryPool::policy() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinMutex> lock(mu_);
   return options_.policy;
 }
 
 int64_t MemoryPool::limit() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinMutex> lock(mu_);
   return stats_.limit_bytes;
 }
 
 absl::Status MemoryPool::ForgetStream(hal::Stream& stream) {
   PGK_RETURN_IF_ERROR(backend_->Synchronize(stream));
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinMutex> lock(mu_);
   for (size_t i = 0; i < streams_.size(); ++i) {
     if (streams_[i]->stream != &stream) continue;
     StreamState& ss = *streams_[i];
@@ -817,7 +825,7 @@ absl::Status MemoryPool::ForgetStream(hal::Stream& stream) {
 }
 
 absl::Status MemoryPool::RecordStream(Buffer& buffer, hal::Stream& stream) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinMutex> lock(mu_);
   if (&stream == buffer.stream_) return absl::OkStatus();
   if (buffer.block_ == nullptr) return absl::OkStatus();  // spilled: no device memory in use
   auto& uses = buffer.block_->uses;
@@ -826,7 +834,7 @@ absl::Status MemoryPool::RecordStream(Buffer& buffer, hal::Stream& stream) {
 }
 
 void MemoryPool::Free(Buffer& buffer) {
-  std::unique_lock<std::mutex> lock(mu_);
+  std::unique_lock<SpinMutex> lock(mu_);
   while (buffer.moving_) moved_.wait(lock);
   if (buffer.in_lru_) LruRemove(buffer);
   if (buffer.evictable_) --stats_.evictable_buffers;
@@ -864,7 +872,7 @@ void MemoryPool::Free(Buffer& buffer) {
 }
 
 MemoryStats MemoryPool::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinMutex> lock(mu_);
   const_cast<MemoryPool*>(this)->CoalesceSmall();  // largest_free_block counts merged blocks
   MemoryStats s = stats_;
   s.cached_bytes = s.reserved_bytes - s.allocated_bytes;
@@ -882,7 +890,7 @@ MemoryStats MemoryPool::stats() const {
 }
 
 void MemoryPool::ResetPeakStats() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinMutex> lock(mu_);
   stats_.peak_allocated_bytes = stats_.allocated_bytes;
   stats_.peak_reserved_bytes = stats_.reserved_bytes;
 }

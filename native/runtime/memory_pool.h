@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/device.h"
+#include "core/spin_mutex.h"
 #include "core/hal/backend.h"
 
 namespace pygpukit {
@@ -109,14 +110,14 @@ class Buffer : public std::enable_shared_from_this<Buffer> {
   hal::Stream* stream_;
   void* ptr_ = nullptr;
   // Owned by the pool and guarded by its mutex.
-  PoolBlock* block_ = nullptr;              // null while spilled
-  void* host_copy_ = nullptr;               // pinned copy while spilled
-  std::shared_ptr<MemoryQuota> quota_;      // charged for the device bytes, if any
+  PoolBlock* block_ = nullptr;          // null while spilled
+  void* host_copy_ = nullptr;           // pinned copy while spilled
+  std::shared_ptr<MemoryQuota> quota_;  // charged for the device bytes, if any
   std::atomic<bool> evictable_{false};
   int pins_ = 0;
-  bool moving_ = false;                     // a spill or page-in is in flight
+  bool moving_ = false;  // a spill or page-in is in flight
   uint64_t last_use_ = 0;
-  Buffer* lru_prev_ = nullptr;              // evictable buffers, least recently used first
+  Buffer* lru_prev_ = nullptr;  // evictable buffers, least recently used first
   Buffer* lru_next_ = nullptr;
   bool in_lru_ = false;
 };
@@ -174,11 +175,11 @@ enum class PoolPolicy {
 
 /// Tunables of a pool (defaults suit GPUs; tests shrink them).
 struct PoolOptions {
-  size_t small_max = size_t{1} << 20;        // requests up to this come from small segments
-  size_t small_segment = size_t{2} << 20;    // size of a small segment
+  size_t small_max = size_t{1} << 20;          // requests up to this come from small segments
+  size_t small_segment = size_t{2} << 20;      // size of a small segment
   size_t large_granularity = size_t{2} << 20;  // large segments are multiples of this
-  size_t mid_segment = size_t{20} << 20;     // one segment shared by large requests up to half it
-  int64_t limit_bytes = 0;                   // 0: none
+  size_t mid_segment = size_t{20} << 20;       // one segment shared by large requests up to half it
+  int64_t limit_bytes = 0;                     // 0: none
   PoolPolicy policy = PoolPolicy::kFast;
   size_t compact_fit_slack = size_t{4} << 20;
 };
@@ -237,6 +238,7 @@ class MemoryPool {
   friend class Buffer;
   friend class ResidencyPin;
   friend struct PoolBlock;
+
  public:  // internal records (memory_pool_internal.h)
   struct Segment;
   struct StreamState;
@@ -246,7 +248,6 @@ class MemoryPool {
   using FreeSet = std::set<PoolBlock*, BySize>;
 
  private:
-
   // Drops, after the lock is released, the references SpillOne took on buffers it spilled
   // (one of them may be the last). Entry points that may spill declare one before locking.
   class DeferredRelease {
@@ -263,18 +264,17 @@ class MemoryPool {
   void Unpin(Buffer& buffer);
 
   // All of these require mu_ (held through `lock`, which some release while they wait).
-  absl::StatusOr<PoolBlock*> AllocateBlock(std::unique_lock<std::mutex>& lock, size_t size,
+  absl::StatusOr<PoolBlock*> AllocateBlock(std::unique_lock<SpinMutex>& lock, size_t size,
                                            StreamState& ss, size_t requested);
   PoolBlock* TakeFree(StreamState& ss, size_t size, bool small);
   bool Fits(const PoolBlock* b, size_t size, bool small) const;
   PoolBlock* Steal(StreamState& ss, size_t size, bool small);
-  bool WaitForFences(std::unique_lock<std::mutex>& lock);
-  bool ReleaseSegments(std::unique_lock<std::mutex>& lock, size_t wanted, bool all,
+  bool WaitForFences(std::unique_lock<SpinMutex>& lock);
+  bool ReleaseSegments(std::unique_lock<SpinMutex>& lock, size_t wanted, bool all,
                        absl::Status* error);
-  bool SpillOne(std::unique_lock<std::mutex>& lock, const MemoryQuota* quota,
-                absl::Status* error);
-  absl::Status SpillLocked(std::unique_lock<std::mutex>& lock, Buffer& buffer);
-  absl::Status PageInLocked(std::unique_lock<std::mutex>& lock, Buffer& buffer);
+  bool SpillOne(std::unique_lock<SpinMutex>& lock, const MemoryQuota* quota, absl::Status* error);
+  absl::Status SpillLocked(std::unique_lock<SpinMutex>& lock, Buffer& buffer);
+  absl::Status PageInLocked(std::unique_lock<SpinMutex>& lock, Buffer& buffer);
   PoolBlock* Split(PoolBlock* b, size_t size, bool small);
   PoolBlock* NewSegmentBlock(void* base, size_t bytes, bool small, StreamState& ss);
   void InsertFree(PoolBlock* b);
@@ -287,7 +287,7 @@ class MemoryPool {
   // Frees the block of a buffer whose queued work has all finished.
   void ReleaseIdleBlock(PoolBlock* b, size_t requested);
   void ProcessPending();
-  void WaitForPending(std::unique_lock<std::mutex>& lock);
+  void WaitForPending(std::unique_lock<SpinMutex>& lock);
   static int64_t QuotaCharge(const Buffer& buffer);  // what a buffer charges its quota
   void UpdateFences(StreamState& ss);
   StreamState& StateFor(hal::Stream* stream);
@@ -303,8 +303,8 @@ class MemoryPool {
   Device device_;
   PoolOptions options_;
   TransferEngine* engine_ = nullptr;
-  mutable std::mutex mu_;
-  std::condition_variable moved_;  // a spill or page-in finished
+  mutable SpinMutex mu_;  // short critical sections; released around every blocking call
+  std::condition_variable_any moved_;  // a spill or page-in finished
   std::vector<std::unique_ptr<StreamState>> streams_;
   std::unique_ptr<StreamState> neutral_;  // blocks no stream's work can still touch
   std::set<Segment*> segments_;
@@ -313,10 +313,10 @@ class MemoryPool {
   std::vector<PoolBlock*> spare_blocks_;  // recycled block records (no heap churn on a hit)
   std::vector<std::shared_ptr<Buffer>> deferred_;  // see DeferredRelease
   std::atomic<bool> has_deferred_{false};
-  Buffer* lru_head_ = nullptr;            // evictable buffers, least recently used first
+  Buffer* lru_head_ = nullptr;  // evictable buffers, least recently used first
   Buffer* lru_tail_ = nullptr;
   uint64_t tick_ = 0;
-  int64_t growing_ = 0;  // bytes being obtained from the driver (lock released meanwhile)
+  int64_t growing_ = 0;       // bytes being obtained from the driver (lock released meanwhile)
   bool relaxed_fit_ = false;  // set while the pressure path looks for any block that fits
   MemoryStats stats_;
 };

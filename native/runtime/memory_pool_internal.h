@@ -21,9 +21,9 @@ struct PoolBlock {
   bool allocated = false;
   bool pending = false;  // freed, waiting for events of other streams' uses
   MemoryPool::StreamState* owner = nullptr;
-  uint64_t free_seq = 0;  // the owner's free counter when this block was freed
-  std::vector<hal::Stream*> uses;                    // streams recorded with RecordStream
-  std::vector<std::shared_ptr<hal::Event>> events;  // pending until these complete
+  uint64_t free_seq = 0;           // the owner's free counter when this block was freed
+  std::vector<hal::Stream*> uses;  // streams recorded with RecordStream
+  std::vector<std::shared_ptr<hal::Event>> events;           // pending until these complete
   std::set<PoolBlock*, MemoryPool::BySize>::node_type node;  // reused set node
 };
 

@@ -53,9 +53,10 @@ absl::StatusOr<void*> PinnedPool::Allocate(size_t bytes) {
   }
   if (stats_.limit_bytes > 0 &&
       stats_.reserved_bytes + static_cast<int64_t>(size) > stats_.limit_bytes) {
-    PGK_RETURN_IF_ERROR(ReleaseIdle(
-        static_cast<size_t>(stats_.reserved_bytes + static_cast<int64_t>(size) - stats_.limit_bytes),
-        lock));
+    PGK_RETURN_IF_ERROR(
+        ReleaseIdle(static_cast<size_t>(stats_.reserved_bytes + static_cast<int64_t>(size) -
+                                        stats_.limit_bytes),
+                    lock));
     if (stats_.reserved_bytes + static_cast<int64_t>(size) > stats_.limit_bytes) {
       return MemoryError(absl::StrCat(
           "pinned: out of pinned host memory: requested ", FormatBytes(static_cast<int64_t>(bytes)),

@@ -63,8 +63,8 @@ class PinnedPool {
 
   hal::Backend* backend_;
   mutable std::mutex mu_;
-  std::multimap<size_t, Cached> free_;       // by class size
-  std::map<const char*, size_t> live_;       // base -> class size
+  std::multimap<size_t, Cached> free_;  // by class size
+  std::map<const char*, size_t> live_;  // base -> class size
   PinnedStats stats_;
 };
 

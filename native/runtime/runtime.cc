@@ -12,6 +12,11 @@
 #include "core/cuda/cublaslt_api.h"
 #include "core/cuda/cuda_backend.h"
 #include "core/cuda/nvrtc_api.h"
+#else
+namespace pygpukit::cuda {
+// Built without CUDA: the backend never exists, but Runtime's unique_ptr needs a complete type.
+class CudaBackend {};
+}  // namespace pygpukit::cuda
 #endif
 
 #ifndef PGK_VERSION
@@ -79,8 +84,7 @@ absl::StatusOr<Runtime::PerDevice> Runtime::MakeDevice(hal::Backend* b, PinnedPo
     if (v == "compact") {
       options.policy = PoolPolicy::kCompact;
     } else if (!v.empty() && v != "fast") {
-      std::fprintf(stderr, "pygpukit: ignoring PYGPUKIT_MEMORY_POLICY=%s (fast or compact)\n",
-                   env);
+      std::fprintf(stderr, "pygpukit: ignoring PYGPUKIT_MEMORY_POLICY=%s (fast or compact)\n", env);
     }
   }
   p.pool = std::make_unique<MemoryPool>(b, d, options);
@@ -165,7 +169,11 @@ absl::Status Runtime::CheckDevice(Device d) const { return per_device(d).status(
 absl::StatusOr<hal::Backend*> Runtime::backend(DeviceType type) const {
   if (type == DeviceType::kCPU) return cpu_.get();
   PGK_RETURN_IF_ERROR(CheckDevice(Device{DeviceType::kCUDA, 0}));
+#if PGK_WITH_CUDA
   return static_cast<hal::Backend*>(cuda_.get());
+#else
+  return cuda_status_;  // unreachable: CheckDevice fails without CUDA
+#endif
 }
 
 absl::StatusOr<hal::Stream*> Runtime::stream(Device d) const {

@@ -1,6 +1,6 @@
 // The Runtime: owns the backends, and per device a default stream, the memory pool and the
-// transfer engine; a pinned host pool per backend; and the dispatcher. A process has one Runtime (Runtime::Get()); the Python module and C++ services
-// share it.
+// transfer engine; a pinned host pool per backend; and the dispatcher. A process has one Runtime
+// (Runtime::Get()); the Python module and C++ services share it.
 #pragma once
 
 #include <memory>

@@ -1,9 +1,9 @@
 #include "runtime/transfer.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cstring>
-
-#include <sys/mman.h>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -101,14 +101,13 @@ absl::Status TransferEngine::Order(hal::Stream& first, hal::Stream& later) {
   return backend_->Wait(later, *ev);
 }
 
-absl::Status TransferEngine::ToDevice(void* dst, const void* src, size_t bytes,
-                                      hal::Stream& stream, bool blocking) {
+absl::Status TransferEngine::ToDevice(void* dst, const void* src, size_t bytes, hal::Stream& stream,
+                                      bool blocking) {
   if (bytes == 0) return absl::OkStatus();
   // The destination may be memory that work queued on `stream` still uses.
   PGK_RETURN_IF_ERROR(Order(stream, *h2d_));
   if (pinned_->Contains(src, bytes)) {
-    PGK_RETURN_IF_ERROR(
-        backend_->CopyAsync(dst, src, bytes, hal::CopyKind::kHostToDevice, *h2d_));
+    PGK_RETURN_IF_ERROR(backend_->CopyAsync(dst, src, bytes, hal::CopyKind::kHostToDevice, *h2d_));
     direct_copies_.fetch_add(1, std::memory_order_relaxed);
   } else {
     PGK_RETURN_IF_ERROR(
@@ -124,14 +123,13 @@ absl::Status TransferEngine::ToDevice(void* dst, const void* src, size_t bytes,
 
 absl::Status TransferEngine::StagedToDevice(char* dst, const char* src, size_t bytes) {
   const size_t want = std::min(options_.chunk_bytes, bytes);
-  auto staging = MakeStaging(backend_, device_, pinned_, h2d_.get(), want,
-                             static_cast<int>(std::min<size_t>((bytes + want - 1) / want,
-                                                               options_.chunks_in_flight)));
+  auto staging = MakeStaging(
+      backend_, device_, pinned_, h2d_.get(), want,
+      static_cast<int>(std::min<size_t>((bytes + want - 1) / want, options_.chunks_in_flight)));
   if (!staging.ok()) {
     if (staging.status().code() != absl::StatusCode::kResourceExhausted) return staging.status();
     // No pinned memory to stage through: the driver's own (slower, blocking) pageable copy.
-    PGK_RETURN_IF_ERROR(
-        backend_->CopyAsync(dst, src, bytes, hal::CopyKind::kHostToDevice, *h2d_));
+    PGK_RETURN_IF_ERROR(backend_->CopyAsync(dst, src, bytes, hal::CopyKind::kHostToDevice, *h2d_));
     return backend_->Synchronize(*h2d_);
   }
   Staging& st = *staging;
@@ -157,8 +155,7 @@ absl::Status TransferEngine::ToHost(void* dst, const void* src, size_t bytes, ha
   PGK_RETURN_IF_ERROR(Order(stream, *d2h_));  // after the work that produces the data
   d2h_bytes_.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed);
   if (pinned_->Contains(dst, bytes)) {
-    PGK_RETURN_IF_ERROR(
-        backend_->CopyAsync(dst, src, bytes, hal::CopyKind::kDeviceToHost, *d2h_));
+    PGK_RETURN_IF_ERROR(backend_->CopyAsync(dst, src, bytes, hal::CopyKind::kDeviceToHost, *d2h_));
     direct_copies_.fetch_add(1, std::memory_order_relaxed);
     PGK_ASSIGN_OR_RETURN(auto done, backend_->CreateEvent(device_.index, false));
     PGK_RETURN_IF_ERROR(backend_->Record(*done, *d2h_));
@@ -178,14 +175,13 @@ absl::Status TransferEngine::StagedToHost(char* dst, const char* src, size_t byt
   const uintptr_t hi = (reinterpret_cast<uintptr_t>(dst) + bytes) & ~(kHuge - 1);
   if (hi > lo) (void)madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
   const size_t want = std::min(options_.chunk_bytes, bytes);
-  auto staging = MakeStaging(backend_, device_, pinned_, d2h_.get(), want,
-                             static_cast<int>(std::min<size_t>((bytes + want - 1) / want,
-                                                               options_.chunks_in_flight)));
+  auto staging = MakeStaging(
+      backend_, device_, pinned_, d2h_.get(), want,
+      static_cast<int>(std::min<size_t>((bytes + want - 1) / want, options_.chunks_in_flight)));
   if (!staging.ok()) {
     if (staging.status().code() != absl::StatusCode::kResourceExhausted) return staging.status();
     // No pinned memory to stage through: the driver's own (slower, blocking) pageable copy.
-    PGK_RETURN_IF_ERROR(
-        backend_->CopyAsync(dst, src, bytes, hal::CopyKind::kDeviceToHost, *d2h_));
+    PGK_RETURN_IF_ERROR(backend_->CopyAsync(dst, src, bytes, hal::CopyKind::kDeviceToHost, *d2h_));
     return backend_->Synchronize(*d2h_);
   }
   Staging& st = *staging;

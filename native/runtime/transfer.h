@@ -22,8 +22,8 @@ namespace pygpukit {
 struct TransferStats {
   int64_t h2d_bytes = 0;
   int64_t d2h_bytes = 0;
-  int64_t staged_chunks = 0;   // pinned chunks that pageable memory went through
-  int64_t direct_copies = 0;   // copies from/to pinned memory without staging
+  int64_t staged_chunks = 0;  // pinned chunks that pageable memory went through
+  int64_t direct_copies = 0;  // copies from/to pinned memory without staging
 };
 
 /// Tunables (tests shrink the chunk to exercise the pipeline).
@@ -52,8 +52,7 @@ class TransferEngine {
   /// asynchronous DMA: `stream` waits for it, so later work on `stream` (or synchronizing it)
   /// orders after the data has landed; `src` must then stay allocated until it has (the caller
   /// records the buffer's use on d2h_stream()).
-  absl::Status ToHost(void* dst, const void* src, size_t bytes, hal::Stream& stream,
-                      bool blocking);
+  absl::Status ToHost(void* dst, const void* src, size_t bytes, hal::Stream& stream, bool blocking);
 
   hal::Stream& h2d_stream() const { return *h2d_; }
   hal::Stream& d2h_stream() const { return *d2h_; }
@@ -61,8 +60,7 @@ class TransferEngine {
   TransferStats stats() const;
 
  private:
-  TransferEngine(hal::Backend* backend, Device device, PinnedPool* pinned,
-                 TransferOptions options);
+  TransferEngine(hal::Backend* backend, Device device, PinnedPool* pinned, TransferOptions options);
   // Makes `later` wait for the work queued on `first` so far.
   absl::Status Order(hal::Stream& first, hal::Stream& later);
   absl::Status StagedToDevice(char* dst, const char* src, size_t bytes);

@@ -152,7 +152,8 @@ absl::StatusOr<void*> CudaBackend::RawAllocateHost(size_t bytes) {
   // Portable: the pages are pinned for every context, so any device's copies may use them.
   CUresult r = api->cuMemHostAlloc(&p, std::max<size_t>(bytes, 1), CU_MEMHOSTALLOC_PORTABLE);
   if (r == CUDA_ERROR_OUT_OF_MEMORY) {
-    return MemoryError(absl::StrCat("cuda: out of pinned host memory allocating ", bytes, " bytes"));
+    return MemoryError(
+        absl::StrCat("cuda: out of pinned host memory allocating ", bytes, " bytes"));
   }
   PGK_CU_RETURN_IF_ERROR(r, "cuda: cuMemHostAlloc");
   return p;

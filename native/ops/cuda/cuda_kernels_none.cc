@@ -1,0 +1,26 @@
+// Built without CUDA: the CUDA kernel entry points exist (kernel_launch.cc routes by device)
+// but no CUDA device can be selected, so they only report that.
+#include "core/status.h"
+#include "ops/kernel_launch.h"
+
+namespace pygpukit::ops::cuda_kernels {
+namespace {
+absl::Status NoCuda() {
+  return NotImplementedError("cuda: pygpukit was built without CUDA support");
+}
+}  // namespace
+
+absl::Status Copy(hal::Stream&, DType, DType, const kernels::ElementwiseParams&) {
+  return NoCuda();
+}
+absl::Status Fill(hal::Stream&, int, const kernels::ElementwiseParams&) { return NoCuda(); }
+absl::Status Arange(hal::Stream&, DType, const kernels::ArangeParams&) { return NoCuda(); }
+absl::Status Binary(hal::Stream&, BinaryOp, DType, const kernels::ElementwiseParams&) {
+  return NoCuda();
+}
+absl::Status Unary(hal::Stream&, UnaryOp, DType, const kernels::ElementwiseParams&) {
+  return NoCuda();
+}
+absl::Status Matmul(hal::Stream&, const MatmulProblem&, Device) { return NoCuda(); }
+
+}  // namespace pygpukit::ops::cuda_kernels
