@@ -177,7 +177,8 @@ pyb::array ToNumpy(const GPUArray& a, const pyb::object& out_obj, bool blocking)
                            ? Unwrap(Runtime::Get().pinned_pool(a.device().type))
                            : nullptr;
     const PinnedStats ps = pool != nullptr ? pool->stats() : PinnedStats{};
-    if (pool != nullptr && (ps.limit_bytes == 0 || ps.allocated_bytes + a.nbytes() <= ps.limit_bytes / 2)) {
+    if (pool != nullptr &&
+        (ps.limit_bytes == 0 || ps.allocated_bytes + a.nbytes() <= ps.limit_bytes / 2)) {
       auto pinned = PinnedArray(a.shape(), a.dtype(), a.device().type, "to_numpy");
       if (pinned.ok()) {
         out = *std::move(pinned);

@@ -152,7 +152,7 @@ void BindMemory(pyb::module_& m) {
       "get_policy",
       [](const pyb::object& d) {
         return PoolOf(d, "memory.get_policy")->policy() == PoolPolicy::kCompact ? "compact"
-                                                                                  : "fast";
+                                                                                : "fast";
       },
       pyb::arg("device") = pyb::none());
   mem.def("parse_limit", [](const std::string& text, int64_t total) {
@@ -183,19 +183,19 @@ void BindMemory(pyb::module_& m) {
            }),
            pyb::arg("name"), pyb::arg("limit"))
       .def_property_readonly("name", &MemoryQuota::name)
-      .def_property(
-          "limit", &MemoryQuota::limit,
-          [](MemoryQuota& q, int64_t v) {
-            if (v < 0) throw pyb::value_error(absl::StrCat("Quota: negative limit ", v));
-            q.set_limit(v);
-          })
+      .def_property("limit", &MemoryQuota::limit,
+                    [](MemoryQuota& q, int64_t v) {
+                      if (v < 0) throw pyb::value_error(absl::StrCat("Quota: negative limit ", v));
+                      q.set_limit(v);
+                    })
       .def_property_readonly("used", &MemoryQuota::used)
       .def_property_readonly("peak", &MemoryQuota::peak);
   mem.def("push_quota", [](std::shared_ptr<MemoryQuota> q) {
     quota_scopes.push_back(std::make_unique<QuotaScope>(std::move(q)));
   });
   mem.def("pop_quota", [] {
-    if (quota_scopes.empty()) throw pyb::value_error("Quota: no quota scope is open on this thread");
+    if (quota_scopes.empty())
+      throw pyb::value_error("Quota: no quota scope is open on this thread");
     quota_scopes.pop_back();
   });
 
@@ -221,7 +221,8 @@ void BindMemory(pyb::module_& m) {
   mem.def(
       "set_pinned_limit",
       [](int64_t bytes, const pyb::object& d) {
-        PinnedPool* p = Unwrap(Runtime::Get().pinned_pool(ToDevice(d, "memory.set_pinned_limit").type));
+        PinnedPool* p =
+            Unwrap(Runtime::Get().pinned_pool(ToDevice(d, "memory.set_pinned_limit").type));
         absl::Status s = WithoutGil([&] { return p->SetLimit(bytes); });
         Check(s);
       },
@@ -229,7 +230,8 @@ void BindMemory(pyb::module_& m) {
   mem.def(
       "transfer_stats",
       [](const pyb::object& d) {
-        TransferStats s = Unwrap(Runtime::Get().transfer(ToDevice(d, "memory.transfer_stats")))->stats();
+        TransferStats s =
+            Unwrap(Runtime::Get().transfer(ToDevice(d, "memory.transfer_stats")))->stats();
         pyb::dict out;
         out["h2d_bytes"] = s.h2d_bytes;
         out["d2h_bytes"] = s.d2h_bytes;
