@@ -12,7 +12,7 @@ Default dtypes: float32 for floating values, int64 for integers, complex64 for c
 
 import numpy as _np
 
-from . import _core
+from . import _core, memory
 from ._core import (
     Device,
     Event,
@@ -40,7 +40,6 @@ from ._core import (
     to_numpy,
     zeros,
 )
-from . import memory
 from ._format import array_repr as _array_repr
 from ._format import array_str as _array_str
 

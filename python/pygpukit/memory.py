@@ -192,4 +192,3 @@ def set_pinned_limit(bytes, *, device=None):  # noqa: A002
 def transfer_stats(device=None):
     """Bytes moved by `device`'s transfer engine, and how (staged chunks / direct copies)."""
     return _m.transfer_stats(device)
-
