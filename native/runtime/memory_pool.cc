@@ -110,7 +110,7 @@ MemoryPool::DeferredRelease::~DeferredRelease() {
   if (!pool_->has_deferred_.load(std::memory_order_acquire)) return;
   std::vector<std::shared_ptr<Buffer>> dead;
   {
-    std::lock_guard<SpinMutex> lock(pool_->mu_);
+    std::lock_guard<std::mutex> lock(pool_->mu_);
     dead.swap(pool_->deferred_);
     pool_->has_deferred_.store(false, std::memory_order_release);
   }
@@ -119,7 +119,7 @@ MemoryPool::DeferredRelease::~DeferredRelease() {
 Buffer::~Buffer() { pool_->Free(*this); }
 
 bool Buffer::resident() const {
-  std::lock_guard<SpinMutex> lock(pool_->mu_);
+  std::lock_guard<std::mutex> lock(pool_->mu_);
   return block_ != nullptr;
 }
 
@@ -379,7 +379,7 @@ PoolBlock* MemoryPool::Steal(StreamState& ss, size_t size, bool small) {
   return nullptr;
 }
 
-bool MemoryPool::WaitForFences(std::unique_lock<SpinMutex>& lock) {
+bool MemoryPool::WaitForFences(std::unique_lock<std::mutex>& lock) {
   // Host-waits for every stream's latest fence: afterwards every cached block is reusable by
   // any stream. Events are waited on outside the lock (a CPU stream's tasks free buffers).
   struct Wait {
@@ -413,7 +413,7 @@ bool MemoryPool::WaitForFences(std::unique_lock<SpinMutex>& lock) {
   return any;
 }
 
-void MemoryPool::WaitForPending(std::unique_lock<SpinMutex>& lock) {
+void MemoryPool::WaitForPending(std::unique_lock<std::mutex>& lock) {
   // Blocks freed with uses on other streams: wait for those uses, then cache them normally.
   std::vector<std::shared_ptr<hal::Event>> events;
   for (PoolBlock* b : pending_) events.insert(events.end(), b->events.begin(), b->events.end());
@@ -533,7 +533,7 @@ absl::StatusOr<std::shared_ptr<Buffer>> MemoryPool::Allocate(size_t bytes, hal::
   auto buffer = std::allocate_shared<Buffer>(RecyclingAllocator<Buffer>(), BufferKey(), this,
                                              device_, bytes, &stream);
   DeferredRelease release(this);
-  std::unique_lock<SpinMutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   ++stats_.num_allocations;
   if (quota != nullptr) {
     if (static_cast<int64_t>(size) > quota->limit()) {  // spilling could never make room
@@ -568,7 +568,7 @@ absl::StatusOr<std::shared_ptr<Buffer>> MemoryPool::Allocate(size_t bytes, hal::
   return buffer;
 }
 
-absl::StatusOr<PoolBlock*> MemoryPool::AllocateBlock(std::unique_lock<SpinMutex>& lock,
+absl::StatusOr<PoolBlock*> MemoryPool::AllocateBlock(std::unique_lock<std::mutex>& lock,
                                                      size_t size, StreamState& ss,
                                                      size_t requested) {
   const bool small = size <= options_.small_max;
@@ -686,7 +686,7 @@ std::string MemoryPool::Describe(size_t requested, size_t rounded) const {
                       " (cached segments released and evictable buffers spilled before failing)");
 }
 
-bool MemoryPool::ReleaseSegments(std::unique_lock<SpinMutex>& lock, size_t wanted, bool all,
+bool MemoryPool::ReleaseSegments(std::unique_lock<std::mutex>& lock, size_t wanted, bool all,
                                  absl::Status* error) {
   ProcessPending();
   CoalesceSmall();  // also: no dirty segment may be deleted below
@@ -762,7 +762,7 @@ bool MemoryPool::ReleaseSegments(std::unique_lock<SpinMutex>& lock, size_t wante
 }
 
 absl::Status MemoryPool::EmptyCache() {
-  std::unique_lock<SpinMutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   WaitForFences(lock);
   WaitForPending(lock);
   absl::Status error;
@@ -772,7 +772,7 @@ absl::Status MemoryPool::EmptyCache() {
 
 absl::Status MemoryPool::SetLimit(int64_t bytes) {
   if (bytes < 0) return ValueError(absl::StrCat("set_limit: negative limit ", bytes));
-  std::unique_lock<SpinMutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   stats_.limit_bytes = bytes;
   if (bytes > 0 && stats_.reserved_bytes > bytes) {
     absl::Status error;
@@ -783,23 +783,23 @@ absl::Status MemoryPool::SetLimit(int64_t bytes) {
 }
 
 void MemoryPool::SetPolicy(PoolPolicy policy) {
-  std::lock_guard<SpinMutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   options_.policy = policy;
 }
 
 PoolPolicy MemoryPool::policy() const {
-  std::lock_guard<SpinMutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return options_.policy;
 }
 
 int64_t MemoryPool::limit() const {
-  std::lock_guard<SpinMutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return stats_.limit_bytes;
 }
 
 absl::Status MemoryPool::ForgetStream(hal::Stream& stream) {
   PGK_RETURN_IF_ERROR(backend_->Synchronize(stream));
-  std::lock_guard<SpinMutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   for (size_t i = 0; i < streams_.size(); ++i) {
     if (streams_[i]->stream != &stream) continue;
     StreamState& ss = *streams_[i];
@@ -825,7 +825,7 @@ absl::Status MemoryPool::ForgetStream(hal::Stream& stream) {
 }
 
 absl::Status MemoryPool::RecordStream(Buffer& buffer, hal::Stream& stream) {
-  std::lock_guard<SpinMutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   if (&stream == buffer.stream_) return absl::OkStatus();
   if (buffer.block_ == nullptr) return absl::OkStatus();  // spilled: no device memory in use
   auto& uses = buffer.block_->uses;
@@ -834,7 +834,7 @@ absl::Status MemoryPool::RecordStream(Buffer& buffer, hal::Stream& stream) {
 }
 
 void MemoryPool::Free(Buffer& buffer) {
-  std::unique_lock<SpinMutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   while (buffer.moving_) moved_.wait(lock);
   if (buffer.in_lru_) LruRemove(buffer);
   if (buffer.evictable_) --stats_.evictable_buffers;
@@ -872,7 +872,7 @@ void MemoryPool::Free(Buffer& buffer) {
 }
 
 MemoryStats MemoryPool::stats() const {
-  std::lock_guard<SpinMutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   const_cast<MemoryPool*>(this)->CoalesceSmall();  // largest_free_block counts merged blocks
   MemoryStats s = stats_;
   s.cached_bytes = s.reserved_bytes - s.allocated_bytes;
@@ -890,7 +890,7 @@ MemoryStats MemoryPool::stats() const {
 }
 
 void MemoryPool::ResetPeakStats() {
-  std::lock_guard<SpinMutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   stats_.peak_allocated_bytes = stats_.allocated_bytes;
   stats_.peak_reserved_bytes = stats_.reserved_bytes;
 }

@@ -19,7 +19,6 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/device.h"
-#include "core/spin_mutex.h"
 #include "core/hal/backend.h"
 
 namespace pygpukit {
@@ -264,17 +263,17 @@ class MemoryPool {
   void Unpin(Buffer& buffer);
 
   // All of these require mu_ (held through `lock`, which some release while they wait).
-  absl::StatusOr<PoolBlock*> AllocateBlock(std::unique_lock<SpinMutex>& lock, size_t size,
+  absl::StatusOr<PoolBlock*> AllocateBlock(std::unique_lock<std::mutex>& lock, size_t size,
                                            StreamState& ss, size_t requested);
   PoolBlock* TakeFree(StreamState& ss, size_t size, bool small);
   bool Fits(const PoolBlock* b, size_t size, bool small) const;
   PoolBlock* Steal(StreamState& ss, size_t size, bool small);
-  bool WaitForFences(std::unique_lock<SpinMutex>& lock);
-  bool ReleaseSegments(std::unique_lock<SpinMutex>& lock, size_t wanted, bool all,
+  bool WaitForFences(std::unique_lock<std::mutex>& lock);
+  bool ReleaseSegments(std::unique_lock<std::mutex>& lock, size_t wanted, bool all,
                        absl::Status* error);
-  bool SpillOne(std::unique_lock<SpinMutex>& lock, const MemoryQuota* quota, absl::Status* error);
-  absl::Status SpillLocked(std::unique_lock<SpinMutex>& lock, Buffer& buffer);
-  absl::Status PageInLocked(std::unique_lock<SpinMutex>& lock, Buffer& buffer);
+  bool SpillOne(std::unique_lock<std::mutex>& lock, const MemoryQuota* quota, absl::Status* error);
+  absl::Status SpillLocked(std::unique_lock<std::mutex>& lock, Buffer& buffer);
+  absl::Status PageInLocked(std::unique_lock<std::mutex>& lock, Buffer& buffer);
   PoolBlock* Split(PoolBlock* b, size_t size, bool small);
   PoolBlock* NewSegmentBlock(void* base, size_t bytes, bool small, StreamState& ss);
   void InsertFree(PoolBlock* b);
@@ -287,7 +286,7 @@ class MemoryPool {
   // Frees the block of a buffer whose queued work has all finished.
   void ReleaseIdleBlock(PoolBlock* b, size_t requested);
   void ProcessPending();
-  void WaitForPending(std::unique_lock<SpinMutex>& lock);
+  void WaitForPending(std::unique_lock<std::mutex>& lock);
   static int64_t QuotaCharge(const Buffer& buffer);  // what a buffer charges its quota
   void UpdateFences(StreamState& ss);
   StreamState& StateFor(hal::Stream* stream);
@@ -303,8 +302,8 @@ class MemoryPool {
   Device device_;
   PoolOptions options_;
   TransferEngine* engine_ = nullptr;
-  mutable SpinMutex mu_;  // short critical sections; released around every blocking call
-  std::condition_variable_any moved_;  // a spill or page-in finished
+  mutable std::mutex mu_;          // short critical sections; released around every blocking call
+  std::condition_variable moved_;  // a spill or page-in finished
   std::vector<std::unique_ptr<StreamState>> streams_;
   std::unique_ptr<StreamState> neutral_;  // blocks no stream's work can still touch
   std::set<Segment*> segments_;

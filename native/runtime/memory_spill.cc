@@ -26,7 +26,7 @@ void MemoryPool::LruAppend(Buffer& b) {
 
 absl::Status MemoryPool::Pin(Buffer& buffer) {
   DeferredRelease release(this);
-  std::unique_lock<SpinMutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   while (buffer.moving_) moved_.wait(lock);
   ++buffer.pins_;
   buffer.last_use_ = ++tick_;
@@ -45,13 +45,13 @@ absl::Status MemoryPool::Pin(Buffer& buffer) {
 }
 
 void MemoryPool::Unpin(Buffer& buffer) {
-  std::lock_guard<SpinMutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   --buffer.pins_;
 }
 
 absl::Status MemoryPool::SetEvictable(Buffer& buffer, bool evictable) {
   DeferredRelease release(this);
-  std::unique_lock<SpinMutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   while (buffer.moving_) moved_.wait(lock);
   if (evictable == buffer.evictable_.load()) return absl::OkStatus();
   if (evictable) {
@@ -73,7 +73,7 @@ absl::Status MemoryPool::SetEvictable(Buffer& buffer, bool evictable) {
 }
 
 absl::Status MemoryPool::Evict(Buffer& buffer) {
-  std::unique_lock<SpinMutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   while (buffer.moving_) moved_.wait(lock);
   if (!buffer.evictable_.load()) {
     return ValueError("evict: the array's memory is not evictable (mark it evictable first)");
@@ -85,7 +85,7 @@ absl::Status MemoryPool::Evict(Buffer& buffer) {
   return SpillLocked(lock, buffer);
 }
 
-bool MemoryPool::SpillOne(std::unique_lock<SpinMutex>& lock, const MemoryQuota* quota,
+bool MemoryPool::SpillOne(std::unique_lock<std::mutex>& lock, const MemoryQuota* quota,
                           absl::Status* error) {
   if (engine_ == nullptr) return false;
   for (Buffer* b = lru_head_; b != nullptr; b = b->lru_next_) {
@@ -107,7 +107,7 @@ bool MemoryPool::SpillOne(std::unique_lock<SpinMutex>& lock, const MemoryQuota* 
   return false;
 }
 
-absl::Status MemoryPool::SpillLocked(std::unique_lock<SpinMutex>& lock, Buffer& buffer) {
+absl::Status MemoryPool::SpillLocked(std::unique_lock<std::mutex>& lock, Buffer& buffer) {
   if (engine_ == nullptr) {
     return NotImplementedError(absl::StrCat("spill: no transfer engine on ", device_.ToString()));
   }
@@ -151,7 +151,7 @@ absl::Status MemoryPool::SpillLocked(std::unique_lock<SpinMutex>& lock, Buffer& 
   return absl::OkStatus();
 }
 
-absl::Status MemoryPool::PageInLocked(std::unique_lock<SpinMutex>& lock, Buffer& buffer) {
+absl::Status MemoryPool::PageInLocked(std::unique_lock<std::mutex>& lock, Buffer& buffer) {
   const size_t size = buffer.size_;
   buffer.moving_ = true;
   auto finish = [&](absl::Status s) {
