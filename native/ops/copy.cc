@@ -87,8 +87,10 @@ absl::StatusOr<GPUArray> ToDevice(const GPUArray& a, Device device) {
   PGK_ASSIGN_OR_RETURN(GPUArray src, Contiguous(a));
   if (src.device().is_cpu() && device.is_cpu()) return src;
   if (src.device().is_cpu()) {
-    PGK_RETURN_IF_ERROR(Runtime::Get().Synchronize(src.device()));
+    // Pin first: a page-in of a spilled source is queued on its stream, which the drain waits
+    // for before the host reads the bytes.
     PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&src}));
+    PGK_RETURN_IF_ERROR(Runtime::Get().Synchronize(src.device()));
     return FromHost(src.data(), src.shape(), src.dtype(), device);
   }
   if (device.is_cpu()) {

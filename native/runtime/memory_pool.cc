@@ -124,12 +124,16 @@ bool Buffer::resident() const {
 }
 
 ResidencyPin::~ResidencyPin() {
-  for (auto& b : pinned_) b->pool()->Unpin(*b);
+  for (auto& b : pinned_) {
+    if (b != nullptr) b->pool()->Unpin(*b);
+  }
 }
 
 ResidencyPin& ResidencyPin::operator=(ResidencyPin&& other) {
   if (this != &other) {
-    for (auto& b : pinned_) b->pool()->Unpin(*b);
+    for (auto& b : pinned_) {
+      if (b != nullptr) b->pool()->Unpin(*b);
+    }
     pinned_ = std::move(other.pinned_);
     other.pinned_.clear();
   }
@@ -137,8 +141,13 @@ ResidencyPin& ResidencyPin::operator=(ResidencyPin&& other) {
 }
 
 absl::Status ResidencyPin::Add(const std::shared_ptr<Buffer>& buffer) {
-  if (buffer == nullptr || !buffer->evictable()) return absl::OkStatus();
-  PGK_RETURN_IF_ERROR(buffer->pool()->Pin(*buffer));
+  if (buffer == nullptr) return absl::OkStatus();
+  buffer->pins_.fetch_add(1, std::memory_order_seq_cst);
+  if (buffer->evictable_.load(std::memory_order_seq_cst)) {
+    // Evictable: the pool's slow path (waits for a move, pages the buffer in).
+    buffer->pins_.fetch_sub(1, std::memory_order_seq_cst);
+    PGK_RETURN_IF_ERROR(buffer->pool()->Pin(*buffer));
+  }
   pinned_.push_back(buffer);
   return absl::OkStatus();
 }
@@ -839,7 +848,7 @@ void MemoryPool::Free(Buffer& buffer) {
   if (buffer.in_lru_) LruRemove(buffer);
   if (buffer.evictable_) --stats_.evictable_buffers;
   if (buffer.host_copy_ != nullptr) {  // spilled: only the host copy is left
-    stats_.spilled_bytes -= static_cast<int64_t>(buffer.size_);
+    stats_.spilled_bytes -= static_cast<int64_t>(RoundAllocationSize(buffer.requested_));
     void* host = buffer.host_copy_;
     lock.unlock();
     if (engine_ != nullptr) (void)engine_->pinned().Free(host);
@@ -847,26 +856,32 @@ void MemoryPool::Free(Buffer& buffer) {
   }
   PoolBlock* b = buffer.block_;
   if (b == nullptr) return;
-  if (buffer.quota_ != nullptr) buffer.quota_->Uncharge(QuotaCharge(buffer));
-  Account(-static_cast<int64_t>(b->size), -static_cast<int64_t>(buffer.requested_), -1);
-  --b->segment->allocated_blocks;
-  b->allocated = false;
   if (!b->uses.empty()) {
-    // Work on the recorded streams may still use the memory: reusable once it has finished.
-    for (hal::Stream* s : b->uses) {
+    // Work on the recorded streams may still use the memory: fence it there, outside the lock
+    // (the block stays counted as allocated meanwhile, so nothing else touches it).
+    std::vector<hal::Stream*> uses;
+    uses.swap(b->uses);
+    lock.unlock();
+    std::vector<std::shared_ptr<hal::Event>> events;
+    for (hal::Stream* s : uses) {
       auto ev = backend_->CreateEvent(device_.index, false);
       if (ev.ok() && backend_->Record(**ev, *s).ok()) {
-        b->events.push_back(std::shared_ptr<hal::Event>(std::move(*ev)));
+        events.push_back(std::shared_ptr<hal::Event>(std::move(*ev)));
       } else {
         (void)backend_->Synchronize(*s);  // cannot fence it: wait instead of risking reuse
       }
     }
-    b->uses.clear();
-    if (!b->events.empty()) {
-      b->pending = true;
-      pending_.push_back(b);
-      return;
-    }
+    lock.lock();
+    b->events = std::move(events);
+  }
+  if (buffer.quota_ != nullptr) buffer.quota_->Uncharge(QuotaCharge(buffer));
+  Account(-static_cast<int64_t>(b->size), -static_cast<int64_t>(buffer.requested_), -1);
+  --b->segment->allocated_blocks;
+  b->allocated = false;
+  if (!b->events.empty()) {
+    b->pending = true;
+    pending_.push_back(b);
+    return;
   }
   FreeBlock(b);
 }

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/device.h"
@@ -101,6 +102,7 @@ class Buffer : public std::enable_shared_from_this<Buffer> {
 
  private:
   friend class MemoryPool;
+  friend class ResidencyPin;
 
   MemoryPool* pool_;
   Device device_;
@@ -113,7 +115,10 @@ class Buffer : public std::enable_shared_from_this<Buffer> {
   void* host_copy_ = nullptr;           // pinned copy while spilled
   std::shared_ptr<MemoryQuota> quota_;  // charged for the device bytes, if any
   std::atomic<bool> evictable_{false};
-  int pins_ = 0;
+  // Pins are counted for every buffer (lock-free for buffers that are not evictable). A spill
+  // sets `moving_` under the lock and then requires no pins; with both sides seq_cst, a pin
+  // racing with SetEvictable(true) + Evict either is seen by the spill or sees `evictable_`.
+  std::atomic<int> pins_{0};
   bool moving_ = false;  // a spill or page-in is in flight
   uint64_t last_use_ = 0;
   Buffer* lru_prev_ = nullptr;  // evictable buffers, least recently used first
@@ -127,14 +132,16 @@ class Buffer : public std::enable_shared_from_this<Buffer> {
 class ResidencyPin {
  public:
   ResidencyPin() = default;
-  ResidencyPin(ResidencyPin&&) = default;
+  ResidencyPin(ResidencyPin&& other) : pinned_(std::move(other.pinned_)) {
+    other.pinned_.clear();  // a moved-from InlinedVector keeps its size
+  }
   ResidencyPin& operator=(ResidencyPin&& other);
   ~ResidencyPin();
-  /// Pins `buffer` (a no-op for buffers that are not evictable).
+  /// Pins `buffer` (without taking the pool's lock when it is not evictable).
   absl::Status Add(const std::shared_ptr<Buffer>& buffer);
 
  private:
-  std::vector<std::shared_ptr<Buffer>> pinned_;
+  absl::InlinedVector<std::shared_ptr<Buffer>, 4> pinned_;
 };
 
 /// Counters of one pool. Byte figures are device bytes.

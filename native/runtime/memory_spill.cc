@@ -44,12 +44,11 @@ absl::Status MemoryPool::Pin(Buffer& buffer) {
   return absl::OkStatus();
 }
 
-void MemoryPool::Unpin(Buffer& buffer) {
-  std::lock_guard<std::mutex> lock(mu_);
-  --buffer.pins_;
-}
+void MemoryPool::Unpin(Buffer& buffer) { buffer.pins_.fetch_sub(1, std::memory_order_seq_cst); }
 
 absl::Status MemoryPool::SetEvictable(Buffer& buffer, bool evictable) {
+  std::shared_ptr<Buffer> keep = buffer.weak_from_this().lock();  // alive across a page-in
+  if (keep == nullptr) return RuntimeError("set_evictable: the array is being freed");
   DeferredRelease release(this);
   std::unique_lock<std::mutex> lock(mu_);
   while (buffer.moving_) moved_.wait(lock);
@@ -73,12 +72,15 @@ absl::Status MemoryPool::SetEvictable(Buffer& buffer, bool evictable) {
 }
 
 absl::Status MemoryPool::Evict(Buffer& buffer) {
+  // Held across the move: the caller's reference may be the queued task that frees it.
+  std::shared_ptr<Buffer> keep = buffer.weak_from_this().lock();
+  if (keep == nullptr) return RuntimeError("evict: the array is being freed");
   std::unique_lock<std::mutex> lock(mu_);
   while (buffer.moving_) moved_.wait(lock);
   if (!buffer.evictable_.load()) {
     return ValueError("evict: the array's memory is not evictable (mark it evictable first)");
   }
-  if (buffer.pins_ > 0) {
+  if (buffer.pins_.load(std::memory_order_seq_cst) > 0) {
     return RuntimeError("evict: the array is in use by an operation being enqueued");
   }
   if (buffer.block_ == nullptr) return absl::OkStatus();  // already in host memory
@@ -89,7 +91,9 @@ bool MemoryPool::SpillOne(std::unique_lock<std::mutex>& lock, const MemoryQuota*
                           absl::Status* error) {
   if (engine_ == nullptr) return false;
   for (Buffer* b = lru_head_; b != nullptr; b = b->lru_next_) {
-    if (b->pins_ > 0 || b->moving_ || b->block_ == nullptr) continue;
+    if (b->pins_.load(std::memory_order_seq_cst) > 0 || b->moving_ || b->block_ == nullptr) {
+      continue;
+    }
     if (quota != nullptr && b->quota_.get() != quota) continue;
     // A reference keeps the buffer alive while it moves: its last owner may be a queued task
     // that drops it meanwhile (whose free must not wait for the move that waits for the task).
@@ -112,15 +116,24 @@ absl::Status MemoryPool::SpillLocked(std::unique_lock<std::mutex>& lock, Buffer&
     return NotImplementedError(absl::StrCat("spill: no transfer engine on ", device_.ToString()));
   }
   PoolBlock* b = buffer.block_;
-  const size_t size = buffer.size_;
+  const size_t size = RoundAllocationSize(buffer.requested_);  // what the array can use
   // Recorded uses on other streams must finish before the data is read and the memory freed.
   std::vector<hal::Stream*> uses = b->uses;
   buffer.moving_ = true;
+  if (buffer.pins_.load(std::memory_order_seq_cst) > 0) {  // pinned meanwhile: leave it
+    buffer.moving_ = false;
+    moved_.notify_all();
+    return RuntimeError("spill: the array is in use by an operation being enqueued");
+  }
   if (buffer.in_lru_) LruRemove(buffer);
   lock.unlock();
   absl::Status status;
-  for (hal::Stream* s : uses) {
-    if (status.ok()) status = backend_->Synchronize(*s);
+  for (hal::Stream* s : uses) {  // through events: the streams' own errors stay theirs
+    if (!status.ok()) break;
+    auto ev = backend_->CreateEvent(device_.index, false);
+    status = ev.status();
+    if (status.ok()) status = backend_->Record(**ev, *s);
+    if (status.ok()) status = backend_->Synchronize(**ev);
   }
   void* host = nullptr;
   if (status.ok()) {
@@ -131,7 +144,8 @@ absl::Status MemoryPool::SpillLocked(std::unique_lock<std::mutex>& lock, Buffer&
   // Blocking: when it returns, no queued work can touch the device block any more.
   if (status.ok()) status = engine_->ToHost(host, b->ptr, size, *buffer.stream_, true);
   if (!status.ok() && host != nullptr) {
-    (void)engine_->pinned().Free(host);
+    hal::Stream* d2h = &engine_->d2h_stream();  // a queued DMA may still write it
+    (void)engine_->pinned().Free(host, absl::MakeSpan(&d2h, 1));
     host = nullptr;
   }
   lock.lock();
@@ -152,7 +166,7 @@ absl::Status MemoryPool::SpillLocked(std::unique_lock<std::mutex>& lock, Buffer&
 }
 
 absl::Status MemoryPool::PageInLocked(std::unique_lock<std::mutex>& lock, Buffer& buffer) {
-  const size_t size = buffer.size_;
+  const size_t size = RoundAllocationSize(buffer.requested_);  // the bytes the host copy holds
   buffer.moving_ = true;
   auto finish = [&](absl::Status s) {
     buffer.moving_ = false;
@@ -187,6 +201,7 @@ absl::Status MemoryPool::PageInLocked(std::unique_lock<std::mutex>& lock, Buffer
     hal::Stream* h2d = &engine_->h2d_stream();
     (void)engine_->pinned().Free(host, absl::MakeSpan(&h2d, 1));
   }
+  if (!status.ok()) (void)backend_->Synchronize(engine_->h2d_stream());  // a queued DMA ends
   lock.lock();
   if (!status.ok()) {
     if (buffer.quota_ != nullptr) buffer.quota_->Uncharge(QuotaCharge(buffer));

@@ -53,11 +53,23 @@ absl::StatusOr<void*> PinnedPool::Allocate(size_t bytes) {
   }
   if (stats_.limit_bytes > 0 &&
       stats_.reserved_bytes + static_cast<int64_t>(size) > stats_.limit_bytes) {
-    PGK_RETURN_IF_ERROR(
-        ReleaseIdle(static_cast<size_t>(stats_.reserved_bytes + static_cast<int64_t>(size) -
-                                        stats_.limit_bytes),
-                    lock));
-    if (stats_.reserved_bytes + static_cast<int64_t>(size) > stats_.limit_bytes) {
+    auto over = [&] {
+      return stats_.reserved_bytes + static_cast<int64_t>(size) - stats_.limit_bytes;
+    };
+    PGK_RETURN_IF_ERROR(ReleaseIdle(static_cast<size_t>(over()), lock));
+    if (over() > 0) {
+      // Cached blocks whose copies are still in flight will be free in moments: wait for
+      // them (outside the lock) rather than fail.
+      std::vector<std::shared_ptr<hal::Event>> events;
+      for (auto& [sz, c] : free_) events.insert(events.end(), c.events.begin(), c.events.end());
+      if (!events.empty()) {
+        lock.unlock();
+        for (auto& e : events) (void)backend_->Synchronize(*e);
+        lock.lock();
+        PGK_RETURN_IF_ERROR(ReleaseIdle(static_cast<size_t>(std::max<int64_t>(over(), 0)), lock));
+      }
+    }
+    if (over() > 0) {
       return MemoryError(absl::StrCat(
           "pinned: out of pinned host memory: requested ", FormatBytes(static_cast<int64_t>(bytes)),
           "; limit ", FormatBytes(stats_.limit_bytes), ", in use ",

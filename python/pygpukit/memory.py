@@ -44,8 +44,8 @@ def stats(device=None):
     """Counters of `device`'s pool (default: the default device) as a dict: allocated_bytes,
     requested_bytes, reserved_bytes, cached_bytes, peak_allocated_bytes, peak_reserved_bytes,
     active_blocks, segments, largest_free_block, limit_bytes, num_allocations, num_cache_hits,
-    num_driver_allocations, num_driver_frees, num_evictions (cached segments released under
-    pressure), num_spills, num_page_ins, spilled_bytes, evictable_buffers."""
+    num_driver_allocations, num_driver_frees, num_evictions (cached segments released to the
+    driver), num_spills, num_page_ins, spilled_bytes, evictable_buffers."""
     return _m.stats(device)
 
 

@@ -165,6 +165,10 @@ const GPUArray& AsArray(const pyb::handle& obj, absl::string_view op) {
 pyb::array ToNumpy(const GPUArray& a, const pyb::object& out_obj, bool blocking) {
   pyb::object dt = NumpyDType(a.dtype());
   std::vector<pyb::ssize_t> shape(a.shape().begin(), a.shape().end());
+  if (!blocking && out_obj.is_none()) {
+    throw pyb::value_error(
+        "to_numpy: blocking=False needs `out` in pinned memory (pygpukit.memory.pinned_empty)");
+  }
   pyb::array out;
   if (out_obj.is_none()) {
     // A GPU array of 1 MiB or more lands in pinned memory while results held by the user take

@@ -101,13 +101,17 @@ TEST(MemorySpill, RejectsWhatCannotBeSpilled) {
   SpillEnv env;
   ASSERT_OK_AND_ASSIGN(auto b, env.pool.Allocate(4096, *env.s));
   EXPECT_EQ(ErrorTypeOf(env.pool.Evict(*b)), ErrorType::kValue);
-  ResidencyPin pin;
-  ASSERT_OK(pin.Add(b));        // a no-op for a buffer that is not evictable
-  ASSERT_OK(pin.Add(nullptr));  // and for none
-  ASSERT_OK(env.pool.SetEvictable(*b, true));
-  ASSERT_OK(env.pool.SetEvictable(*b, true));  // idempotent
-  EXPECT_EQ(env.pool.stats().evictable_buffers, 1);
-  ASSERT_OK(env.pool.Evict(*b));  // the earlier Add did not pin it
+  {
+    ResidencyPin pin;
+    ASSERT_OK(pin.Add(b));        // counted even while the buffer is not evictable, so that
+    ASSERT_OK(pin.Add(nullptr));  // marking it evictable meanwhile cannot spill it under an op
+    ASSERT_OK(env.pool.SetEvictable(*b, true));
+    ASSERT_OK(env.pool.SetEvictable(*b, true));  // idempotent
+    EXPECT_EQ(env.pool.stats().evictable_buffers, 1);
+    EXPECT_EQ(ErrorTypeOf(env.pool.Evict(*b)), ErrorType::kRuntime);  // pinned
+    EXPECT_TRUE(b->resident());
+  }
+  ASSERT_OK(env.pool.Evict(*b));
   EXPECT_FALSE(b->resident());
 }
 

@@ -341,6 +341,9 @@ def test_to_numpy_out_validation(device, blocking):
 
 
 def test_nonblocking_download_needs_pinned_out(device):
+    big = gp.zeros((1 << 19,), dtype=gp.float32, device=device)  # 2 MiB: a pinned result
+    with pytest.raises(ValueError, match="blocking=False needs `out` in pinned memory"):
+        gp.to_numpy(big, blocking=False)
     x = gp.asarray(np.arange(6.0), device=device)
     for out in (np.empty(6), None):
         with pytest.raises(ValueError, match="blocking=False needs `out` in pinned memory"):
@@ -404,6 +407,20 @@ def test_to_device_of_evicted_array(device, rng):
         mem.evict(x)
         y = x.to_device(d)
         assert y.device == d
+        check_equal(y, data)
+
+
+def test_to_device_of_evicted_array_whose_old_block_was_reused(rng):
+    # The page-in lands in a block other arrays have since written; the copy to the other
+    # device must read the paged-in bytes, not the block's old contents.
+    data = rand(rng, (1 << 20,), "float32")  # 4 MiB: a large block, reused below
+    x = gp.asarray(data, device="cpu")
+    mem.set_evictable(x)
+    for d in gp.devices():
+        mem.evict(x)
+        junk = [gp.zeros((1 << 20,), dtype=gp.float32, device="cpu") for _ in range(3)]
+        del junk
+        y = x.to_device(d)
         check_equal(y, data)
 
 
