@@ -1,16 +1,12 @@
+// The pool's allocation and free paths: the caches of each stream, best fit, splitting and
+// coalescing, growth from the driver and the pressure loop. Waiting and releasing live in
+// memory_release.cc, spill and page-in in memory_spill.cc, quotas and size parsing in
+// memory_limits.cc.
 #include "runtime/memory_pool.h"
 
 #include <algorithm>
-#include <cctype>
-#include <cmath>
-#include <cstdlib>
-#include <cstring>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "core/status.h"
 #include "runtime/memory_pool_internal.h"
 #include "runtime/transfer.h"
@@ -79,31 +75,6 @@ struct RecyclingAllocator {
 
 }  // namespace
 
-// ---- quotas ----
-
-bool MemoryQuota::TryCharge(int64_t bytes) {
-  int64_t cur = used_.load(std::memory_order_relaxed);
-  do {
-    if (cur + bytes > limit()) return false;
-  } while (!used_.compare_exchange_weak(cur, cur + bytes, std::memory_order_relaxed));
-  int64_t peak = peak_.load(std::memory_order_relaxed);
-  while (cur + bytes > peak &&
-         !peak_.compare_exchange_weak(peak, cur + bytes, std::memory_order_relaxed)) {
-  }
-  return true;
-}
-
-namespace {
-thread_local std::shared_ptr<MemoryQuota> current_quota;
-}
-
-QuotaScope::QuotaScope(std::shared_ptr<MemoryQuota> quota)
-    : previous_(std::exchange(current_quota, std::move(quota))) {}
-
-QuotaScope::~QuotaScope() { current_quota = std::move(previous_); }
-
-const std::shared_ptr<MemoryQuota>& QuotaScope::Current() { return current_quota; }
-
 // ---- buffers and pins ----
 
 MemoryPool::DeferredRelease::~DeferredRelease() {
@@ -166,69 +137,6 @@ size_t MemoryPool::SegmentSize(size_t size, bool small) const {
   }
   const size_t g = options_.large_granularity;
   return (size + g - 1) / g * g;
-}
-
-std::string FormatBytes(int64_t bytes) {
-  const double b = static_cast<double>(bytes);
-  if (std::abs(b) >= double(1 << 30)) return absl::StrFormat("%.2f GiB", b / (1 << 30));
-  if (std::abs(b) >= double(1 << 20)) return absl::StrFormat("%.2f MiB", b / (1 << 20));
-  if (std::abs(b) >= double(1 << 10)) return absl::StrFormat("%.2f KiB", b / (1 << 10));
-  return absl::StrCat(bytes, " bytes");
-}
-
-absl::StatusOr<int64_t> ParseMemoryLimit(const std::string& text, int64_t total) {
-  std::string t = absl::AsciiStrToLower(absl::StripAsciiWhitespace(text));
-  auto bad = [&] {
-    return ValueError(absl::StrCat("memory limit '", text,
-                                   "': expected bytes (e.g. 8GiB, 512MB, 1e9), a fraction of "
-                                   "device memory (0.8) or a percentage (80%)"));
-  };
-  if (t.empty()) return bad();
-  double scale = 1;
-  bool fraction = false;
-  struct Suffix {
-    const char* s;
-    double scale;
-  };
-  static constexpr Suffix kSuffixes[] = {{"%", -1},
-                                         {"kib", 1024.0},
-                                         {"mib", 1048576.0},
-                                         {"gib", 1073741824.0},
-                                         {"tib", 1099511627776.0},
-                                         {"kb", 1e3},
-                                         {"mb", 1e6},
-                                         {"gb", 1e9},
-                                         {"tb", 1e12},
-                                         {"k", 1024.0},
-                                         {"m", 1048576.0},
-                                         {"g", 1073741824.0},
-                                         {"t", 1099511627776.0},
-                                         {"b", 1.0}};
-  for (const Suffix& s : kSuffixes) {
-    if (absl::EndsWith(t, s.s)) {
-      t = std::string(absl::StripAsciiWhitespace(t.substr(0, t.size() - std::strlen(s.s))));
-      if (s.scale < 0) {
-        fraction = true;
-        scale = 0.01;
-      } else {
-        scale = s.scale;
-      }
-      break;
-    }
-  }
-  double v = 0;
-  if (!absl::SimpleAtod(t, &v) || !std::isfinite(v) || v < 0) return bad();
-  if (!fraction && scale == 1 && t.find_first_of(".e") != std::string::npos && v <= 1) {
-    fraction = true;  // "0.8": a fraction of the device
-  }
-  if (fraction) {
-    v *= scale;
-    if (v <= 0 || v > 1) return bad();
-    return static_cast<int64_t>(v * static_cast<double>(total));
-  }
-  v *= scale;
-  if (v < 1 || v > 9.2e18) return bad();
-  return static_cast<int64_t>(v);
 }
 
 // ---- the pool ----
@@ -345,23 +253,6 @@ PoolBlock* MemoryPool::TakeFree(StreamState& ss, size_t size, bool small) {
   return Split(b, size, small);
 }
 
-void MemoryPool::UpdateFences(StreamState& ss) {
-  while (!ss.fences.empty()) {
-    auto done = backend_->Query(*ss.fences.front().event);
-    if (!done.ok() || !*done) break;
-    ss.safe_seq = ss.fences.front().seq;
-    ss.fences.pop_front();
-  }
-  // Fence the frees not yet covered, so that a later attempt can take them.
-  uint64_t covered = ss.fences.empty() ? ss.safe_seq : ss.fences.back().seq;
-  if (ss.stream != nullptr && ss.free_count > covered) {
-    auto ev = backend_->CreateEvent(device_.index, false);
-    if (ev.ok() && backend_->Record(**ev, *ss.stream).ok()) {
-      ss.fences.push_back({std::shared_ptr<hal::Event>(std::move(*ev)), ss.free_count});
-    }
-  }
-}
-
 PoolBlock* MemoryPool::Steal(StreamState& ss, size_t size, bool small) {
   auto try_state = [&](StreamState& other) -> PoolBlock* {
     FreeSet& set = other.set(small);
@@ -386,74 +277,6 @@ PoolBlock* MemoryPool::Steal(StreamState& ss, size_t size, bool small) {
     if (PoolBlock* b = try_state(*other)) return b;
   }
   return nullptr;
-}
-
-bool MemoryPool::WaitForFences(std::unique_lock<std::mutex>& lock) {
-  // Host-waits for every stream's latest fence: afterwards every cached block is reusable by
-  // any stream. Events are waited on outside the lock (a CPU stream's tasks free buffers).
-  struct Wait {
-    StreamState* ss;
-    std::shared_ptr<hal::Event> event;
-    uint64_t seq;
-  };
-  std::vector<Wait> waits;
-  for (auto& ss : streams_) {
-    if (ss->free_count <= ss->safe_seq) continue;
-    UpdateFences(*ss);
-    if (ss->fences.empty()) continue;
-    waits.push_back({ss.get(), ss->fences.back().event, ss->fences.back().seq});
-  }
-  if (waits.empty()) return false;
-  lock.unlock();
-  std::vector<bool> ok;
-  for (auto& w : waits) ok.push_back(backend_->Synchronize(*w.event).ok());
-  lock.lock();
-  bool any = false;
-  for (size_t i = 0; i < waits.size(); ++i) {
-    if (!ok[i]) continue;
-    // The stream may have been forgotten meanwhile; only states still listed are touched.
-    for (auto& ss : streams_) {
-      if (ss.get() != waits[i].ss) continue;
-      ss->safe_seq = std::max(ss->safe_seq, waits[i].seq);
-      while (!ss->fences.empty() && ss->fences.front().seq <= ss->safe_seq) ss->fences.pop_front();
-      any = true;
-    }
-  }
-  return any;
-}
-
-void MemoryPool::WaitForPending(std::unique_lock<std::mutex>& lock) {
-  // Blocks freed with uses on other streams: wait for those uses, then cache them normally.
-  std::vector<std::shared_ptr<hal::Event>> events;
-  for (PoolBlock* b : pending_) events.insert(events.end(), b->events.begin(), b->events.end());
-  if (events.empty()) return;
-  lock.unlock();
-  for (auto& e : events) (void)backend_->Synchronize(*e);
-  lock.lock();
-  ProcessPending();
-}
-
-void MemoryPool::ProcessPending() {
-  for (size_t i = 0; i < pending_.size();) {
-    PoolBlock* b = pending_[i];
-    bool done = true;
-    for (auto& ev : b->events) {
-      auto q = backend_->Query(*ev);
-      if (!q.ok() || !*q) {
-        done = false;
-        break;
-      }
-    }
-    if (!done) {
-      ++i;
-      continue;
-    }
-    pending_[i] = pending_.back();
-    pending_.pop_back();
-    b->events.clear();
-    b->pending = false;
-    FreeBlock(b);
-  }
 }
 
 void MemoryPool::MarkAllocated(PoolBlock* b, size_t requested) {
@@ -695,102 +518,6 @@ std::string MemoryPool::Describe(size_t requested, size_t rounded) const {
                       " (cached segments released and evictable buffers spilled before failing)");
 }
 
-bool MemoryPool::ReleaseSegments(std::unique_lock<std::mutex>& lock, size_t wanted, bool all,
-                                 absl::Status* error) {
-  ProcessPending();
-  CoalesceSmall();  // also: no dirty segment may be deleted below
-  std::vector<Segment*> idle;
-  for (Segment* seg : segments_) {
-    bool free = seg->allocated_blocks == 0;
-    for (PoolBlock* b = seg->first; free && b != nullptr; b = b->next) free = !b->pending;
-    if (free) idle.push_back(seg);
-  }
-  if (idle.empty()) return false;
-  std::sort(idle.begin(), idle.end(),
-            [](const Segment* a, const Segment* b) { return a->last_free < b->last_free; });
-  if (!all) {
-    size_t total = 0, n = 0;
-    while (n < idle.size() && total < wanted) total += idle[n++]->size;
-    idle.resize(n);
-  }
-  // Take them out of the caches (a segment's blocks may sit in several streams' caches); work
-  // queued before their frees must finish before the driver gets the memory back, so each
-  // owning stream is drained through an event.
-  std::vector<hal::Stream*> streams;
-  for (Segment* seg : idle) {
-    segments_.erase(seg);
-    // No longer reserved from here on (the books never count memory the driver has back).
-    stats_.reserved_bytes -= static_cast<int64_t>(seg->size);
-    --stats_.segments;
-    for (PoolBlock* b = seg->first; b != nullptr; b = b->next) {
-      EraseFree(b);
-      if (b->owner->stream != nullptr && b->free_seq > b->owner->safe_seq &&
-          std::find(streams.begin(), streams.end(), b->owner->stream) == streams.end()) {
-        streams.push_back(b->owner->stream);
-      }
-    }
-  }
-  lock.unlock();
-  absl::Status status;
-  for (hal::Stream* s : streams) {
-    auto ev = backend_->CreateEvent(device_.index, false);
-    absl::Status st = ev.status();
-    if (st.ok()) st = backend_->Record(**ev, *s);
-    if (st.ok()) st = backend_->Synchronize(**ev);
-    if (!st.ok() && status.ok()) status = st;
-  }
-  std::vector<absl::Status> freed(idle.size());
-  if (status.ok()) {
-    for (size_t i = 0; i < idle.size(); ++i) {
-      freed[i] = backend_->RawFree(device_.index, idle[i]->base);
-    }
-  }
-  lock.lock();
-  bool any = false;
-  for (size_t i = 0; i < idle.size(); ++i) {
-    Segment* seg = idle[i];
-    if (status.ok() && freed[i].ok()) {
-      ++stats_.num_driver_frees;
-      ++stats_.num_evictions;
-      for (PoolBlock* b = seg->first; b != nullptr;) {
-        PoolBlock* n = b->next;
-        RecycleBlock(b);
-        b = n;
-      }
-      delete seg;
-      any = true;
-    } else {  // still ours: cached again rather than lost
-      segments_.insert(seg);
-      stats_.reserved_bytes += static_cast<int64_t>(seg->size);
-      ++stats_.segments;
-      for (PoolBlock* b = seg->first; b != nullptr; b = b->next) InsertFree(b);
-      if (error->ok()) *error = status.ok() ? freed[i] : status;
-    }
-  }
-  return any;
-}
-
-absl::Status MemoryPool::EmptyCache() {
-  std::unique_lock<std::mutex> lock(mu_);
-  WaitForFences(lock);
-  WaitForPending(lock);
-  absl::Status error;
-  ReleaseSegments(lock, 0, true, &error);
-  return error;
-}
-
-absl::Status MemoryPool::SetLimit(int64_t bytes) {
-  if (bytes < 0) return ValueError(absl::StrCat("set_limit: negative limit ", bytes));
-  std::unique_lock<std::mutex> lock(mu_);
-  stats_.limit_bytes = bytes;
-  if (bytes > 0 && stats_.reserved_bytes > bytes) {
-    absl::Status error;
-    ReleaseSegments(lock, static_cast<size_t>(stats_.reserved_bytes - bytes), false, &error);
-    return error;
-  }
-  return absl::OkStatus();
-}
-
 void MemoryPool::SetPolicy(PoolPolicy policy) {
   std::lock_guard<std::mutex> lock(mu_);
   options_.policy = policy;
@@ -804,33 +531,6 @@ PoolPolicy MemoryPool::policy() const {
 int64_t MemoryPool::limit() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_.limit_bytes;
-}
-
-absl::Status MemoryPool::ForgetStream(hal::Stream& stream) {
-  PGK_RETURN_IF_ERROR(backend_->Synchronize(stream));
-  std::lock_guard<std::mutex> lock(mu_);
-  for (size_t i = 0; i < streams_.size(); ++i) {
-    if (streams_[i]->stream != &stream) continue;
-    StreamState& ss = *streams_[i];
-    // Its work has finished: its cached blocks are safe for everyone.
-    for (FreeSet* set : {&ss.small, &ss.large}) {
-      while (!set->empty()) {
-        PoolBlock* b = *set->begin();
-        EraseFree(b);
-        b->owner = neutral_.get();
-        b->free_seq = 0;
-        InsertFree(b);
-      }
-    }
-    for (Segment* seg : segments_) {
-      for (PoolBlock* b = seg->first; b != nullptr; b = b->next) {
-        if (b->owner == &ss) b->owner = neutral_.get();
-      }
-    }
-    streams_.erase(streams_.begin() + static_cast<std::ptrdiff_t>(i));
-    break;
-  }
-  return absl::OkStatus();
 }
 
 absl::Status MemoryPool::RecordStream(Buffer& buffer, hal::Stream& stream) {
