@@ -5,6 +5,7 @@
 #include "runtime/memory_pool.h"
 
 #include <algorithm>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
@@ -430,7 +431,13 @@ absl::StatusOr<PoolBlock*> MemoryPool::AllocateBlock(std::unique_lock<std::mutex
     error = absl::OkStatus();
   }
   bool fenced = false;
+  int retries = 0;
   for (;;) {
+    // What other threads free or release while this one is unlocked (driver calls, waits) may
+    // serve the request: if anything changed since this round began, the round is repeated
+    // before giving up.
+    const uint64_t seen_frees = tick_;
+    const int64_t seen_reserved = stats_.reserved_bytes;
     const int64_t limit = stats_.limit_bytes;
     // Bytes other threads are getting from the driver right now count against the limit, so
     // that threads growing the pool at once cannot overshoot it together.
@@ -485,6 +492,22 @@ absl::StatusOr<PoolBlock*> MemoryPool::AllocateBlock(std::unique_lock<std::mutex
       continue;
     }
     if (!error.ok()) return error;
+    if ((tick_ != seen_frees || stats_.reserved_bytes < seen_reserved || growing_ > 0) &&
+        ++retries <= 64) {
+      fenced = false;
+      PoolBlock* b = TakeFree(ss, size, small);
+      if (b == nullptr) b = Steal(ss, size, small);
+      if (b != nullptr) {
+        ++stats_.num_cache_hits;
+        return b;
+      }
+      if (growing_ > 0) {  // another thread's driver call may fail and hand its bytes back
+        lock.unlock();
+        std::this_thread::yield();
+        lock.lock();
+      }
+      continue;
+    }
     return MemoryError(Describe(requested, size));
   }
 }
