@@ -44,8 +44,14 @@ struct Staging {
 
 constexpr size_t kMinChunk = size_t{64} << 10;
 
+// Staging chunks for a copy of `bytes`: up to options.chunks_in_flight chunks of up to
+// options.chunk_bytes.
 absl::StatusOr<Staging> MakeStaging(hal::Backend* backend, Device device, PinnedPool* pool,
-                                    hal::Stream* stream, size_t chunk, int count) {
+                                    hal::Stream* stream, size_t bytes,
+                                    const TransferOptions& options) {
+  size_t chunk = std::min(options.chunk_bytes, bytes);
+  const int count =
+      static_cast<int>(std::min<size_t>((bytes + chunk - 1) / chunk, options.chunks_in_flight));
   Staging st(pool, stream);
   for (int i = 0; i < count; ++i) {
     auto host = pool->Allocate(chunk);
@@ -71,6 +77,15 @@ absl::StatusOr<Staging> MakeStaging(hal::Backend* backend, Device device, Pinned
   }
   st.chunk = chunk;
   return st;
+}
+
+// When no pinned memory is left to stage through (`why` is MemoryError): the driver's own
+// (slower, blocking) pageable copy. Other errors are returned.
+absl::Status UnstagedCopy(hal::Backend* backend, const absl::Status& why, void* dst,
+                          const void* src, size_t bytes, hal::CopyKind kind, hal::Stream& stream) {
+  if (why.code() != absl::StatusCode::kResourceExhausted) return why;
+  PGK_RETURN_IF_ERROR(backend->CopyAsync(dst, src, bytes, kind, stream));
+  return backend->Synchronize(stream);
 }
 
 }  // namespace
@@ -122,15 +137,10 @@ absl::Status TransferEngine::ToDevice(void* dst, const void* src, size_t bytes, 
 }
 
 absl::Status TransferEngine::StagedToDevice(char* dst, const char* src, size_t bytes) {
-  const size_t want = std::min(options_.chunk_bytes, bytes);
-  auto staging = MakeStaging(
-      backend_, device_, pinned_, h2d_.get(), want,
-      static_cast<int>(std::min<size_t>((bytes + want - 1) / want, options_.chunks_in_flight)));
+  auto staging = MakeStaging(backend_, device_, pinned_, h2d_.get(), bytes, options_);
   if (!staging.ok()) {
-    if (staging.status().code() != absl::StatusCode::kResourceExhausted) return staging.status();
-    // No pinned memory to stage through: the driver's own (slower, blocking) pageable copy.
-    PGK_RETURN_IF_ERROR(backend_->CopyAsync(dst, src, bytes, hal::CopyKind::kHostToDevice, *h2d_));
-    return backend_->Synchronize(*h2d_);
+    return UnstagedCopy(backend_, staging.status(), dst, src, bytes, hal::CopyKind::kHostToDevice,
+                        *h2d_);
   }
   Staging& st = *staging;
   const size_t chunk = st.chunk, n = (bytes + chunk - 1) / chunk;
@@ -174,15 +184,10 @@ absl::Status TransferEngine::StagedToHost(char* dst, const char* src, size_t byt
   const uintptr_t lo = (reinterpret_cast<uintptr_t>(dst) + kHuge - 1) & ~(kHuge - 1);
   const uintptr_t hi = (reinterpret_cast<uintptr_t>(dst) + bytes) & ~(kHuge - 1);
   if (hi > lo) (void)madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
-  const size_t want = std::min(options_.chunk_bytes, bytes);
-  auto staging = MakeStaging(
-      backend_, device_, pinned_, d2h_.get(), want,
-      static_cast<int>(std::min<size_t>((bytes + want - 1) / want, options_.chunks_in_flight)));
+  auto staging = MakeStaging(backend_, device_, pinned_, d2h_.get(), bytes, options_);
   if (!staging.ok()) {
-    if (staging.status().code() != absl::StatusCode::kResourceExhausted) return staging.status();
-    // No pinned memory to stage through: the driver's own (slower, blocking) pageable copy.
-    PGK_RETURN_IF_ERROR(backend_->CopyAsync(dst, src, bytes, hal::CopyKind::kDeviceToHost, *d2h_));
-    return backend_->Synchronize(*d2h_);
+    return UnstagedCopy(backend_, staging.status(), dst, src, bytes, hal::CopyKind::kDeviceToHost,
+                        *d2h_);
   }
   Staging& st = *staging;
   const size_t chunk = st.chunk, n = (bytes + chunk - 1) / chunk;

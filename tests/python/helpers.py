@@ -1,6 +1,8 @@
 """Shared helpers of the Python tests: dtype lists, random data per dtype and comparisons
 against NumPy (bfloat16 through ml_dtypes)."""
 
+import gc
+
 import ml_dtypes
 import numpy as np
 
@@ -119,3 +121,23 @@ def check_close(x, expected, dtype, *, rtol, atol=0.0):
 def arr(data, device=None):
     """GPUArray of NumPy data (its dtype kept)."""
     return gp.asarray(np.asarray(data), device=device)
+
+
+def round512(n):
+    """Bytes the memory pool gives a request of `n` bytes (rounded to 512)."""
+    return (max(n, 1) + 511) // 512 * 512
+
+
+def fmt_bytes(b):
+    """The pool's rendering of byte counts in messages ("4.00 MiB")."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if b >= 1 << shift:
+            return f"{b / (1 << shift):.2f} {unit}"
+    return f"{b} bytes"
+
+
+def settle(device=None):
+    """Drops unreachable arrays and waits for queued work (which keeps its buffers alive)."""
+    gc.collect()
+    gp.synchronize(device)
+    gc.collect()

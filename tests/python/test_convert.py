@@ -2,7 +2,6 @@
 (item / float / int / bool / complex / index), repr / str, devices (to_device, Device parsing)
 and the runtime introspection functions."""
 
-import gc
 import operator
 import warnings
 
@@ -25,6 +24,7 @@ from helpers import (
     kind,
     npdt,
     rand,
+    settle,
 )
 
 import pygpukit as gp
@@ -701,12 +701,6 @@ MEMORY_KEYS = {
 }
 
 
-def _settle():
-    gc.collect()
-    gp.synchronize()
-    gc.collect()
-
-
 def test_memory_stats_keys(device):
     for s in (gp.memory.stats(), gp.memory.stats(device), gp.memory.stats(str(device))):
         assert set(s) == MEMORY_KEYS
@@ -720,7 +714,7 @@ def test_memory_stats_keys(device):
 def test_memory_stats_track_allocation(device):
     nbytes = 16 << 20
     slack = 1 << 20
-    _settle()
+    settle()
     before = gp.memory.stats()
     x = gp.empty((nbytes // 4,), dtype=gp.float32)
     assert x.nbytes == nbytes
@@ -731,7 +725,7 @@ def test_memory_stats_track_allocation(device):
     assert mid["peak_allocated_bytes"] >= mid["allocated_bytes"]
     assert mid["reserved_bytes"] >= mid["allocated_bytes"]
     del x
-    _settle()
+    settle()
     after = gp.memory.stats()
     assert after["allocated_bytes"] <= mid["allocated_bytes"] - nbytes
     assert after["active_blocks"] <= mid["active_blocks"] - 1
@@ -747,10 +741,10 @@ def test_memory_stats_track_allocation(device):
 
 
 def test_memory_reused_from_cache(device):
-    _settle()
+    settle()
     x = gp.empty((1 << 18,), dtype=gp.float64)
     del x
-    _settle()
+    settle()
     before = gp.memory.stats()
     y = gp.empty((1 << 18,), dtype=gp.float64)
     after = gp.memory.stats()

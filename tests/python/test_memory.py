@@ -2,7 +2,6 @@
 of evictable arrays (explicit and under pressure). Quotas are in test_quota.py, host transfers
 and pinned memory in test_transfer.py."""
 
-import gc
 import json
 import os
 import subprocess
@@ -10,7 +9,7 @@ import sys
 
 import numpy as np
 import pytest
-from helpers import check_close, check_equal, host, npdt, rand
+from helpers import check_close, check_equal, fmt_bytes, host, npdt, rand, round512, settle
 
 import pygpukit as gp
 
@@ -25,25 +24,6 @@ STATS_KEYS = set(
 )
 
 SPILL_DTYPES = ["float64", "int8", "complex64", "bool", "bfloat16", "uint16"]
-
-
-def settle(device=None):
-    """Drops unreachable arrays and waits for queued work (which keeps its buffers alive)."""
-    gc.collect()
-    gp.synchronize(device)
-    gc.collect()
-
-
-def round512(n):
-    return (max(n, 1) + 511) // 512 * 512
-
-
-def fmt_bytes(b):
-    """The pool's rendering of byte counts in messages ("4.00 MiB")."""
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if b >= 1 << shift:
-            return f"{b / (1 << shift):.2f} {unit}"
-    return f"{b} bytes"
 
 
 def delta(after, before):

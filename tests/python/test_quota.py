@@ -4,24 +4,12 @@ spill of a quota's own evictable arrays when it is full."""
 import threading
 
 import pytest
-from helpers import check_equal, rand
+from helpers import check_equal, fmt_bytes, rand, round512
 
 import pygpukit as gp
 
 mem = gp.memory
 MiB = 1 << 20
-
-
-def round512(n):
-    return (max(n, 1) + 511) // 512 * 512
-
-
-def fmt_bytes(b):
-    """The pool's rendering of byte counts in messages ("4.00 MiB")."""
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if b >= 1 << shift:
-            return f"{b / (1 << shift):.2f} {unit}"
-    return f"{b} bytes"
 
 
 def test_quota_charges_arrays_allocated_inside(device, rng):
