@@ -12,3 +12,4 @@
 #include "ops/array.h"
 #include "ops/ops.h"
 #include "runtime/runtime.h"
+#include "runtime/scheduler.h"

@@ -70,7 +70,13 @@ bool FitsInteger(int64_t v) {
 absl::StatusOr<ResidencyPin> Resident(std::initializer_list<const GPUArray*> arrays) {
   ResidencyPin pin;
   for (const GPUArray* a : arrays) {
-    if (a != nullptr) PGK_RETURN_IF_ERROR(pin.Add(a->buffer()));
+    if (a == nullptr) continue;
+    PGK_RETURN_IF_ERROR(pin.Add(a->buffer()));
+    // Work is about to be queued on the thread's current stream (a scheduled task's own stream
+    // differs from the one the buffer came from): its memory must not be reused before then.
+    Buffer& buf = *a->buffer();
+    PGK_ASSIGN_OR_RETURN(hal::Stream * s, Runtime::Get().stream(a->device()));
+    if (s != buf.stream()) PGK_RETURN_IF_ERROR(buf.pool()->RecordStream(buf, *s));
   }
   return pin;
 }

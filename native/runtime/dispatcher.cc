@@ -1,5 +1,7 @@
 #include "runtime/dispatcher.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "core/cpu/cpu_backend.h"
 #include "core/status.h"
@@ -9,6 +11,25 @@
 #endif
 
 namespace pygpukit {
+
+namespace {
+thread_local LaunchGate* current_gate = nullptr;
+
+// Runs `launch` between the thread's gate hooks.
+template <typename F>
+absl::Status Gated(hal::Stream& stream, F&& launch) {
+  LaunchGate* gate = current_gate;
+  if (gate == nullptr) return launch();
+  PGK_RETURN_IF_ERROR(gate->BeforeLaunch(stream));
+  absl::Status s = launch();
+  gate->AfterLaunch(stream, s);
+  return s;
+}
+}  // namespace
+
+LaunchGateScope::LaunchGateScope(LaunchGate* gate) : previous_(std::exchange(current_gate, gate)) {}
+LaunchGateScope::~LaunchGateScope() { current_gate = previous_; }
+LaunchGate* LaunchGateScope::Current() { return current_gate; }
 
 Dispatcher::Dispatcher(cpu::CpuBackend* cpu, cuda::CudaBackend* cuda) : cpu_(cpu), cuda_(cuda) {}
 Dispatcher::~Dispatcher() = default;
@@ -33,7 +54,7 @@ absl::Status Dispatcher::LaunchHost(hal::Stream& stream, absl::string_view kerne
     ++stats_.host_tasks;
     Count(kernel);
   }
-  return cpu_->Enqueue(stream, std::move(task));
+  return Gated(stream, [&] { return cpu_->Enqueue(stream, std::move(task)); });
 }
 
 absl::StatusOr<void*> Dispatcher::DeviceFunction(absl::string_view kernel, int device) {
@@ -83,7 +104,7 @@ absl::Status Dispatcher::LaunchDevice(hal::Stream& stream, absl::string_view ker
     ++stats_.device_kernels;
     Count(kernel);
   }
-  return cuda_->Launch(fn, dims, stream, args);
+  return Gated(stream, [&] { return cuda_->Launch(fn, dims, stream, args); });
 #else
   (void)dims;
   (void)args;
@@ -94,13 +115,12 @@ absl::Status Dispatcher::LaunchDevice(hal::Stream& stream, absl::string_view ker
 
 absl::Status Dispatcher::LaunchLibrary(hal::Stream& stream, absl::string_view what,
                                        const std::function<absl::Status()>& call) {
-  (void)stream;
   {
     std::lock_guard<std::mutex> l(mu_);
     ++stats_.library_calls;
     Count(what);
   }
-  return call();
+  return Gated(stream, call);
 }
 
 DispatchStats Dispatcher::stats() const {

@@ -1,7 +1,8 @@
 // The dispatcher: the one place kernels are launched. Every op hands its work here, either as a
 // host task (CPU backend) or as a named device kernel from the embedded images (CUDA backend), or
-// as a library call (cuBLASLt). Kernel lookup, module loading on first use and per-kernel launch
-// counters live here; tracing and pacing hooks will attach here.
+// as a library call (cuBLASLt). Kernel lookup, module loading on first use, per-kernel launch
+// counters and the pacing hook (LaunchGate, installed by the scheduler around a task) live here;
+// tracing will attach here.
 #pragma once
 
 #include <atomic>
@@ -33,6 +34,30 @@ struct DispatchStats {
   int64_t device_kernels = 0;
   int64_t library_calls = 0;
   std::map<std::string, int64_t, std::less<>> per_kernel;
+};
+
+/// Pacing hook, consulted around every launch made by a thread that runs a scheduled task.
+class LaunchGate {
+ public:
+  virtual ~LaunchGate() = default;
+  /// Before a launch on `stream`: may wait (pacing) or fail (then nothing is launched).
+  virtual absl::Status BeforeLaunch(hal::Stream& stream) = 0;
+  /// After every launch that BeforeLaunch allowed; `launched` is the launch's outcome.
+  virtual void AfterLaunch(hal::Stream& stream, const absl::Status& launched) = 0;
+};
+
+/// While alive, launches by this thread pass `gate`. Scopes nest; the innermost wins.
+class LaunchGateScope {
+ public:
+  explicit LaunchGateScope(LaunchGate* gate);
+  ~LaunchGateScope();
+  LaunchGateScope(const LaunchGateScope&) = delete;
+  LaunchGateScope& operator=(const LaunchGateScope&) = delete;
+  /// The innermost gate on this thread, or null.
+  static LaunchGate* Current();
+
+ private:
+  LaunchGate* previous_;
 };
 
 /// Launches work on streams. Thread-safe.

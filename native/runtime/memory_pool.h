@@ -34,6 +34,10 @@ class BufferKey {
   BufferKey() = default;
 };
 
+/// Which evictable buffers a spill under pressure takes: those of kFirst quotas (best-effort
+/// tenants) before the rest, never those of kNever quotas (guaranteed tenants).
+enum class SpillOrder { kFirst, kNormal, kNever };
+
 /// A tenant's memory quota: the device bytes of live buffers allocated under it (through a
 /// QuotaScope) may not exceed `limit`. Thread-safe; shared by the buffers charged to it.
 class MemoryQuota {
@@ -46,6 +50,8 @@ class MemoryQuota {
   /// Bytes (requests rounded to 512) of live, resident buffers charged to this quota.
   int64_t used() const { return used_.load(std::memory_order_relaxed); }
   int64_t peak() const { return peak_.load(std::memory_order_relaxed); }
+  SpillOrder spill_order() const { return spill_order_.load(std::memory_order_relaxed); }
+  void set_spill_order(SpillOrder o) { spill_order_.store(o, std::memory_order_relaxed); }
 
  private:
   friend class MemoryPool;
@@ -56,6 +62,7 @@ class MemoryQuota {
   std::atomic<int64_t> limit_;
   std::atomic<int64_t> used_{0};
   std::atomic<int64_t> peak_{0};
+  std::atomic<SpillOrder> spill_order_{SpillOrder::kNormal};
 };
 
 /// While alive, device allocations made by this thread are charged to `quota` (scopes nest; the

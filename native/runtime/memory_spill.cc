@@ -90,23 +90,28 @@ absl::Status MemoryPool::Evict(Buffer& buffer) {
 bool MemoryPool::SpillOne(std::unique_lock<std::mutex>& lock, const MemoryQuota* quota,
                           absl::Status* error) {
   if (engine_ == nullptr) return false;
-  for (Buffer* b = lru_head_; b != nullptr; b = b->lru_next_) {
-    if (b->pins_.load(std::memory_order_seq_cst) > 0 || b->moving_ || b->block_ == nullptr) {
-      continue;
+  // Two passes over the LRU list: buffers of kFirst quotas, then the others but kNever.
+  for (SpillOrder order : {SpillOrder::kFirst, SpillOrder::kNormal}) {
+    for (Buffer* b = lru_head_; b != nullptr; b = b->lru_next_) {
+      if (b->pins_.load(std::memory_order_seq_cst) > 0 || b->moving_ || b->block_ == nullptr) {
+        continue;
+      }
+      if (quota != nullptr && b->quota_.get() != quota) continue;
+      const SpillOrder mine = b->quota_ ? b->quota_->spill_order() : SpillOrder::kNormal;
+      if (mine != order) continue;
+      // A reference keeps the buffer alive while it moves: its last owner may be a queued task
+      // that drops it meanwhile (whose free must not wait for the move that waits for the task).
+      std::shared_ptr<Buffer> keep = b->weak_from_this().lock();
+      if (keep == nullptr) continue;  // being destroyed
+      absl::Status s = SpillLocked(lock, *b);
+      deferred_.push_back(std::move(keep));
+      has_deferred_.store(true, std::memory_order_release);
+      if (!s.ok()) {
+        *error = s;
+        return false;
+      }
+      return true;
     }
-    if (quota != nullptr && b->quota_.get() != quota) continue;
-    // A reference keeps the buffer alive while it moves: its last owner may be a queued task
-    // that drops it meanwhile (whose free must not wait for the move that waits for the task).
-    std::shared_ptr<Buffer> keep = b->weak_from_this().lock();
-    if (keep == nullptr) continue;  // being destroyed
-    absl::Status s = SpillLocked(lock, *b);
-    deferred_.push_back(std::move(keep));
-    has_deferred_.store(true, std::memory_order_release);
-    if (!s.ok()) {
-      *error = s;
-      return false;
-    }
-    return true;
   }
   return false;
 }

@@ -176,9 +176,46 @@ absl::StatusOr<hal::Backend*> Runtime::backend(DeviceType type) const {
 #endif
 }
 
+namespace {
+thread_local hal::Stream* scope_stream = nullptr;
+}  // namespace
+
+StreamScope::StreamScope(hal::Stream* stream) : previous_(std::exchange(scope_stream, stream)) {}
+StreamScope::~StreamScope() { scope_stream = previous_; }
+hal::Stream* StreamScope::Current() { return scope_stream; }
+
 absl::StatusOr<hal::Stream*> Runtime::stream(Device d) const {
+  if (scope_stream != nullptr && scope_stream->device() == d) return scope_stream;
+  return default_stream(d);
+}
+
+absl::StatusOr<hal::Stream*> Runtime::default_stream(Device d) const {
   PGK_ASSIGN_OR_RETURN(const PerDevice* p, per_device(d));
   return p->stream.get();
+}
+
+absl::StatusOr<hal::Stream*> Runtime::AcquireStream(Device d, int priority) {
+  PGK_RETURN_IF_ERROR(CheckDevice(d));
+  PGK_ASSIGN_OR_RETURN(hal::Backend * b, backend(d.type));
+  auto [least, greatest] = b->StreamPriorityRange();
+  priority = std::clamp(priority, std::min(least, greatest), std::max(least, greatest));
+  std::lock_guard<std::mutex> l(streams_mu_);
+  auto& list = free_streams_[{static_cast<int>(d.type), d.index, priority}];
+  if (!list.empty()) {
+    hal::Stream* s = list.back();
+    list.pop_back();
+    return s;
+  }
+  PGK_ASSIGN_OR_RETURN(std::unique_ptr<hal::Stream> s, b->CreateStream(d.index, priority));
+  pooled_streams_.push_back(std::move(s));
+  return pooled_streams_.back().get();
+}
+
+void Runtime::ReleaseStream(hal::Stream* stream) {
+  if (stream == nullptr) return;
+  std::lock_guard<std::mutex> l(streams_mu_);
+  const Device d = stream->device();
+  free_streams_[{static_cast<int>(d.type), d.index, stream->priority()}].push_back(stream);
 }
 
 absl::StatusOr<MemoryPool*> Runtime::pool(Device d) const {

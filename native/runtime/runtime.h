@@ -3,8 +3,11 @@
 // (Runtime::Get()); the Python module and C++ services share it.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -38,6 +41,22 @@ struct RuntimeInfo {
   std::string cublaslt_version;  // "130000" or the reason it is unavailable
 };
 
+/// While alive, work this thread queues on the scope stream's device goes to that stream instead
+/// of the device's default stream (the scheduler opens one around each task). Scopes nest; the
+/// innermost wins.
+class StreamScope {
+ public:
+  explicit StreamScope(hal::Stream* stream);
+  ~StreamScope();
+  StreamScope(const StreamScope&) = delete;
+  StreamScope& operator=(const StreamScope&) = delete;
+  /// The innermost scope's stream on this thread, or null.
+  static hal::Stream* Current();
+
+ private:
+  hal::Stream* previous_;
+};
+
 /// Process-wide runtime.
 class Runtime {
  public:
@@ -53,8 +72,17 @@ class Runtime {
 
   /// The backend serving devices of `type`.
   absl::StatusOr<hal::Backend*> backend(DeviceType type) const;
-  /// The stream work on `d` is queued on (its default stream for now).
+  /// The stream work on `d` is queued on: the thread's StreamScope stream when it is on `d`,
+  /// else the device's default stream.
   absl::StatusOr<hal::Stream*> stream(Device d) const;
+  /// The device's default stream, whatever the thread's scope.
+  absl::StatusOr<hal::Stream*> default_stream(Device d) const;
+  /// A stream of `priority` (clamped to the device's range) for the caller's exclusive use
+  /// until ReleaseStream. Streams are pooled and live as long as the runtime, so buffers that
+  /// recorded a use on one never see it destroyed.
+  absl::StatusOr<hal::Stream*> AcquireStream(Device d, int priority);
+  /// Returns a stream from AcquireStream to the pool.
+  void ReleaseStream(hal::Stream* stream);
   /// The memory pool of `d`.
   absl::StatusOr<MemoryPool*> pool(Device d) const;
   /// The transfer engine of `d` (host <-> device copies).
@@ -62,7 +90,7 @@ class Runtime {
   /// The pinned host pool shared by the devices of `type`.
   absl::StatusOr<PinnedPool*> pinned_pool(DeviceType type) const;
   absl::StatusOr<hal::DeviceProperties> properties(Device d) const;
-  /// Waits for all queued work on `d`'s default stream.
+  /// Waits for all queued work on `d`'s current stream (see stream()).
   absl::Status Synchronize(Device d) const;
   Dispatcher& dispatcher() const { return *dispatcher_; }
   cpu::CpuBackend& cpu_backend() const { return *cpu_; }
@@ -83,6 +111,11 @@ class Runtime {
 
   std::unique_ptr<cpu::CpuBackend> cpu_;
   std::unique_ptr<cuda::CudaBackend> cuda_;
+  // Pooled streams outlive the pools below, which may hold them as recorded uses.
+  std::mutex streams_mu_;
+  std::vector<std::unique_ptr<hal::Stream>> pooled_streams_;  // every acquired stream
+  // (device type, index, priority) -> streams free for reuse
+  std::map<std::tuple<int, int, int>, std::vector<hal::Stream*>> free_streams_;
   std::unique_ptr<PinnedPool> cpu_pinned_, cuda_pinned_;
   absl::Status cuda_status_;
   std::string forced_;

@@ -12,7 +12,7 @@ Default dtypes: float32 for floating values, int64 for integers, complex64 for c
 
 import numpy as _np
 
-from . import _core, memory
+from . import _core, memory, scheduler
 from ._core import (
     Device,
     Event,
@@ -187,6 +187,7 @@ __all__ = [
     "matmul",
     "matrix_transpose",
     "memory",
+    "scheduler",
     "ones",
     "ones_like",
     "permute_dims",

@@ -15,6 +15,8 @@ void BindEvent(pyb::module_& m);
 pyb::object AsTypeOf(const pyb::object& self, const pyb::object& dtype, bool copy);
 /// Registers pygpukit._core._memory (memory_bindings.cc).
 void BindMemory(pyb::module_& m);
+/// Registers pygpukit._core._scheduler (scheduler_bindings.cc).
+void BindScheduler(pyb::module_& m);
 /// Copies an array into a NumPy array: a new one, or `out` (C-contiguous, writeable, same shape
 /// and dtype). Non-blocking only into pinned-pool memory. The GIL is released during the copy.
 pyb::array ToNumpy(const GPUArray& a, const pyb::object& out = pyb::none(), bool blocking = true);

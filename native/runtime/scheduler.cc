@@ -1,0 +1,430 @@
+// Scheduler: tenants, submission, cancellation, the transition bookkeeping, shutdown and stats.
+// Running tasks, pacing and inline tasks are in scheduler_task.cc.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/status.h"
+#include "runtime/blocking.h"
+#include "runtime/event_watcher.h"
+#include "runtime/scheduler_internal.h"
+
+namespace pygpukit {
+
+int64_t Scheduler::Now() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(SchedulerOptions options) {
+  Runtime& rt = Runtime::Get();
+  const Device d = options.device_set ? options.device : rt.default_device();
+  PGK_RETURN_IF_ERROR(rt.CheckDevice(d));
+  if (options.worker_threads < 1 || options.worker_threads > 256) {
+    return ValueError(
+        absl::StrCat("scheduler: worker_threads ", options.worker_threads, " is outside [1, 256]"));
+  }
+  if (options.inflight_budget < 1) {
+    return ValueError(absl::StrCat("scheduler: inflight_budget ", options.inflight_budget, " < 1"));
+  }
+  if (options.best_effort_inflight_while_guaranteed < 0 || options.memory_capacity < 0) {
+    return ValueError("scheduler: negative best_effort_inflight_while_guaranteed or capacity");
+  }
+  int64_t capacity = options.memory_capacity;
+  if (capacity == 0) {
+    PGK_ASSIGN_OR_RETURN(MemoryPool * pool, rt.pool(d));
+    capacity = pool->limit();
+  }
+  if (capacity == 0) {
+    PGK_ASSIGN_OR_RETURN(hal::DeviceProperties p, rt.properties(d));
+    capacity = p.total_memory;
+  }
+  PGK_ASSIGN_OR_RETURN(hal::Backend * backend, rt.backend(d.type));
+  return std::unique_ptr<Scheduler>(new Scheduler(std::move(options), d, capacity, backend));
+}
+
+Scheduler::Scheduler(SchedulerOptions options, Device device, int64_t capacity,
+                     hal::Backend* backend)
+    : options_(std::move(options)),
+      device_(device),
+      capacity_(capacity),
+      backend_(backend),
+      admission_(capacity),
+      watcher_(std::make_unique<EventWatcher>()) {
+  admission_.set_recording(options_.record_admission);
+  notifier_ = std::thread([this] { NotifierLoop(); });
+  for (int i = 0; i < options_.worker_threads; ++i) {
+    workers_.emplace_back([this] { WorkerLoop(); });
+  }
+}
+
+Scheduler::~Scheduler() { Shutdown(); }
+
+absl::Status Scheduler::AddTenant(const TenantOptions& o) {
+  const std::string what = absl::StrCat("tenant '", o.name, "'");
+  if (!(o.compute_share > 0 && o.compute_share <= 1)) {
+    return ValueError(
+        absl::StrCat(what, ": compute_share ", o.compute_share, " is outside (0, 1]"));
+  }
+  if (o.max_inflight < 0) return ValueError(absl::StrCat(what, ": negative max_inflight"));
+  if (o.streams < 1 || o.streams > 16) {
+    return ValueError(absl::StrCat(what, ": streams ", o.streams, " is outside [1, 16]"));
+  }
+  auto t = std::make_unique<TenantRt>();
+  t->options = o;
+  auto [least, greatest] = backend_->StreamPriorityRange();
+  switch (o.qos) {
+    case QosClass::kGuaranteed:
+      t->stream_priority = greatest;
+      break;
+    case QosClass::kBurstable:
+      t->stream_priority = least + (greatest - least) / 2;
+      break;
+    case QosClass::kBestEffort:
+      t->stream_priority = least;
+      break;
+  }
+  if (o.stream_priority) t->stream_priority = *o.stream_priority;
+  if (o.qos != QosClass::kGuaranteed) {
+    t->inflight_limit =
+        o.max_inflight > 0
+            ? o.max_inflight
+            : std::max(1,
+                       static_cast<int>(std::lround(o.compute_share * options_.inflight_budget)));
+  }
+  TenantSpec spec{o.name, o.qos, o.memory_request, o.memory_limit, o.max_running, o.queue_capacity};
+  std::lock_guard<std::mutex> l(mu_);
+  if (stopping_) return RuntimeError(absl::StrCat(what, ": the scheduler is shut down"));
+  PGK_RETURN_IF_ERROR(admission_.AddTenant(spec));  // validates the memory spec
+  const int64_t limit = o.qos == QosClass::kGuaranteed ? o.memory_request
+                        : o.memory_limit > 0           ? o.memory_limit
+                                                       : std::numeric_limits<int64_t>::max();
+  t->quota = std::make_shared<MemoryQuota>(o.name, limit);
+  t->quota->set_spill_order(o.qos == QosClass::kGuaranteed   ? SpillOrder::kNever
+                            : o.qos == QosClass::kBestEffort ? SpillOrder::kFirst
+                                                             : SpillOrder::kNormal);
+  absl::Status status;
+  for (int i = 0; i < o.streams && status.ok(); ++i) {
+    auto s = Runtime::Get().AcquireStream(device_, t->stream_priority);
+    status = s.status();
+    if (s.ok()) t->streams.push_back(*s);
+  }
+  if (!status.ok()) {
+    for (hal::Stream* s : t->streams) Runtime::Get().ReleaseStream(s);
+    (void)admission_.RemoveTenant(o.name);
+    return status;
+  }
+  t->stream_priority = t->streams.front()->priority();  // as clamped
+  tenants_[o.name] = std::move(t);
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::RemoveTenant(const std::string& name) {
+  BlockingRegion unlocked;
+  std::unique_lock<std::mutex> l(mu_);
+  auto it = tenants_.find(name);
+  if (it == tenants_.end() || it->second->removing) {
+    return ValueError(absl::StrCat("tenant '", name, "' does not exist"));
+  }
+  it->second->removing = true;  // no new submissions
+  std::vector<std::shared_ptr<Task>> mine;
+  for (auto& [id, task] : live_) {
+    if (task->tenant() == name) mine.push_back(task);
+  }
+  l.unlock();
+  for (auto& task : mine) Cancel(*task);
+  l.lock();
+  state_cv_.wait(l, [&] {
+    for (const auto& [id, task] : live_) {
+      if (task->tenant() == name) return false;
+    }
+    return true;
+  });
+  PGK_RETURN_IF_ERROR(admission_.RemoveTenant(name));
+  for (hal::Stream* s : it->second->streams) Runtime::Get().ReleaseStream(s);
+  tenants_.erase(it);
+  return absl::OkStatus();
+}
+
+std::vector<std::string> Scheduler::tenants() const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<std::string> out;
+  for (const auto& [name, t] : tenants_) {
+    if (!t->removing) out.push_back(name);
+  }
+  return out;
+}
+
+absl::StatusOr<std::shared_ptr<Task>> Scheduler::Submit(const std::string& tenant, TaskFn fn,
+                                                        TaskOptions options) {
+  if (!fn) return ValueError("submit: the task has no callable");
+  return SubmitImpl(tenant, std::move(fn), std::move(options), false);
+}
+
+absl::StatusOr<std::shared_ptr<Task>> Scheduler::SubmitImpl(const std::string& tenant, TaskFn fn,
+                                                            TaskOptions options, bool is_inline) {
+  std::unique_lock<std::mutex> l(mu_);
+  if (stopping_) return RuntimeError("submit: the scheduler is shut down");
+  auto it = tenants_.find(tenant);
+  if (it == tenants_.end() || it->second->removing) {
+    return ValueError(absl::StrCat("submit: tenant '", tenant, "' does not exist"));
+  }
+  if (options.memory < 0 || options.deadline_ns < 0 || options.timeout_ns < 0) {
+    return ValueError(
+        absl::StrCat("submit: negative memory, deadline or timeout for tenant '", tenant, "'"));
+  }
+  const int64_t now = Now();
+  auto task = std::make_shared<Task>(next_id_++, tenant, std::move(options), std::move(fn), now);
+  task->inline_ = is_inline;
+  TaskSpec spec;
+  spec.id = task->id();
+  spec.tenant = tenant;
+  spec.memory = task->options().memory;
+  spec.priority = task->options().priority;
+  spec.deadline_ns = task->options().deadline_ns;
+  if (task->options().timeout_ns > 0) {
+    const int64_t by = now + task->options().timeout_ns;
+    spec.deadline_ns = spec.deadline_ns > 0 ? std::min(spec.deadline_ns, by) : by;
+  }
+  spec.depends_on = task->options().depends_on;
+  live_[task->id()] = task;
+  {
+    TransitionRecord rec{task->id(), tenant, TaskState::kPending, TaskState::kPending, now, ""};
+    history_.push_back(rec);
+    if (history_.size() > options_.history_capacity) history_.pop_front();
+    (void)task->Transition(rec, absl::OkStatus());  // the submission itself
+  }
+  auto decisions = admission_.Submit(spec, now);
+  if (!decisions.ok()) {
+    live_.erase(task->id());
+    return decisions.status();
+  }
+  ApplyLocked(*decisions);
+  work_cv_.notify_all();  // a new deadline, or admitted tasks
+  return task;
+}
+
+bool Scheduler::Cancel(Task& task) {
+  std::lock_guard<std::mutex> l(mu_);
+  const int64_t now = Now();
+  switch (task.state()) {
+    case TaskState::kPending: {
+      auto d = admission_.Cancel(task.id(), now);
+      if (!d.ok()) return false;
+      ApplyLocked(*d);
+      return true;
+    }
+    case TaskState::kAdmitted: {
+      auto it = std::find_if(ready_.begin(), ready_.end(),
+                             [&](const auto& t) { return t.get() == &task; });
+      if (it != ready_.end()) ready_.erase(it);
+      std::shared_ptr<Task> keep = live_[task.id()];
+      (void)TransitionLocked(
+          task, TaskState::kCancelled, "cancelled after admission",
+          absl::CancelledError(absl::StrCat("task ", task.id(), " cancelled after admission")));
+      live_.erase(task.id());
+      auto d = admission_.Finish(task.id(), TaskState::kCancelled, now);
+      if (d.ok()) ApplyLocked(*d);
+      state_cv_.notify_all();
+      return true;
+    }
+    case TaskState::kRunning:
+      task.cancel_requested_.store(true, std::memory_order_release);
+      return false;
+    default:
+      return false;
+  }
+}
+
+void Scheduler::ApplyLocked(const std::vector<Decision>& decisions) {
+  if (options_.record_admission) {
+    decisions_.insert(decisions_.end(), decisions.begin(), decisions.end());
+  }
+  for (const Decision& d : decisions) {
+    auto it = live_.find(d.task);
+    if (it == live_.end()) continue;
+    std::shared_ptr<Task> task = it->second;
+    if (d.state == TaskState::kAdmitted) {
+      (void)TransitionLocked(*task, TaskState::kAdmitted, "");
+      if (!task->inline_) ready_.push_back(task);
+      work_cv_.notify_one();
+    } else {
+      const std::string msg = absl::StrCat("task ", task->id(), " (tenant '", task->tenant(), "') ",
+                                           TaskStateName(d.state), ": ", d.reason);
+      (void)TransitionLocked(
+          *task, d.state, d.reason,
+          d.state == TaskState::kCancelled ? absl::CancelledError(msg) : RuntimeError(msg));
+      live_.erase(it);
+    }
+  }
+  state_cv_.notify_all();
+}
+
+absl::Status Scheduler::TransitionLocked(Task& task, TaskState to, std::string reason,
+                                         absl::Status final) {
+  TransitionRecord rec{task.id(), task.tenant(), task.state(), to, Now(), std::move(reason)};
+  PGK_RETURN_IF_ERROR(CheckTransition(task.id(), rec.from, to));
+  history_.push_back(rec);
+  if (history_.size() > options_.history_capacity) history_.pop_front();
+  PGK_ASSIGN_OR_RETURN(auto callbacks, task.Transition(rec, std::move(final)));
+  // A finished task's callable (if it never ran) is released on the notifier thread too, as
+  // no lock is held there (releasing a Python callable takes the GIL).
+  TaskFn fn = IsTerminal(to) ? std::move(task.fn_) : TaskFn();
+  if (listeners_.empty() && callbacks.empty() && !fn) return absl::OkStatus();
+  std::shared_ptr<Task> keep = task.shared_from_this();
+  Notify(
+      [listeners = listeners_, rec, callbacks = std::move(callbacks), keep, fn = std::move(fn)]() {
+        for (const auto& l : listeners) l(rec);
+        for (const auto& cb : callbacks) cb(*keep);
+      });
+  return absl::OkStatus();
+}
+
+void Scheduler::Notify(std::function<void()> fn) {
+  {
+    std::lock_guard<std::mutex> l(notify_mu_);
+    notifications_.push_back(std::move(fn));
+  }
+  notify_cv_.notify_one();
+}
+
+void Scheduler::NotifierLoop() {
+  std::unique_lock<std::mutex> l(notify_mu_);
+  for (;;) {
+    notify_cv_.wait(l, [&] { return notify_stop_ || !notifications_.empty(); });
+    if (notifications_.empty()) return;
+    std::function<void()> fn = std::move(notifications_.front());
+    notifications_.pop_front();
+    l.unlock();
+    fn();
+    fn = nullptr;  // captured state (possibly Python objects) dies outside the lock
+    l.lock();
+  }
+}
+
+void Scheduler::TickLocked() {
+  std::vector<Decision> d = admission_.Tick(Now());
+  if (!d.empty()) ApplyLocked(d);
+}
+
+void Scheduler::AddListener(std::function<void(const TransitionRecord&)> fn) {
+  std::lock_guard<std::mutex> l(mu_);
+  listeners_.push_back(std::move(fn));
+}
+
+std::vector<TransitionRecord> Scheduler::history() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return {history_.begin(), history_.end()};
+}
+
+std::vector<Decision> Scheduler::decisions() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return decisions_;
+}
+
+std::vector<AdmissionEvent> Scheduler::admission_trace() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return admission_.recorded();
+}
+
+void Scheduler::Drain() {
+  BlockingRegion unlocked;
+  std::unique_lock<std::mutex> l(mu_);
+  state_cv_.wait(l, [&] { return live_.empty(); });
+}
+
+void Scheduler::Shutdown() {
+  {
+    BlockingRegion unlocked;
+    std::unique_lock<std::mutex> l(mu_);
+    if (workers_.empty()) return;  // already shut down
+    stopping_ = true;
+    std::vector<std::shared_ptr<Task>> waiting;
+    for (auto& [id, task] : live_) {
+      if (task->state() == TaskState::kPending || task->state() == TaskState::kAdmitted) {
+        waiting.push_back(task);
+      }
+    }
+    l.unlock();
+    for (auto& task : waiting) Cancel(*task);
+    l.lock();
+    work_cv_.notify_all();
+    state_cv_.wait(l, [&] { return live_.empty(); });
+  }
+  for (std::thread& w : workers_) w.join();
+  workers_.clear();
+  watcher_.reset();  // joins after the last watched event
+  {
+    std::lock_guard<std::mutex> l(notify_mu_);
+    notify_stop_ = true;
+  }
+  notify_cv_.notify_all();
+  notifier_.join();
+  std::lock_guard<std::mutex> l(mu_);
+  for (auto& [name, t] : tenants_) {
+    for (hal::Stream* s : t->streams) Runtime::Get().ReleaseStream(s);
+    t->streams.clear();
+  }
+}
+
+namespace {
+
+LatencySummary Summarize(const std::deque<int64_t>& ns) {
+  LatencySummary s;
+  s.count = static_cast<int64_t>(ns.size());
+  if (ns.empty()) return s;
+  std::vector<int64_t> v(ns.begin(), ns.end());
+  std::sort(v.begin(), v.end());
+  auto pct = [&](double p) {  // nearest rank
+    size_t i = static_cast<size_t>(std::ceil(p / 100.0 * v.size()));
+    return v[std::clamp<size_t>(i, 1, v.size()) - 1] / 1e3;
+  };
+  s.p50 = pct(50);
+  s.p90 = pct(90);
+  s.p99 = pct(99);
+  s.max = v.back() / 1e3;
+  double sum = 0;
+  for (int64_t x : v) sum += static_cast<double>(x);
+  s.mean = sum / v.size() / 1e3;
+  return s;
+}
+
+}  // namespace
+
+SchedulerStats Scheduler::stats() const {
+  std::lock_guard<std::mutex> l(mu_);
+  SchedulerStats s;
+  s.admission = admission_.stats();
+  s.running = running_;
+  s.ready = static_cast<int>(ready_.size());
+  s.guaranteed_running = guaranteed_running_.load();
+  for (const TenantAdmissionStats& a : s.admission.tenants) {
+    auto it = tenants_.find(a.name);
+    if (it == tenants_.end()) continue;
+    TenantRt& t = *it->second;
+    TenantStats ts;
+    ts.admission = a;
+    ts.memory_used = t.quota->used();
+    ts.memory_peak = t.quota->peak();
+    ts.stream_priority = t.stream_priority;
+    ts.inflight_limit = t.inflight_limit;
+    {
+      std::lock_guard<std::mutex> tl(t.mu);
+      ts.inflight = t.inflight;
+      ts.launches = t.launches;
+      ts.paced_waits = t.paced_waits;
+      ts.max_inflight_seen = t.max_seen;
+    }
+    ts.queue_us = Summarize(t.queue_ns);
+    ts.run_us = Summarize(t.run_ns);
+    ts.total_us = Summarize(t.total_ns);
+    s.tenants.push_back(std::move(ts));
+  }
+  return s;
+}
+
+}  // namespace pygpukit

@@ -1,0 +1,63 @@
+// Internal to the scheduler's .cc files: the per-tenant runtime state, the pacing gate and the
+// scopes a running task's thread holds.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "runtime/dispatcher.h"
+#include "runtime/memory_pool.h"
+#include "runtime/runtime.h"
+#include "runtime/scheduler.h"
+
+namespace pygpukit {
+
+struct Scheduler::TenantRt {
+  TenantOptions options;
+  std::shared_ptr<MemoryQuota> quota;
+  std::vector<hal::Stream*> streams;
+  size_t next_stream = 0;
+  int stream_priority = 0;
+  int inflight_limit = 0;  // 0: not paced
+  bool removing = false;
+  int running = 0;
+  // Pacing state: touched by gates outside the scheduler lock.
+  std::mutex mu;
+  std::condition_variable cv;
+  int inflight = 0;
+  int max_seen = 0;
+  int64_t launches = 0, paced_waits = 0;
+  // Latency windows, nanoseconds (scheduler lock).
+  std::deque<int64_t> queue_ns, run_ns, total_ns;
+};
+
+/// Paces launches of one running task of a paced tenant: waits while the tenant has its limit
+/// of kernels in flight (best-effort tenants get a lower limit while guaranteed work runs) and
+/// watches each launch's completion.
+class Scheduler::Gate final : public LaunchGate {
+ public:
+  Gate(Scheduler* s, TenantRt* t) : scheduler_(s), tenant_(t) {}
+  absl::Status BeforeLaunch(hal::Stream& stream) override;
+  void AfterLaunch(hal::Stream& stream, const absl::Status& launched) override;
+
+ private:
+  int Limit() const;
+  Scheduler* scheduler_;
+  TenantRt* tenant_;
+};
+
+/// What the thread running a task's body holds: its stream, quota and gate.
+struct InlineTask::Scopes {
+  Scopes(Scheduler* s, Scheduler::TenantRt* t, hal::Stream* stream)
+      : stream_scope(stream), quota_scope(t->quota), gate(s, t), gate_scope(&gate) {}
+  StreamScope stream_scope;
+  QuotaScope quota_scope;
+  Scheduler::Gate gate;
+  LaunchGateScope gate_scope;
+};
+
+}  // namespace pygpukit

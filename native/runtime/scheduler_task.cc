@@ -1,0 +1,284 @@
+// Scheduler: running tasks (workers, inline tasks), observing their completion, and pacing
+// their launches; the Task handle.
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/status.h"
+#include "runtime/blocking.h"
+#include "runtime/event_watcher.h"
+#include "runtime/scheduler_internal.h"
+
+namespace pygpukit {
+namespace {
+
+// Later work on `waiter` waits for the work queued on `producer` so far (no host blocking).
+absl::Status OrderAfter(hal::Backend& b, hal::Stream& waiter, hal::Stream& producer) {
+  if (&waiter == &producer) return absl::OkStatus();
+  PGK_ASSIGN_OR_RETURN(std::unique_ptr<hal::Event> ev, b.CreateEvent(waiter.device().index, false));
+  PGK_RETURN_IF_ERROR(b.Record(*ev, producer));
+  return b.Wait(waiter, *ev);  // the event may die now: the wait keeps what it needs
+}
+
+void PushWindow(std::deque<int64_t>& w, int64_t v, size_t cap) {
+  w.push_back(v);
+  while (w.size() > cap) w.pop_front();
+}
+
+}  // namespace
+
+// ---- Task ----
+
+Task::Task(uint64_t id, std::string tenant, TaskOptions options, TaskFn fn, int64_t submit_ns)
+    : id_(id),
+      tenant_(std::move(tenant)),
+      options_(std::move(options)),
+      fn_(std::move(fn)),
+      submit_ns_(submit_ns) {}
+
+absl::Status Task::status() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return status_;
+}
+
+std::vector<TransitionRecord> Task::history() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return history_;
+}
+
+bool Task::Wait(int64_t timeout_ns) const {
+  if (done()) return true;
+  BlockingRegion unlocked;
+  std::unique_lock<std::mutex> l(mu_);
+  auto finished = [&] { return IsTerminal(state_.load(std::memory_order_acquire)); };
+  if (timeout_ns < 0) {
+    cv_.wait(l, finished);
+    return true;
+  }
+  return cv_.wait_for(l, std::chrono::nanoseconds(timeout_ns), finished);
+}
+
+void Task::AddDoneCallback(std::function<void(const Task&)> fn) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!IsTerminal(state_.load(std::memory_order_acquire))) {
+      callbacks_.push_back(std::move(fn));
+      return;
+    }
+  }
+  fn(*this);
+}
+
+absl::StatusOr<std::vector<std::function<void(const Task&)>>> Task::Transition(TransitionRecord rec,
+                                                                               absl::Status final) {
+  std::vector<std::function<void(const Task&)>> callbacks;
+  std::lock_guard<std::mutex> l(mu_);
+  if (rec.to == TaskState::kRunning) start_ns_.store(rec.time_ns, std::memory_order_release);
+  if (IsTerminal(rec.to)) {
+    status_ = std::move(final);
+    end_ns_.store(rec.time_ns, std::memory_order_release);
+    callbacks.swap(callbacks_);
+  }
+  history_.push_back(std::move(rec));
+  state_.store(history_.back().to, std::memory_order_release);
+  cv_.notify_all();
+  return callbacks;
+}
+
+// ---- pacing ----
+
+int Scheduler::Gate::Limit() const {
+  int limit = tenant_->inflight_limit;
+  if (tenant_->options.qos == QosClass::kBestEffort &&
+      scheduler_->guaranteed_running_.load(std::memory_order_acquire) > 0) {
+    limit = std::min(limit, scheduler_->options_.best_effort_inflight_while_guaranteed);
+  }
+  return limit;
+}
+
+absl::Status Scheduler::Gate::BeforeLaunch(hal::Stream& stream) {
+  TenantRt& t = *tenant_;
+  std::unique_lock<std::mutex> l(t.mu);
+  ++t.launches;
+  if (t.inflight_limit == 0) return absl::OkStatus();  // guaranteed: never paced
+  if (t.inflight >= Limit()) {
+    ++t.paced_waits;
+    l.unlock();
+    BlockingRegion unlocked;  // release the GIL before sleeping
+    l.lock();
+    // Re-checked on every completion, and periodically for guaranteed work ending.
+    while (t.inflight >= Limit()) t.cv.wait_for(l, std::chrono::milliseconds(1));
+  }
+  ++t.inflight;  // the slot is taken now, so concurrent tasks of the tenant cannot overshoot
+  t.max_seen = std::max(t.max_seen, t.inflight);
+  return absl::OkStatus();
+}
+
+void Scheduler::Gate::AfterLaunch(hal::Stream& stream, const absl::Status& launched) {
+  TenantRt* t = tenant_;
+  if (t->inflight_limit == 0) return;
+  auto release = [t](const absl::Status&) {
+    {
+      std::lock_guard<std::mutex> l(t->mu);
+      --t->inflight;
+    }
+    t->cv.notify_all();
+  };
+  if (!launched.ok()) {
+    release(launched);
+    return;
+  }
+  absl::Status s = scheduler_->watcher_->RecordAndWatch(*scheduler_->backend_, stream, release);
+  if (!s.ok()) release(s);
+}
+
+// ---- running ----
+
+absl::StatusOr<Scheduler::TenantRt*> Scheduler::StartLocked(Task& task) {
+  TenantRt* t = tenants_.at(task.tenant()).get();
+  PGK_RETURN_IF_ERROR(TransitionLocked(task, TaskState::kRunning, ""));
+  task.stream_ = t->streams[t->next_stream++ % t->streams.size()];
+  ++running_;
+  ++t->running;
+  if (t->options.qos == QosClass::kGuaranteed) {
+    guaranteed_running_.fetch_add(1, std::memory_order_acq_rel);
+  }
+  return t;
+}
+
+void Scheduler::WorkerLoop() {
+  std::unique_lock<std::mutex> l(mu_);
+  for (;;) {
+    if (!ready_.empty()) {
+      std::shared_ptr<Task> task = std::move(ready_.front());
+      ready_.pop_front();
+      auto t = StartLocked(*task);
+      l.unlock();
+      if (t.ok()) {
+        RunTask(task, *t);
+      } else {
+        task->fn_ = nullptr;
+        FinishBody(task, t.status());
+      }
+      l.lock();
+      continue;
+    }
+    if (stopping_) return;
+    const int64_t next = admission_.NextDeadline();
+    if (next > 0) {
+      work_cv_.wait_until(l, std::chrono::steady_clock::time_point(std::chrono::nanoseconds(next)));
+    } else {
+      work_cv_.wait(l);
+    }
+    TickLocked();
+  }
+}
+
+void Scheduler::RunTask(const std::shared_ptr<Task>& task, TenantRt* tenant) {
+  absl::Status body;
+  {
+    auto dflt = Runtime::Get().default_stream(device_);
+    body = dflt.ok() ? OrderAfter(*backend_, *task->stream_, **dflt) : dflt.status();
+    if (body.ok()) {
+      InlineTask::Scopes scopes(this, tenant, task->stream_);
+      body = task->fn_();
+    }
+  }
+  task->fn_ = nullptr;  // the callable's captures die here, on a thread that holds no lock
+  FinishBody(task, body);
+}
+
+void Scheduler::FinishBody(const std::shared_ptr<Task>& task, absl::Status body) {
+  absl::Status s = watcher_->RecordAndWatch(
+      *backend_, *task->stream_,
+      [this, task, body](absl::Status gpu) { OnWorkDone(task, body, std::move(gpu)); });
+  if (!s.ok()) OnWorkDone(task, body, s);
+}
+
+void Scheduler::OnWorkDone(const std::shared_ptr<Task>& task, absl::Status body, absl::Status gpu) {
+  std::vector<TenantRt*> best_effort;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    TenantRt& t = *tenants_.at(task->tenant());
+    TaskState final = TaskState::kCompleted;
+    absl::Status status;
+    if (!gpu.ok()) {
+      final = TaskState::kFailed;
+      status = RuntimeError(absl::StrCat("task ", task->id(), " (tenant '", task->tenant(),
+                                         "'): its GPU work failed: ", gpu.message()));
+    } else if (absl::IsCancelled(body)) {
+      final = TaskState::kCancelled;
+      status = body;
+    } else if (!body.ok()) {
+      final = TaskState::kFailed;
+      status = body;
+    }
+    --running_;
+    --t.running;
+    if (t.options.qos == QosClass::kGuaranteed &&
+        guaranteed_running_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      for (auto& [name, other] : tenants_) {
+        if (other->options.qos == QosClass::kBestEffort) best_effort.push_back(other.get());
+      }
+    }
+    const int64_t now = Now();
+    PushWindow(t.queue_ns, task->start_ns() - task->submit_ns(), options_.latency_window);
+    PushWindow(t.run_ns, now - task->start_ns(), options_.latency_window);
+    PushWindow(t.total_ns, now - task->submit_ns(), options_.latency_window);
+    (void)TransitionLocked(*task, final, std::string(status.message()), status);
+    live_.erase(task->id());
+    auto d = admission_.Finish(task->id(), final, now);
+    if (d.ok()) ApplyLocked(*d);
+    state_cv_.notify_all();
+    work_cv_.notify_all();
+  }
+  for (TenantRt* t : best_effort) t->cv.notify_all();  // guaranteed work ended: pace less
+}
+
+// ---- inline tasks ----
+
+absl::StatusOr<InlineTask> Scheduler::Begin(const std::string& tenant, TaskOptions options) {
+  PGK_ASSIGN_OR_RETURN(
+      std::shared_ptr<Task> task,
+      SubmitImpl(tenant, TaskFn([] { return absl::OkStatus(); }), std::move(options), true));
+  TenantRt* t = nullptr;
+  {
+    BlockingRegion unlocked;
+    std::unique_lock<std::mutex> l(mu_);
+    state_cv_.wait(l, [&] { return task->state() != TaskState::kPending; });
+    if (task->state() != TaskState::kAdmitted) return task->status();
+    task->fn_ = nullptr;
+    PGK_ASSIGN_OR_RETURN(t, StartLocked(*task));
+  }
+  auto dflt = Runtime::Get().default_stream(device_);
+  absl::Status order = dflt.ok() ? OrderAfter(*backend_, *task->stream_, **dflt) : dflt.status();
+  if (!order.ok()) {
+    FinishBody(task, order);
+    return order;
+  }
+  return InlineTask(this, task, std::make_unique<InlineTask::Scopes>(this, t, task->stream_));
+}
+
+InlineTask::InlineTask(Scheduler* s, std::shared_ptr<Task> t, std::unique_ptr<Scopes> scopes)
+    : scheduler_(s), task_(std::move(t)), scopes_(std::move(scopes)) {}
+
+InlineTask::InlineTask(InlineTask&& o) noexcept
+    : scheduler_(o.scheduler_), task_(std::move(o.task_)), scopes_(std::move(o.scopes_)) {}
+
+InlineTask::~InlineTask() { (void)End(); }
+
+absl::Status InlineTask::End(absl::Status body) {
+  if (task_ == nullptr) return absl::OkStatus();
+  std::shared_ptr<Task> task = std::move(task_);
+  scopes_.reset();
+  // Work queued after the block on the default stream sees the block's results.
+  Runtime& rt = Runtime::Get();
+  auto dflt = rt.default_stream(scheduler_->device_);
+  absl::Status order =
+      dflt.ok() ? OrderAfter(*scheduler_->backend_, **dflt, *task->stream_) : dflt.status();
+  scheduler_->FinishBody(task, body.ok() ? order : body);
+  return order;
+}
+
+}  // namespace pygpukit

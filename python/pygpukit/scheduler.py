@@ -1,0 +1,364 @@
+"""The GPU scheduler: tenants with QoS classes share a device; their tasks pass admission control
+and run concurrently on per-tenant priority streams, paced so that guaranteed work keeps its
+latency while best-effort work fills the GPU.
+
+    import pygpukit as gp
+    sched = gp.scheduler.Scheduler()                      # or gp.scheduler.default()
+    sched.add_tenant("online", qos="guaranteed", memory_request=2 << 30)
+    sched.add_tenant("batch", qos="best_effort")
+    fut = sched.submit("batch", lambda: a @ b, memory=3 * a.nbytes)
+    with sched.task("online", memory=1 << 20):            # the block runs as a task
+        y = x @ w                                          # on the tenant's stream and quota
+    print(fut.result().shape, sched.stats()["tenants"]["online"]["total_us"]["p99"])
+    r = await sched.submit("batch", f)                    # futures are awaitable (asyncio)
+
+QoS classes (``qos=``): ``"guaranteed"`` (memory request == limit, reserved; admitted first;
+never paced; its buffers are never spilled), ``"burstable"`` (request reserved, may grow to its
+limit while memory is free), ``"best_effort"`` (no reservation; paced first, especially while
+guaranteed work runs; its evictable buffers are spilled first).
+
+Task states: pending -> admitted -> running -> completed | failed | cancelled, and
+pending -> rejected. Admission is deterministic: the same submissions, completions and
+cancellations give the same decisions (rules in native/runtime/admission.h). A task's future
+raises `TaskRejected` when rejected, `concurrent.futures.CancelledError` when cancelled, and the
+task's own exception when it failed. Results are ready once the future is done; work queued
+on the device before a task started is visible to it.
+"""
+
+import asyncio as _asyncio
+import atexit as _atexit
+import concurrent.futures as _cf
+import functools as _functools
+import threading as _threading
+import weakref as _weakref
+
+from . import _core
+
+_s = _core._scheduler
+
+__all__ = [
+    "QOS_CLASSES",
+    "Scheduler",
+    "TaskFuture",
+    "TaskRejected",
+    "default",
+]
+
+QOS_CLASSES = ("guaranteed", "burstable", "best_effort")
+
+
+class TaskRejected(RuntimeError):
+    """Admission control refused the task (the message says why)."""
+
+
+class TaskFuture(_cf.Future):
+    """A `concurrent.futures.Future` for a scheduled task; also awaitable from asyncio.
+
+    `id`, `tenant`, `state` and `history` describe the task; `cancel()` cancels a pending or
+    admitted task and asks a running one to stop (`cancel_requested`)."""
+
+    def __init__(self, scheduler, handle):
+        super().__init__()
+        self._scheduler = scheduler
+        self._handle = handle
+
+    @property
+    def id(self):
+        return self._handle.id
+
+    @property
+    def tenant(self):
+        return self._handle.tenant
+
+    @property
+    def state(self):
+        """'pending', 'admitted', 'running', 'completed', 'failed', 'cancelled' or 'rejected'."""
+        return self._handle.state
+
+    @property
+    def history(self):
+        """The task's transitions: dicts with from, to, time_ns and reason."""
+        return self._handle.history
+
+    @property
+    def cancel_requested(self):
+        return self._handle.cancel_requested
+
+    def cancel(self):
+        if self._scheduler._core.cancel(self._handle):
+            self._handle.wait()  # the cancellation is final: the future follows it now
+            return super().cancel()
+        return super().cancelled()
+
+    def __await__(self):
+        return _asyncio.wrap_future(self).__await__()
+
+    def __repr__(self):
+        return f"<TaskFuture id={self.id} tenant={self.tenant!r} state={self.state}>"
+
+
+class _TaskBlock:
+    """Context manager of `Scheduler.task`: the block runs as a task on this thread."""
+
+    def __init__(self, scheduler, tenant, kwargs):
+        self._scheduler = scheduler
+        self._tenant = tenant
+        self._kwargs = kwargs
+        self._inline = None
+        self.task = None
+
+    def __enter__(self):
+        self._inline = self._scheduler._core.begin(self._tenant, **self._kwargs)
+        self.task = self._inline.task
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self._inline.end(None if exc_type is None else f"{exc_type.__name__}: {exc}")
+        self._inline = None
+        return False
+
+    @property
+    def id(self):
+        return self.task.id
+
+    @property
+    def state(self):
+        return self.task.state
+
+    def wait(self, timeout=None):
+        """Waits until the block's GPU work is done; True when it is."""
+        return self.task.wait(timeout)
+
+
+def _options(name, memory, priority, deadline, timeout, depends_on):
+    deps = []
+    for d in depends_on or ():
+        deps.append(int(d.id if isinstance(d, (TaskFuture, _TaskBlock)) else d))
+    if isinstance(memory, bool) or not isinstance(memory, int):
+        raise TypeError(f"submit: memory must be an int number of bytes, not {memory!r}")
+    if deadline is not None:
+        deadline = deadline - _time_monotonic()  # absolute monotonic seconds -> relative
+        timeout = deadline if timeout is None else min(timeout, deadline)
+        if timeout < 0:
+            timeout = 0.0
+    return dict(
+        name=name or "",
+        memory=memory,
+        priority=int(priority),
+        timeout=timeout,
+        depends_on=deps,
+    )
+
+
+def _time_monotonic():
+    import time
+
+    return time.monotonic()
+
+
+_live = _weakref.WeakSet()
+
+
+class Scheduler:
+    """The scheduler of one device.
+
+    Args:
+        device: the device (default: the default device).
+        workers: threads that run task callables at once.
+        memory_capacity: bytes tasks are admitted against (default: the pool's limit, else the
+            device's memory).
+        inflight_budget: kernels in flight for a paced tenant with compute_share 1.
+        best_effort_inflight_while_guaranteed: best-effort kernels in flight while a
+            guaranteed task runs (0: best-effort waits until it ends).
+        record_admission: keep admission inputs and decisions (for `decisions()` and
+            `replay_decisions()`).
+    """
+
+    def __init__(
+        self,
+        device=None,
+        *,
+        workers=4,
+        memory_capacity=0,
+        inflight_budget=32,
+        best_effort_inflight_while_guaranteed=1,
+        record_admission=False,
+        history_capacity=4096,
+    ):
+        self._core = _s.Scheduler(
+            device,
+            workers,
+            memory_capacity,
+            inflight_budget,
+            best_effort_inflight_while_guaranteed,
+            record_admission,
+            history_capacity,
+        )
+        _live.add(self)
+
+    @property
+    def device(self):
+        return self._core.device
+
+    @property
+    def memory_capacity(self):
+        return self._core.memory_capacity
+
+    def add_tenant(
+        self,
+        name,
+        qos="burstable",
+        *,
+        memory_request=0,
+        memory_limit=0,
+        compute_share=1.0,
+        max_inflight=0,
+        stream_priority=None,
+        streams=1,
+        max_running=0,
+        queue_capacity=1024,
+    ):
+        """Adds a tenant. ValueError for a bad spec or when guaranteed and burstable requests
+        would exceed the capacity."""
+        self._core.add_tenant(
+            name,
+            qos,
+            memory_request,
+            memory_limit,
+            compute_share,
+            max_inflight,
+            stream_priority,
+            streams,
+            max_running,
+            queue_capacity,
+        )
+        return name
+
+    def remove_tenant(self, name):
+        """Cancels the tenant's waiting tasks, waits for its running ones, removes it."""
+        self._core.remove_tenant(name)
+
+    def tenants(self):
+        return self._core.tenants()
+
+    def submit(
+        self,
+        tenant,
+        fn,
+        *args,
+        memory=0,
+        priority=0,
+        deadline=None,
+        timeout=None,
+        depends_on=(),
+        name=None,
+        **kwargs,
+    ):
+        """Submits ``fn(*args, **kwargs)`` for `tenant` and returns a `TaskFuture`.
+
+        memory: estimate of the device bytes the task allocates (admission control);
+        priority: higher first; timeout (seconds from now) / deadline (``time.monotonic()``
+        seconds): the task is rejected if not admitted by then; depends_on: tasks (futures or
+        ids) that must complete first (the task is cancelled if one does not)."""
+        if not callable(fn):
+            raise TypeError(f"submit: {fn!r} is not callable")
+        result_box = {}
+
+        def body():
+            try:
+                result_box["value"] = fn(*args, **kwargs)
+            except BaseException as e:  # noqa: BLE001 - handed to the future
+                result_box["error"] = e
+                raise
+
+        opts = _options(
+            name or getattr(fn, "__name__", ""), memory, priority, deadline, timeout, depends_on
+        )
+        handle = self._core.submit(tenant, body, **opts)
+        fut = TaskFuture(self, handle)
+        handle.add_done_callback(_functools.partial(_settle, fut, result_box))
+        return fut
+
+    def task(
+        self, tenant, *, memory=0, priority=0, deadline=None, timeout=None, depends_on=(), name=None
+    ):
+        """Context manager: the block runs as a task of `tenant` on this thread (waiting for
+        admission first). Ops in it use the tenant's stream, quota and pacing; an exception
+        fails the task and propagates. Work queued after the block sees its results."""
+        return _TaskBlock(
+            self, tenant, _options(name, memory, priority, deadline, timeout, depends_on)
+        )
+
+    def cancel(self, future):
+        return future.cancel()
+
+    def add_listener(self, fn):
+        """Calls ``fn(record)`` for every task transition, in order, on a runtime thread."""
+        self._core.add_listener(fn)
+
+    def history(self):
+        """The most recent transitions (dicts: task, tenant, from, to, time_ns, reason)."""
+        return self._core.history()
+
+    def decisions(self):
+        """Admission decisions so far as (task, state, reason) (record_admission=True)."""
+        return self._core.decisions()
+
+    def replay_decisions(self):
+        """Re-runs the recorded admission inputs on a fresh controller; equals `decisions()`."""
+        return self._core.replay_decisions()
+
+    def stats(self):
+        """Queue lengths, counts, memory and per-tenant latency percentiles (microseconds)."""
+        return self._core.stats()
+
+    def drain(self):
+        """Waits until no task is pending, admitted or running."""
+        self._core.drain()
+
+    def shutdown(self):
+        """Cancels waiting tasks, waits for running ones and stops the threads. Idempotent."""
+        self._core.shutdown()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.shutdown()
+        return False
+
+
+def _settle(fut, box, handle):
+    state = handle.state
+    if state == "completed":
+        fut.set_result(box.get("value"))
+    elif state == "cancelled":
+        _cf.Future.cancel(fut)  # not TaskFuture.cancel: the task is already cancelled
+        fut.set_running_or_notify_cancel()
+    elif state == "rejected":
+        fut.set_exception(TaskRejected(handle.error))
+    else:
+        err = box.get("error")
+        fut.set_exception(err if err is not None else RuntimeError(handle.error))
+
+
+_default = None
+_default_lock = _threading.Lock()
+
+
+def default():
+    """The process's scheduler for the default device (created on first use)."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = Scheduler()
+        return _default
+
+
+@_atexit.register
+def _shutdown_all():
+    for s in list(_live):
+        try:
+            s.shutdown()
+        except Exception:  # noqa: BLE001 - best effort at exit
+            pass
