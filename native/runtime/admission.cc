@@ -1,7 +1,9 @@
 #include "runtime/admission.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
+#include <queue>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -127,9 +129,9 @@ void AdmissionController::Drop(uint64_t id, TaskState state, std::string reason,
                                std::vector<Decision>* out) {
   auto it = tasks_.find(id);
   Task& task = it->second;
-  queue_.erase(KeyOf(task));
-  deadlines_.erase({task.spec.deadline_ns, id});
   Tenant& t = *task.tenant;
+  t.queue.erase(KeyOf(task));
+  deadlines_.erase({task.spec.deadline_ns, id});
   --t.pending;
   --totals_.pending;
   if (state == TaskState::kRejected) {
@@ -142,6 +144,42 @@ void AdmissionController::Drop(uint64_t id, TaskState state, std::string reason,
   tasks_.erase(it);
   RememberFinished(id, state);
   out->push_back(Decision{id, state, std::move(reason)});
+  Resolve(id, state, out);
+}
+
+void AdmissionController::Resolve(uint64_t id, TaskState state, std::vector<Decision>* out) {
+  // A worklist rather than recursion: dependency chains may be long.
+  std::deque<std::pair<uint64_t, TaskState>> work = {{id, state}};
+  while (!work.empty()) {
+    auto [done, how] = work.front();
+    work.pop_front();
+    auto dit = dependents_.find(done);
+    if (dit == dependents_.end()) continue;
+    std::vector<uint64_t> waiting = std::move(dit->second);
+    dependents_.erase(dit);
+    for (uint64_t w : waiting) {
+      auto it = tasks_.find(w);
+      if (it == tasks_.end() || it->second.active) continue;  // already gone
+      Task& task = it->second;
+      if (how == TaskState::kCompleted) {
+        if (--task.unresolved == 0) task.tenant->queue.insert(KeyOf(task));
+        continue;
+      }
+      // Cancel without Drop's own Resolve: its dependents join the worklist instead.
+      Tenant& t = *task.tenant;
+      t.queue.erase(KeyOf(task));
+      deadlines_.erase({task.spec.deadline_ns, w});
+      --t.pending;
+      --totals_.pending;
+      ++t.counts.cancelled;
+      ++totals_.cancelled;
+      tasks_.erase(it);
+      RememberFinished(w, TaskState::kCancelled);
+      out->push_back(Decision{w, TaskState::kCancelled,
+                              absl::StrCat("dependency ", done, " ", TaskStateName(how))});
+      work.emplace_back(w, TaskState::kCancelled);
+    }
+  }
 }
 
 absl::StatusOr<std::vector<Decision>> AdmissionController::Submit(const TaskSpec& spec,
@@ -166,7 +204,6 @@ absl::StatusOr<std::vector<Decision>> AdmissionController::Submit(const TaskSpec
   Task& task = tasks_[spec.id];
   task.spec = spec;
   task.tenant = &t;
-  queue_.insert(KeyOf(task));
   if (spec.deadline_ns > 0) deadlines_.insert({spec.deadline_ns, spec.id});
   ++t.pending;
   ++totals_.pending;
@@ -197,7 +234,19 @@ absl::StatusOr<std::vector<Decision>> AdmissionController::Submit(const TaskSpec
       Drop(spec.id, TaskState::kRejected, absl::StrCat("unknown dependency ", dep), &out);
       return out;
     }
+    if (auto f = finished_.find(dep); f != finished_.end() && f->second != TaskState::kCompleted) {
+      Drop(spec.id, TaskState::kCancelled,
+           absl::StrCat("dependency ", dep, " ", TaskStateName(f->second)), &out);
+      return out;
+    }
   }
+  for (uint64_t dep : spec.depends_on) {
+    if (tasks_.contains(dep)) {
+      dependents_[dep].push_back(spec.id);
+      ++task.unresolved;
+    }
+  }
+  if (task.unresolved == 0) t.queue.insert(KeyOf(task));
   Expire(now_ns, &out);
   Pump(&out);
   return out;
@@ -244,6 +293,7 @@ absl::StatusOr<std::vector<Decision>> AdmissionController::Finish(uint64_t id,
   tasks_.erase(it);
   RememberFinished(id, final_state);
   std::vector<Decision> out;
+  Resolve(id, final_state, &out);
   Expire(now_ns, &out);
   Pump(&out);
   return out;
@@ -262,7 +312,7 @@ absl::StatusOr<std::vector<Decision>> AdmissionController::Cancel(uint64_t id, i
   std::vector<Decision> out;
   Drop(id, TaskState::kCancelled, "cancelled while pending", &out);
   Expire(now_ns, &out);
-  Pump(&out);  // a cancelled head of line may unblock its tenant; dependents are cancelled
+  Pump(&out);  // a cancelled head of line may unblock its tenant
   return out;
 }
 
@@ -285,57 +335,35 @@ void AdmissionController::Expire(int64_t now_ns, std::vector<Decision>* out) {
 }
 
 void AdmissionController::Pump(std::vector<Decision>* out) {
-  // Cancellations can make dependents cancellable, which can unblock a tenant: repeat until a
-  // pass changes nothing.
-  bool changed = true;
-  while (changed) {
-    changed = false;
-    std::set<const Tenant*> blocked;
-    for (auto kit = queue_.begin(); kit != queue_.end();) {
-      const uint64_t id = std::get<3>(*kit);
-      ++kit;  // Drop / admission erase the current key
-      Task& task = tasks_.at(id);
-      Tenant& t = *task.tenant;
-      bool ready = true;
-      uint64_t failed_dep = 0;
-      TaskState failed_state = TaskState::kCompleted;
-      for (uint64_t dep : task.spec.depends_on) {
-        if (auto f = finished_.find(dep); f != finished_.end()) {
-          if (f->second != TaskState::kCompleted) {
-            failed_dep = dep;
-            failed_state = f->second;
-            break;
-          }
-        } else {
-          ready = false;  // still pending or active (an unknown id was rejected at submit)
-        }
-      }
-      if (failed_dep != 0) {
-        Drop(id, TaskState::kCancelled,
-             absl::StrCat("dependency ", failed_dep, " ", TaskStateName(failed_state)), out);
-        changed = true;
-        continue;
-      }
-      if (!ready || blocked.contains(&t)) continue;
-      if ((t.spec.max_running > 0 && t.active >= t.spec.max_running) ||
-          !Fits(t, task.spec.memory)) {
-        blocked.insert(&t);
-        continue;
-      }
-      queue_.erase(KeyOf(task));
-      deadlines_.erase({task.spec.deadline_ns, id});
-      borrowed_ += Borrowed(t, t.used + task.spec.memory) - Borrowed(t, t.used);
-      t.used += task.spec.memory;
-      task.active = true;
-      --t.pending;
-      ++t.active;
-      ++t.counts.admitted;
-      --totals_.pending;
-      ++totals_.active;
-      ++totals_.admitted;
-      out->push_back(Decision{id, TaskState::kAdmitted, ""});
-      changed = true;
+  // Merge the tenants' ordered queues by key. A tenant leaves the pass when its head does not
+  // fit or it reaches max_running; admitting only uses room, so one pass is enough.
+  using Head = std::pair<Key, Tenant*>;
+  std::priority_queue<Head, std::vector<Head>, std::greater<Head>> heads;
+  for (auto& [name, t] : tenants_) {
+    if (!t.queue.empty()) heads.emplace(*t.queue.begin(), &t);
+  }
+  while (!heads.empty()) {
+    auto [key, tp] = heads.top();
+    heads.pop();
+    Tenant& t = *tp;
+    const uint64_t id = std::get<3>(key);
+    Task& task = tasks_.at(id);
+    if ((t.spec.max_running > 0 && t.active >= t.spec.max_running) || !Fits(t, task.spec.memory)) {
+      continue;  // blocked for this pass
     }
+    t.queue.erase(t.queue.begin());
+    deadlines_.erase({task.spec.deadline_ns, id});
+    borrowed_ += Borrowed(t, t.used + task.spec.memory) - Borrowed(t, t.used);
+    t.used += task.spec.memory;
+    task.active = true;
+    --t.pending;
+    ++t.active;
+    ++t.counts.admitted;
+    --totals_.pending;
+    ++totals_.active;
+    ++totals_.admitted;
+    out->push_back(Decision{id, TaskState::kAdmitted, ""});
+    if (!t.queue.empty()) heads.emplace(*t.queue.begin(), &t);
   }
 }
 

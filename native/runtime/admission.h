@@ -141,25 +141,29 @@ class AdmissionController {
                                                       const std::vector<AdmissionEvent>& events);
 
  private:
+  using Key = std::tuple<int, int, int64_t, uint64_t>;  // (class, -priority, deadline, id)
   struct Tenant {
     TenantSpec spec;
     int64_t used = 0;  // admitted estimates
     int pending = 0, active = 0;
+    std::set<Key> queue;  // pending tasks whose dependencies have all completed, in order
     TenantAdmissionStats counts;
   };
   struct Task {
     TaskSpec spec;
     Tenant* tenant = nullptr;
     bool active = false;
+    int unresolved = 0;  // dependencies not yet completed
   };
-  using Key = std::tuple<int, int, int64_t, uint64_t>;  // (class, -priority, deadline, id)
   static Key KeyOf(const Task& t);
 
   int64_t Borrowed(const Tenant& t, int64_t used) const;  // bytes beyond the request
   int64_t MaxFit(const Tenant& t) const;
   bool Fits(const Tenant& t, int64_t bytes) const;
-  // Removes pending task `id` with a terminal decision.
+  // Removes pending task `id` with a terminal decision (cancelling its dependents).
   void Drop(uint64_t id, TaskState state, std::string reason, std::vector<Decision>* out);
+  // Task `id` ended as `state`: its dependents become ready or are cancelled.
+  void Resolve(uint64_t id, TaskState state, std::vector<Decision>* out);
   void Expire(int64_t now_ns, std::vector<Decision>* out);
   void Pump(std::vector<Decision>* out);
   void RememberFinished(uint64_t id, TaskState state);
@@ -169,8 +173,9 @@ class AdmissionController {
   int64_t reserved_ = 0;  // sum of Guaranteed and Burstable requests
   int64_t borrowed_ = 0;  // sum over tenants of admitted bytes beyond their request
   std::map<std::string, Tenant> tenants_;
-  absl::flat_hash_map<uint64_t, Task> tasks_;         // pending and active
-  std::set<Key> queue_;                               // pending, in admission order
+  absl::flat_hash_map<uint64_t, Task> tasks_;  // pending and active
+  // Pending tasks waiting for a task, by the id they wait for.
+  absl::flat_hash_map<uint64_t, std::vector<uint64_t>> dependents_;
   std::set<std::pair<int64_t, uint64_t>> deadlines_;  // (deadline, id) of pending tasks
   // Final states of finished tasks, for dependencies; the oldest are forgotten past a bound.
   absl::flat_hash_map<uint64_t, TaskState> finished_;

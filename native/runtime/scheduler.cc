@@ -28,8 +28,10 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(SchedulerOptions op
     return ValueError(
         absl::StrCat("scheduler: worker_threads ", options.worker_threads, " is outside [1, 256]"));
   }
-  if (options.inflight_budget < 1) {
-    return ValueError(absl::StrCat("scheduler: inflight_budget ", options.inflight_budget, " < 1"));
+  if (options.inflight_budget < 1 || options.best_effort_inflight < 1) {
+    return ValueError(absl::StrCat("scheduler: inflight_budget ", options.inflight_budget,
+                                   " and best_effort_inflight ", options.best_effort_inflight,
+                                   " must be >= 1"));
   }
   if (options.best_effort_inflight_while_guaranteed < 0 || options.memory_capacity < 0) {
     return ValueError("scheduler: negative best_effort_inflight_while_guaranteed or capacity");
@@ -90,11 +92,11 @@ absl::Status Scheduler::AddTenant(const TenantOptions& o) {
   }
   if (o.stream_priority) t->stream_priority = *o.stream_priority;
   if (o.qos != QosClass::kGuaranteed) {
-    t->inflight_limit =
-        o.max_inflight > 0
-            ? o.max_inflight
-            : std::max(1,
-                       static_cast<int>(std::lround(o.compute_share * options_.inflight_budget)));
+    const int budget =
+        o.qos == QosClass::kBestEffort ? options_.best_effort_inflight : options_.inflight_budget;
+    t->inflight_limit = o.max_inflight > 0
+                            ? o.max_inflight
+                            : std::max(1, static_cast<int>(std::lround(o.compute_share * budget)));
   }
   TenantSpec spec{o.name, o.qos, o.memory_request, o.memory_limit, o.max_running, o.queue_capacity};
   std::lock_guard<std::mutex> l(mu_);
@@ -191,17 +193,14 @@ absl::StatusOr<std::shared_ptr<Task>> Scheduler::SubmitImpl(const std::string& t
     spec.deadline_ns = spec.deadline_ns > 0 ? std::min(spec.deadline_ns, by) : by;
   }
   spec.depends_on = task->options().depends_on;
+  auto decisions = admission_.Submit(spec, now);
+  if (!decisions.ok()) return decisions.status();
   live_[task->id()] = task;
-  {
+  {  // the submission itself opens the task's history
     TransitionRecord rec{task->id(), tenant, TaskState::kPending, TaskState::kPending, now, ""};
     history_.push_back(rec);
     if (history_.size() > options_.history_capacity) history_.pop_front();
-    (void)task->Transition(rec, absl::OkStatus());  // the submission itself
-  }
-  auto decisions = admission_.Submit(spec, now);
-  if (!decisions.ok()) {
-    live_.erase(task->id());
-    return decisions.status();
+    (void)task->Transition(rec, absl::OkStatus());
   }
   ApplyLocked(*decisions);
   work_cv_.notify_all();  // a new deadline, or admitted tasks

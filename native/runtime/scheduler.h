@@ -48,8 +48,8 @@ struct TenantOptions {
   int64_t memory_limit = 0;    // bytes; 0: none (Guaranteed: the request)
   /// Share of the scheduler's in-flight kernel budget a paced tenant may use, in (0, 1].
   double compute_share = 1.0;
-  /// Kernels in flight at once for a paced tenant; 0: compute_share x inflight_budget.
-  /// Guaranteed tenants are never paced.
+  /// Kernels in flight at once; 0: compute_share x the scheduler's inflight_budget (Burstable)
+  /// or best_effort_inflight (Best-effort), at least 1. Guaranteed tenants are never paced.
   int max_inflight = 0;
   /// CUDA convention (lower = more urgent); unset: by class (Guaranteed most urgent).
   std::optional<int> stream_priority;
@@ -185,11 +185,12 @@ struct SchedulerStats {
 
 /// Scheduler construction options.
 struct SchedulerOptions {
-  Device device;                                  // default: the runtime's default device
-  bool device_set = false;                        // false: use the default device
-  int worker_threads = 4;                         // tasks whose callables run at once
-  int64_t memory_capacity = 0;                    // 0: the pool's limit, else the device's memory
-  int inflight_budget = 32;                       // kernels in flight for a paced tenant of share 1
+  Device device;                 // default: the runtime's default device
+  bool device_set = false;       // false: use the default device
+  int worker_threads = 4;        // tasks whose callables run at once
+  int64_t memory_capacity = 0;   // 0: the pool's limit, else the device's memory
+  int inflight_budget = 32;      // kernels in flight for a burstable tenant of share 1
+  int best_effort_inflight = 2;  // for a best-effort tenant of share 1: one running, one queued
   int best_effort_inflight_while_guaranteed = 1;  // 0: hold best-effort while guaranteed runs
   size_t history_capacity = 4096;                 // transitions kept for history()
   size_t latency_window = 4096;                   // tasks per tenant kept for percentiles

@@ -99,18 +99,24 @@ int Scheduler::Gate::Limit() const {
 
 absl::Status Scheduler::Gate::BeforeLaunch(hal::Stream& stream) {
   TenantRt& t = *tenant_;
-  std::unique_lock<std::mutex> l(t.mu);
-  ++t.launches;
-  if (t.inflight_limit == 0) return absl::OkStatus();  // guaranteed: never paced
-  if (t.inflight >= Limit()) {
+  {
+    std::lock_guard<std::mutex> l(t.mu);
+    ++t.launches;
+    if (t.inflight_limit == 0) return absl::OkStatus();  // guaranteed: never paced
+    if (t.inflight < Limit()) {
+      ++t.inflight;  // the slot is taken now, so concurrent tasks of the tenant cannot overshoot
+      t.max_seen = std::max(t.max_seen, t.inflight);
+      return absl::OkStatus();
+    }
     ++t.paced_waits;
-    l.unlock();
-    BlockingRegion unlocked;  // release the GIL before sleeping
-    l.lock();
-    // Re-checked on every completion, and periodically for guaranteed work ending.
-    while (t.inflight >= Limit()) t.cv.wait_for(l, std::chrono::milliseconds(1));
   }
-  ++t.inflight;  // the slot is taken now, so concurrent tasks of the tenant cannot overshoot
+  // Release the GIL before sleeping, and take it back only after t.mu is released (a thread
+  // holding the GIL may be waiting for t.mu).
+  BlockingRegion unlocked;
+  std::unique_lock<std::mutex> l(t.mu);
+  // Re-checked on every completion, and periodically for guaranteed work ending.
+  while (t.inflight >= Limit()) t.cv.wait_for(l, std::chrono::milliseconds(1));
+  ++t.inflight;
   t.max_seen = std::max(t.max_seen, t.inflight);
   return absl::OkStatus();
 }

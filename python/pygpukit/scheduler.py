@@ -167,7 +167,8 @@ class Scheduler:
         workers: threads that run task callables at once.
         memory_capacity: bytes tasks are admitted against (default: the pool's limit, else the
             device's memory).
-        inflight_budget: kernels in flight for a paced tenant with compute_share 1.
+        inflight_budget: kernels in flight for a burstable tenant with compute_share 1.
+        best_effort_inflight: the same for a best-effort tenant (one running, one queued).
         best_effort_inflight_while_guaranteed: best-effort kernels in flight while a
             guaranteed task runs (0: best-effort waits until it ends).
         record_admission: keep admission inputs and decisions (for `decisions()` and
@@ -181,6 +182,7 @@ class Scheduler:
         workers=4,
         memory_capacity=0,
         inflight_budget=32,
+        best_effort_inflight=2,
         best_effort_inflight_while_guaranteed=1,
         record_admission=False,
         history_capacity=4096,
@@ -190,6 +192,7 @@ class Scheduler:
             workers,
             memory_capacity,
             inflight_budget,
+            best_effort_inflight,
             best_effort_inflight_while_guaranteed,
             record_admission,
             history_capacity,

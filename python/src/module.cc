@@ -139,6 +139,7 @@ PYBIND11_MODULE(_core, m) {
   BindArray(m);
   BindEvent(m);
   BindMemory(m);
+  BindStream(m);
   BindScheduler(m);
 
   m.def(

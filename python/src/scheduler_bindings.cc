@@ -223,8 +223,9 @@ void BindScheduler(pyb::module_& m) {
 
   pyb::class_<Scheduler, std::shared_ptr<Scheduler>>(s, "Scheduler")
       .def(pyb::init([](const pyb::object& device, int workers, int64_t memory_capacity,
-                        int inflight_budget, int best_effort_inflight_while_guaranteed,
-                        bool record_admission, size_t history_capacity) {
+                        int inflight_budget, int best_effort_inflight,
+                        int best_effort_inflight_while_guaranteed, bool record_admission,
+                        size_t history_capacity) {
              SchedulerOptions o;
              if (!device.is_none()) {
                o.device = ToDevice(device, "Scheduler");
@@ -233,6 +234,7 @@ void BindScheduler(pyb::module_& m) {
              o.worker_threads = workers;
              o.memory_capacity = memory_capacity;
              o.inflight_budget = inflight_budget;
+             o.best_effort_inflight = best_effort_inflight;
              o.best_effort_inflight_while_guaranteed = best_effort_inflight_while_guaranteed;
              o.record_admission = record_admission;
              o.history_capacity = history_capacity;
@@ -240,6 +242,7 @@ void BindScheduler(pyb::module_& m) {
            }),
            pyb::arg("device") = pyb::none(), pyb::arg("workers") = 4,
            pyb::arg("memory_capacity") = 0, pyb::arg("inflight_budget") = 32,
+           pyb::arg("best_effort_inflight") = 2,
            pyb::arg("best_effort_inflight_while_guaranteed") = 1,
            pyb::arg("record_admission") = false, pyb::arg("history_capacity") = 4096)
       .def_property_readonly("device", &Scheduler::device)

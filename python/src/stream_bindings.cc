@@ -1,0 +1,70 @@
+// gp.Stream: a runtime stream (pooled, with a priority) that a `with` block makes current on this
+// thread, as torch.cuda.stream / cupy.cuda.Stream do: ops, allocations, gp.synchronize() and
+// Event.record() in the block use it. The scheduler gives tasks such streams itself.
+#include <pybind11/pybind11.h>
+
+#include <memory>
+#include <vector>
+
+#include "array_bindings.h"
+#include "convert.h"
+
+namespace pygpukit::py {
+namespace {
+
+struct PyStream {
+  Device device;
+  hal::Backend* backend = nullptr;
+  hal::Stream* stream = nullptr;
+  ~PyStream() { Runtime::Get().ReleaseStream(stream); }
+};
+
+// Scopes opened from Python: a per-thread stack, so that `with` blocks nest.
+thread_local std::vector<std::unique_ptr<StreamScope>> stream_scopes;
+
+}  // namespace
+
+void BindStream(pyb::module_& m) {
+  pyb::class_<PyStream>(m, "Stream", R"doc(
+An in-order queue of work on a device, with a priority (lower = more urgent, CUDA convention;
+clamped to the device's range). Inside `with s:` work on s's device goes to s.
+
+    s = gp.Stream(priority=-1)
+    with s:
+        C = A @ B            # queued on s
+    s.synchronize()
+)doc")
+      .def(pyb::init([](const pyb::object& device, int priority) {
+             auto s = std::make_unique<PyStream>();
+             s->device = ToDevice(device, "Stream");
+             s->backend = Unwrap(Runtime::Get().backend(s->device.type));
+             s->stream = Unwrap(Runtime::Get().AcquireStream(s->device, priority));
+             return s;
+           }),
+           pyb::arg("device") = pyb::none(), pyb::arg("priority") = 0)
+      .def_readonly("device", &PyStream::device)
+      .def_property_readonly("priority", [](const PyStream& s) { return s.stream->priority(); })
+      .def(
+          "synchronize",
+          [](PyStream& s) { Check(WithoutGil([&] { return s.backend->Synchronize(*s.stream); })); },
+          "Blocks (without holding the GIL) until the work queued on the stream has finished.")
+      .def("__enter__",
+           [](pyb::object self) {
+             stream_scopes.push_back(std::make_unique<StreamScope>(self.cast<PyStream&>().stream));
+             return self;
+           })
+      .def("__exit__", [](PyStream&, const pyb::args&) {
+        if (!stream_scopes.empty()) stream_scopes.pop_back();
+        return false;
+      });
+  m.def(
+      "stream_priority_range",
+      [](const pyb::object& device) {
+        Device d = ToDevice(device, "stream_priority_range");
+        return Unwrap(Runtime::Get().backend(d.type))->StreamPriorityRange();
+      },
+      pyb::arg("device") = pyb::none(),
+      "(least, greatest) stream priorities of the device's backend; greatest is most urgent.");
+}
+
+}  // namespace pygpukit::py
