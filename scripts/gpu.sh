@@ -2,12 +2,15 @@
 # One-call GPU run for the lent H100/H200 machines (see CONTRIBUTING.md): unpacks the carried
 # Abseil / GoogleTest .debs (the machine has no network), builds for sm_90a with -j16, runs the
 # C++ and Python suites (backend parity included) with PYGPUKIT_DEVICE=cuda, python -m pygpukit and the benchmarks.
-#   steps: any of "build test selfcheck bench bench-memory" (default: all)
+#   steps: any of "build test selfcheck bench bench-memory bench-scheduler" (default: all)
 #   bench-memory: benchmarks/cpp/memory_bench (Google Benchmark, JSON in $OUT/memory_bench.json)
 #   and benchmarks/memory.py (JSON in $OUT)
+#   bench-scheduler: benchmarks/cpp/scheduler_bench (admission decisions), the C++ example
+#   service on the GPU, and benchmarks/scheduler.py (co-location; JSON in $OUT); extra
+#   arguments for it in SCHED_ARGS
 set -uo pipefail
 cd "$(dirname "$0")/.."
-STEPS=${*:-build test selfcheck bench bench-memory}
+STEPS=${*:-build test selfcheck bench bench-memory bench-scheduler}
 OUTDIR=${OUT:-/tmp/pgk-out}
 mkdir -p "$OUTDIR"
 DEPS=/tmp/pgk-deps
@@ -55,5 +58,14 @@ if has bench-memory; then
   PYGPUKIT_DEVICE=cuda $BUILD/benchmarks/cpp/memory_bench --benchmark_out="$OUTDIR/memory_bench.json" \
     --benchmark_out_format=json 2>&1 | tee "$OUTDIR/memory_bench.log" || rc=1
   PYGPUKIT_DEVICE=cuda $PY benchmarks/memory.py --out "$OUTDIR" 2>&1 | tee "$OUTDIR/bench_memory.log" || rc=1
+fi
+if has bench-scheduler; then
+  PYGPUKIT_DEVICE=cuda $BUILD/benchmarks/cpp/scheduler_bench \
+    --benchmark_out="$OUTDIR/scheduler_bench.json" --benchmark_out_format=json 2>&1 |
+    tee "$OUTDIR/scheduler_bench.log" || rc=1
+  PYGPUKIT_DEVICE=cuda $BUILD/examples/inference_service --size 1024 --requests 200 2>&1 |
+    tee "$OUTDIR/inference_service.log" || rc=1
+  PYGPUKIT_DEVICE=cuda $PY benchmarks/scheduler.py --out "$OUTDIR" ${SCHED_ARGS:-} 2>&1 |
+    tee "$OUTDIR/bench_scheduler.log" || rc=1
 fi
 exit $rc

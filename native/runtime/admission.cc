@@ -44,6 +44,11 @@ absl::Status AdmissionController::AddTenant(const TenantSpec& in) {
   }
   switch (spec.qos) {
     case QosClass::kGuaranteed:
+      if (spec.memory_request == 0) {
+        return ValueError(absl::StrCat(what,
+                                       ": a guaranteed tenant needs a memory request > 0 "
+                                       "(its reservation and its limit)"));
+      }
       if (spec.memory_limit == 0) spec.memory_limit = spec.memory_request;
       if (spec.memory_limit != spec.memory_request) {
         return ValueError(absl::StrCat(what, ": a guaranteed tenant's memory limit (",

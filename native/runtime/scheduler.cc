@@ -59,6 +59,7 @@ Scheduler::Scheduler(SchedulerOptions options, Device device, int64_t capacity,
       watcher_(std::make_unique<EventWatcher>()) {
   admission_.set_recording(options_.record_admission);
   notifier_ = std::thread([this] { NotifierLoop(); });
+  timer_ = std::thread([this] { TimerLoop(); });
   for (int i = 0; i < options_.worker_threads; ++i) {
     workers_.emplace_back([this] { WorkerLoop(); });
   }
@@ -76,7 +77,7 @@ absl::Status Scheduler::AddTenant(const TenantOptions& o) {
   if (o.streams < 1 || o.streams > 16) {
     return ValueError(absl::StrCat(what, ": streams ", o.streams, " is outside [1, 16]"));
   }
-  auto t = std::make_unique<TenantRt>();
+  auto t = std::make_shared<TenantRt>();
   t->options = o;
   auto [least, greatest] = backend_->StreamPriorityRange();
   switch (o.qos) {
@@ -132,14 +133,12 @@ absl::Status Scheduler::RemoveTenant(const std::string& name) {
   if (it == tenants_.end() || it->second->removing) {
     return ValueError(absl::StrCat("tenant '", name, "' does not exist"));
   }
-  it->second->removing = true;  // no new submissions
+  it->second->removing = true;  // no new submissions; admissions from now on are cancelled
   std::vector<std::shared_ptr<Task>> mine;
   for (auto& [id, task] : live_) {
     if (task->tenant() == name) mine.push_back(task);
   }
-  l.unlock();
-  for (auto& task : mine) Cancel(*task);
-  l.lock();
+  for (auto& task : mine) CancelLocked(*task);
   state_cv_.wait(l, [&] {
     for (const auto& [id, task] : live_) {
       if (task->tenant() == name) return false;
@@ -203,12 +202,16 @@ absl::StatusOr<std::shared_ptr<Task>> Scheduler::SubmitImpl(const std::string& t
     (void)task->Transition(rec, absl::OkStatus());
   }
   ApplyLocked(*decisions);
-  work_cv_.notify_all();  // a new deadline, or admitted tasks
+  if (spec.deadline_ns > 0) timer_cv_.notify_one();
   return task;
 }
 
 bool Scheduler::Cancel(Task& task) {
   std::lock_guard<std::mutex> l(mu_);
+  return CancelLocked(task);
+}
+
+bool Scheduler::CancelLocked(Task& task) {
   const int64_t now = Now();
   switch (task.state()) {
     case TaskState::kPending: {
@@ -221,10 +224,11 @@ bool Scheduler::Cancel(Task& task) {
       auto it = std::find_if(ready_.begin(), ready_.end(),
                              [&](const auto& t) { return t.get() == &task; });
       if (it != ready_.end()) ready_.erase(it);
-      std::shared_ptr<Task> keep = live_[task.id()];
-      (void)TransitionLocked(
-          task, TaskState::kCancelled, "cancelled after admission",
-          absl::CancelledError(absl::StrCat("task ", task.id(), " cancelled after admission")));
+      std::shared_ptr<Task> keep = task.shared_from_this();
+      const std::string why =
+          stopping_ ? "the scheduler is shutting down" : "cancelled after admission";
+      (void)TransitionLocked(task, TaskState::kCancelled, why,
+                             absl::CancelledError(absl::StrCat("task ", task.id(), ": ", why)));
       live_.erase(task.id());
       auto d = admission_.Finish(task.id(), TaskState::kCancelled, now);
       if (d.ok()) ApplyLocked(*d);
@@ -249,6 +253,13 @@ void Scheduler::ApplyLocked(const std::vector<Decision>& decisions) {
     std::shared_ptr<Task> task = it->second;
     if (d.state == TaskState::kAdmitted) {
       (void)TransitionLocked(*task, TaskState::kAdmitted, "");
+      auto tit = tenants_.find(task->tenant());
+      if (stopping_ || tit == tenants_.end() || tit->second->removing) {
+        // Admitted only because a task ahead of it was cancelled by Shutdown / RemoveTenant:
+        // it must not start (CancelLocked applies the decisions its release causes).
+        CancelLocked(*task);
+        continue;
+      }
       if (!task->inline_) ready_.push_back(task);
       work_cv_.notify_one();
     } else {
@@ -298,10 +309,27 @@ void Scheduler::NotifierLoop() {
     if (notifications_.empty()) return;
     std::function<void()> fn = std::move(notifications_.front());
     notifications_.pop_front();
+    notify_busy_ = true;
     l.unlock();
     fn();
     fn = nullptr;  // captured state (possibly Python objects) dies outside the lock
     l.lock();
+    notify_busy_ = false;
+    if (notifications_.empty()) notify_idle_cv_.notify_all();
+  }
+}
+
+void Scheduler::TimerLoop() {
+  std::unique_lock<std::mutex> l(mu_);
+  while (!stopping_) {
+    const int64_t next = admission_.NextDeadline();
+    if (next > 0) {
+      timer_cv_.wait_until(l,
+                           std::chrono::steady_clock::time_point(std::chrono::nanoseconds(next)));
+    } else {
+      timer_cv_.wait(l);
+    }
+    TickLocked();
   }
 }
 
@@ -332,15 +360,25 @@ std::vector<AdmissionEvent> Scheduler::admission_trace() const {
 
 void Scheduler::Drain() {
   BlockingRegion unlocked;
-  std::unique_lock<std::mutex> l(mu_);
-  state_cv_.wait(l, [&] { return live_.empty(); });
+  {
+    std::unique_lock<std::mutex> l(mu_);
+    state_cv_.wait(l, [&] { return live_.empty(); });
+  }
+  // Done callbacks (which complete futures) have run too when Drain returns.
+  std::unique_lock<std::mutex> l(notify_mu_);
+  notify_idle_cv_.wait(l, [&] { return notifications_.empty() && !notify_busy_; });
 }
 
 void Scheduler::Shutdown() {
+  // The GIL stays released throughout: the joins below wait for threads that may need it.
+  BlockingRegion unlocked;
   {
-    BlockingRegion unlocked;
     std::unique_lock<std::mutex> l(mu_);
-    if (workers_.empty()) return;  // already shut down
+    if (shutdown_started_) {  // another thread is shutting down, or has
+      state_cv_.wait(l, [&] { return shutdown_done_; });
+      return;
+    }
+    shutdown_started_ = true;
     stopping_ = true;
     std::vector<std::shared_ptr<Task>> waiting;
     for (auto& [id, task] : live_) {
@@ -348,14 +386,13 @@ void Scheduler::Shutdown() {
         waiting.push_back(task);
       }
     }
-    l.unlock();
-    for (auto& task : waiting) Cancel(*task);
-    l.lock();
+    for (auto& task : waiting) CancelLocked(*task);
     work_cv_.notify_all();
+    timer_cv_.notify_all();
     state_cv_.wait(l, [&] { return live_.empty(); });
   }
   for (std::thread& w : workers_) w.join();
-  workers_.clear();
+  timer_.join();
   watcher_.reset();  // joins after the last watched event
   {
     std::lock_guard<std::mutex> l(notify_mu_);
@@ -368,6 +405,8 @@ void Scheduler::Shutdown() {
     for (hal::Stream* s : t->streams) Runtime::Get().ReleaseStream(s);
     t->streams.clear();
   }
+  shutdown_done_ = true;
+  state_cv_.notify_all();
 }
 
 namespace {

@@ -237,7 +237,8 @@ class Scheduler {
   int64_t memory_capacity() const { return capacity_; }
   SchedulerStats stats() const;
 
-  /// Waits until no task is pending, admitted or running (GIL released).
+  /// Waits until no task is pending, admitted or running and their done callbacks have run
+  /// (GIL released).
   void Drain();
   /// Stops accepting tasks, cancels pending and admitted ones, waits for running ones, joins
   /// the threads. Idempotent.
@@ -260,16 +261,18 @@ class Scheduler {
   absl::Status TransitionLocked(Task& task, TaskState to, std::string reason,
                                 absl::Status final = absl::OkStatus());
   // Moves an admitted task to Running; returns its tenant.
-  absl::StatusOr<TenantRt*> StartLocked(Task& task);
+  absl::StatusOr<std::shared_ptr<TenantRt>> StartLocked(Task& task);
   // Runs a worker task's callable on this thread.
-  void RunTask(const std::shared_ptr<Task>& task, TenantRt* tenant);
+  void RunTask(const std::shared_ptr<Task>& task, const std::shared_ptr<TenantRt>& tenant);
   // The task's callable returned (or its inline body ended): watch its stream's tail.
   void FinishBody(const std::shared_ptr<Task>& task, absl::Status body);
   // The task's GPU work is done (watcher thread).
   void OnWorkDone(const std::shared_ptr<Task>& task, absl::Status body, absl::Status gpu);
   void Notify(std::function<void()> fn);  // lock held; run on the notifier thread
   void NotifierLoop();
+  void TimerLoop();  // expires deadlines, even while every worker is busy
   void TickLocked();
+  bool CancelLocked(Task& task);
 
   const SchedulerOptions options_;
   const Device device_;
@@ -277,12 +280,15 @@ class Scheduler {
   hal::Backend* backend_;
 
   mutable std::mutex mu_;
-  std::condition_variable work_cv_;   // workers: ready tasks, deadlines, shutdown
+  std::condition_variable work_cv_;   // workers: ready tasks, shutdown
+  std::condition_variable timer_cv_;  // the timer: new deadlines, shutdown
   std::condition_variable state_cv_;  // Drain / Begin / RemoveTenant waiters
   bool stopping_ = false;
+  bool shutdown_started_ = false, shutdown_done_ = false;
   AdmissionController admission_;
   uint64_t next_id_ = 1;
-  std::map<std::string, std::unique_ptr<TenantRt>> tenants_;
+  // shared: pacing callbacks on the watcher thread may outlive the tenant's removal
+  std::map<std::string, std::shared_ptr<TenantRt>> tenants_;
   std::map<uint64_t, std::shared_ptr<Task>> live_;  // not yet finished
   std::deque<std::shared_ptr<Task>> ready_;         // admitted worker tasks, admission order
   int running_ = 0;
@@ -293,12 +299,15 @@ class Scheduler {
 
   std::mutex notify_mu_;
   std::condition_variable notify_cv_;
+  std::condition_variable notify_idle_cv_;  // Drain: the queue is empty and nothing runs
   std::deque<std::function<void()>> notifications_;
+  bool notify_busy_ = false;
   bool notify_stop_ = false;
 
   std::unique_ptr<EventWatcher> watcher_;
   std::vector<std::thread> workers_;
   std::thread notifier_;
+  std::thread timer_;
 };
 
 }  // namespace pygpukit

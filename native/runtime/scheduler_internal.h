@@ -40,19 +40,19 @@ struct Scheduler::TenantRt {
 /// watches each launch's completion.
 class Scheduler::Gate final : public LaunchGate {
  public:
-  Gate(Scheduler* s, TenantRt* t) : scheduler_(s), tenant_(t) {}
+  Gate(Scheduler* s, std::shared_ptr<TenantRt> t) : scheduler_(s), tenant_(std::move(t)) {}
   absl::Status BeforeLaunch(hal::Stream& stream) override;
   void AfterLaunch(hal::Stream& stream, const absl::Status& launched) override;
 
  private:
   int Limit() const;
   Scheduler* scheduler_;
-  TenantRt* tenant_;
+  std::shared_ptr<TenantRt> tenant_;
 };
 
 /// What the thread running a task's body holds: its stream, quota and gate.
 struct InlineTask::Scopes {
-  Scopes(Scheduler* s, Scheduler::TenantRt* t, hal::Stream* stream)
+  Scopes(Scheduler* s, const std::shared_ptr<Scheduler::TenantRt>& t, hal::Stream* stream)
       : stream_scope(stream), quota_scope(t->quota), gate(s, t), gate_scope(&gate) {}
   StreamScope stream_scope;
   QuotaScope quota_scope;

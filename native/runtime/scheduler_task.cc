@@ -122,7 +122,7 @@ absl::Status Scheduler::Gate::BeforeLaunch(hal::Stream& stream) {
 }
 
 void Scheduler::Gate::AfterLaunch(hal::Stream& stream, const absl::Status& launched) {
-  TenantRt* t = tenant_;
+  std::shared_ptr<TenantRt> t = tenant_;  // the callback may outlive the tenant's removal
   if (t->inflight_limit == 0) return;
   auto release = [t](const absl::Status&) {
     {
@@ -141,8 +141,8 @@ void Scheduler::Gate::AfterLaunch(hal::Stream& stream, const absl::Status& launc
 
 // ---- running ----
 
-absl::StatusOr<Scheduler::TenantRt*> Scheduler::StartLocked(Task& task) {
-  TenantRt* t = tenants_.at(task.tenant()).get();
+absl::StatusOr<std::shared_ptr<Scheduler::TenantRt>> Scheduler::StartLocked(Task& task) {
+  std::shared_ptr<TenantRt> t = tenants_.at(task.tenant());
   PGK_RETURN_IF_ERROR(TransitionLocked(task, TaskState::kRunning, ""));
   task.stream_ = t->streams[t->next_stream++ % t->streams.size()];
   ++running_;
@@ -160,28 +160,22 @@ void Scheduler::WorkerLoop() {
       std::shared_ptr<Task> task = std::move(ready_.front());
       ready_.pop_front();
       auto t = StartLocked(*task);
-      l.unlock();
-      if (t.ok()) {
-        RunTask(task, *t);
-      } else {
-        task->fn_ = nullptr;
-        FinishBody(task, t.status());
+      if (!t.ok()) {  // not admitted any more (cannot happen for a task from ready_)
+        CancelLocked(*task);
+        continue;
       }
+      l.unlock();
+      RunTask(task, *t);
       l.lock();
       continue;
     }
     if (stopping_) return;
-    const int64_t next = admission_.NextDeadline();
-    if (next > 0) {
-      work_cv_.wait_until(l, std::chrono::steady_clock::time_point(std::chrono::nanoseconds(next)));
-    } else {
-      work_cv_.wait(l);
-    }
-    TickLocked();
+    work_cv_.wait(l);
   }
 }
 
-void Scheduler::RunTask(const std::shared_ptr<Task>& task, TenantRt* tenant) {
+void Scheduler::RunTask(const std::shared_ptr<Task>& task,
+                        const std::shared_ptr<TenantRt>& tenant) {
   absl::Status body;
   {
     auto dflt = Runtime::Get().default_stream(device_);
@@ -203,7 +197,7 @@ void Scheduler::FinishBody(const std::shared_ptr<Task>& task, absl::Status body)
 }
 
 void Scheduler::OnWorkDone(const std::shared_ptr<Task>& task, absl::Status body, absl::Status gpu) {
-  std::vector<TenantRt*> best_effort;
+  std::vector<std::shared_ptr<TenantRt>> best_effort;
   {
     std::lock_guard<std::mutex> l(mu_);
     TenantRt& t = *tenants_.at(task->tenant());
@@ -225,7 +219,7 @@ void Scheduler::OnWorkDone(const std::shared_ptr<Task>& task, absl::Status body,
     if (t.options.qos == QosClass::kGuaranteed &&
         guaranteed_running_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       for (auto& [name, other] : tenants_) {
-        if (other->options.qos == QosClass::kBestEffort) best_effort.push_back(other.get());
+        if (other->options.qos == QosClass::kBestEffort) best_effort.push_back(other);
       }
     }
     const int64_t now = Now();
@@ -239,7 +233,7 @@ void Scheduler::OnWorkDone(const std::shared_ptr<Task>& task, absl::Status body,
     state_cv_.notify_all();
     work_cv_.notify_all();
   }
-  for (TenantRt* t : best_effort) t->cv.notify_all();  // guaranteed work ended: pace less
+  for (auto& t : best_effort) t->cv.notify_all();  // guaranteed work ended: pace less
 }
 
 // ---- inline tasks ----
@@ -248,7 +242,7 @@ absl::StatusOr<InlineTask> Scheduler::Begin(const std::string& tenant, TaskOptio
   PGK_ASSIGN_OR_RETURN(
       std::shared_ptr<Task> task,
       SubmitImpl(tenant, TaskFn([] { return absl::OkStatus(); }), std::move(options), true));
-  TenantRt* t = nullptr;
+  std::shared_ptr<TenantRt> t;
   {
     BlockingRegion unlocked;
     std::unique_lock<std::mutex> l(mu_);

@@ -84,6 +84,9 @@ class TaskFuture(_cf.Future):
     def cancel_requested(self):
         return self._handle.cancel_requested
 
+    def running(self):
+        return self._handle.state == "running"
+
     def cancel(self):
         if self._scheduler._core.cancel(self._handle):
             self._handle.wait()  # the cancellation is final: the future follows it now
@@ -136,24 +139,14 @@ def _options(name, memory, priority, deadline, timeout, depends_on):
         deps.append(int(d.id if isinstance(d, (TaskFuture, _TaskBlock)) else d))
     if isinstance(memory, bool) or not isinstance(memory, int):
         raise TypeError(f"submit: memory must be an int number of bytes, not {memory!r}")
-    if deadline is not None:
-        deadline = deadline - _time_monotonic()  # absolute monotonic seconds -> relative
-        timeout = deadline if timeout is None else min(timeout, deadline)
-        if timeout < 0:
-            timeout = 0.0
     return dict(
         name=name or "",
         memory=memory,
         priority=int(priority),
+        deadline=deadline,
         timeout=timeout,
         depends_on=deps,
     )
-
-
-def _time_monotonic():
-    import time
-
-    return time.monotonic()
 
 
 _live = _weakref.WeakSet()

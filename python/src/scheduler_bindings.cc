@@ -6,6 +6,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -145,9 +146,13 @@ TaskOptions ToTaskOptions(const std::string& name, int64_t memory, int priority,
   o.name = name;
   o.memory = memory;
   o.priority = priority;
-  o.deadline_ns = Nanos(deadline, "deadline");
+  o.deadline_ns = Nanos(deadline, "deadline");  // time.monotonic() seconds: the same clock
+  if (!deadline.is_none() && o.deadline_ns == 0) o.deadline_ns = 1;  // long past
   o.timeout_ns = Nanos(timeout, "timeout");
-  if (!timeout.is_none() && o.timeout_ns == 0) o.timeout_ns = 1;  // timeout=0: already late
+  if (!timeout.is_none() && o.timeout_ns == 0) {  // timeout=0: late already
+    const int64_t now = Scheduler::Now();
+    o.deadline_ns = o.deadline_ns > 0 ? std::min(o.deadline_ns, now) : now;
+  }
   o.depends_on = depends_on;
   return o;
 }
