@@ -1,5 +1,6 @@
 #include "ops/kernel_launch.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -219,8 +220,30 @@ absl::Status LaunchUnary(UnaryOp op, const GPUArray& out, const GPUArray& a) {
 
 absl::Status LaunchMatmul(const MatmulProblem& problem, Device device, KeepAlive keep) {
   PGK_ASSIGN_OR_RETURN(hal::Stream * s, Runtime::Get().stream(device));
-  if (device.is_cpu()) return cpu_kernels::Matmul(*s, problem, std::move(keep));
-  return cuda_kernels::Matmul(*s, problem, device);
+  // A paced task's matmul is split into row blocks of at most the gate's FLOP budget (multiples
+  // of 128 rows, to keep the GEMM tiles full), so that more urgent work queued meanwhile waits
+  // for one block rather than the whole product.
+  int64_t rows = problem.m;
+  const LaunchGate* gate = LaunchGateScope::Current();
+  const int64_t budget = gate != nullptr ? gate->max_launch_flops() : 0;
+  const int64_t per_row = 2 * problem.batch * problem.n * problem.k;
+  if (budget > 0 && per_row > 0 && problem.m > budget / per_row) {
+    rows = std::max<int64_t>(1, budget / per_row);
+    if (rows >= 128) rows -= rows % 128;
+  }
+  const int64_t itemsize = ItemSize(problem.dtype);
+  for (int64_t r0 = 0; r0 < problem.m; r0 += rows) {
+    MatmulProblem p = problem;
+    p.m = std::min(rows, problem.m - r0);
+    p.a = static_cast<const char*>(problem.a) + r0 * problem.a_row * itemsize;
+    p.c = static_cast<char*>(problem.c) + r0 * problem.c_row * itemsize;
+    if (device.is_cpu()) {
+      PGK_RETURN_IF_ERROR(cpu_kernels::Matmul(*s, p, keep));
+    } else {
+      PGK_RETURN_IF_ERROR(cuda_kernels::Matmul(*s, p, device));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace pygpukit::ops

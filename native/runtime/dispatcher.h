@@ -44,6 +44,10 @@ class LaunchGate {
   virtual absl::Status BeforeLaunch(hal::Stream& stream) = 0;
   /// After every launch that BeforeLaunch allowed; `launched` is the launch's outcome.
   virtual void AfterLaunch(hal::Stream& stream, const absl::Status& launched) = 0;
+  /// Largest launch, in FLOPs, ops should make (they split bigger work, e.g. a matmul by rows),
+  /// so that more urgent work waits for at most that much (kernels are not preemptible).
+  /// 0: no limit.
+  virtual int64_t max_launch_flops() const { return 0; }
 };
 
 /// While alive, launches by this thread pass `gate`. Scopes nest; the innermost wins.

@@ -33,8 +33,11 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(SchedulerOptions op
                                    " and best_effort_inflight ", options.best_effort_inflight,
                                    " must be >= 1"));
   }
-  if (options.best_effort_inflight_while_guaranteed < 0 || options.memory_capacity < 0) {
-    return ValueError("scheduler: negative best_effort_inflight_while_guaranteed or capacity");
+  if (options.best_effort_inflight_while_guaranteed < 0 || options.memory_capacity < 0 ||
+      options.best_effort_slice_flops < 0) {
+    return ValueError(
+        "scheduler: negative best_effort_inflight_while_guaranteed, memory_capacity or "
+        "best_effort_slice_flops");
   }
   int64_t capacity = options.memory_capacity;
   if (capacity == 0) {

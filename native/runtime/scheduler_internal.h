@@ -43,6 +43,7 @@ class Scheduler::Gate final : public LaunchGate {
   Gate(Scheduler* s, std::shared_ptr<TenantRt> t) : scheduler_(s), tenant_(std::move(t)) {}
   absl::Status BeforeLaunch(hal::Stream& stream) override;
   void AfterLaunch(hal::Stream& stream, const absl::Status& launched) override;
+  int64_t max_launch_flops() const override;
 
  private:
   int Limit() const;

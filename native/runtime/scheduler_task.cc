@@ -121,6 +121,12 @@ absl::Status Scheduler::Gate::BeforeLaunch(hal::Stream& stream) {
   return absl::OkStatus();
 }
 
+int64_t Scheduler::Gate::max_launch_flops() const {
+  return tenant_->options.qos == QosClass::kBestEffort
+             ? scheduler_->options_.best_effort_slice_flops
+             : 0;
+}
+
 void Scheduler::Gate::AfterLaunch(hal::Stream& stream, const absl::Status& launched) {
   std::shared_ptr<TenantRt> t = tenant_;  // the callback may outlive the tenant's removal
   if (t->inflight_limit == 0) return;

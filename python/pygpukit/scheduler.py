@@ -164,6 +164,8 @@ class Scheduler:
         best_effort_inflight: the same for a best-effort tenant (one running, one queued).
         best_effort_inflight_while_guaranteed: best-effort kernels in flight while a
             guaranteed task runs (0: best-effort waits until it ends).
+        best_effort_slice_flops: best-effort matmuls are split by rows into launches of at
+            most this many FLOPs, so guaranteed work waits for one piece (0: no splitting).
         record_admission: keep admission inputs and decisions (for `decisions()` and
             `replay_decisions()`).
     """
@@ -177,6 +179,7 @@ class Scheduler:
         inflight_budget=32,
         best_effort_inflight=2,
         best_effort_inflight_while_guaranteed=1,
+        best_effort_slice_flops=1 << 37,
         record_admission=False,
         history_capacity=4096,
     ):
@@ -187,6 +190,7 @@ class Scheduler:
             inflight_budget,
             best_effort_inflight,
             best_effort_inflight_while_guaranteed,
+            best_effort_slice_flops,
             record_admission,
             history_capacity,
         )

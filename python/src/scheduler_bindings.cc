@@ -229,8 +229,8 @@ void BindScheduler(pyb::module_& m) {
   pyb::class_<Scheduler, std::shared_ptr<Scheduler>>(s, "Scheduler")
       .def(pyb::init([](const pyb::object& device, int workers, int64_t memory_capacity,
                         int inflight_budget, int best_effort_inflight,
-                        int best_effort_inflight_while_guaranteed, bool record_admission,
-                        size_t history_capacity) {
+                        int best_effort_inflight_while_guaranteed, int64_t best_effort_slice_flops,
+                        bool record_admission, size_t history_capacity) {
              SchedulerOptions o;
              if (!device.is_none()) {
                o.device = ToDevice(device, "Scheduler");
@@ -241,6 +241,7 @@ void BindScheduler(pyb::module_& m) {
              o.inflight_budget = inflight_budget;
              o.best_effort_inflight = best_effort_inflight;
              o.best_effort_inflight_while_guaranteed = best_effort_inflight_while_guaranteed;
+             o.best_effort_slice_flops = best_effort_slice_flops;
              o.record_admission = record_admission;
              o.history_capacity = history_capacity;
              return std::shared_ptr<Scheduler>(Unwrap(Scheduler::Create(o)));
@@ -249,6 +250,7 @@ void BindScheduler(pyb::module_& m) {
            pyb::arg("memory_capacity") = 0, pyb::arg("inflight_budget") = 32,
            pyb::arg("best_effort_inflight") = 2,
            pyb::arg("best_effort_inflight_while_guaranteed") = 1,
+           pyb::arg("best_effort_slice_flops") = int64_t{1} << 37,
            pyb::arg("record_admission") = false, pyb::arg("history_capacity") = 4096)
       .def_property_readonly("device", &Scheduler::device)
       .def_property_readonly("memory_capacity", &Scheduler::memory_capacity)

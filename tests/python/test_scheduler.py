@@ -1486,3 +1486,38 @@ def test_callables_are_released_once_tasks_end(sched, h):
     gc.collect()
     assert Payload.alive == 0  # though the futures are alive
     assert len(ran) == 20 and cancelled.cancelled()
+
+
+# ---- best-effort matmuls split into row blocks ----
+
+
+@pytest.mark.parametrize(
+    "ashape, bshape",
+    [((300, 40), (40, 33)), ((2, 130, 17), (17, 9)), ((5, 7), (7, 3)), ((257, 16), (16, 1))],
+)
+def test_best_effort_matmul_is_split_and_exact(h, device, rng, ashape, bshape):
+    # A budget of ~10 rows per launch for these widths: many pieces, tails included.
+    k, n = bshape
+    batch = ashape[0] if len(ashape) == 3 else 1
+    budget = 2 * batch * n * k * 10
+    sched = h.scheduler(device=device, best_effort_slice_flops=budget)
+    sched.add_tenant("be", "best_effort")
+    sched.add_tenant("g", "guaranteed", memory_request=MiB)
+    a, b = rand(rng, ashape, "float64"), rand(rng, bshape, "float64")
+    ga, gb = gp.asarray(a, device=device), gp.asarray(b, device=device)
+    before = sched.stats()["tenants"]["be"]["launches"]
+    out = sched.submit("be", lambda: ga @ gb).result(timeout=WAIT)
+    launches = sched.stats()["tenants"]["be"]["launches"] - before
+    m = ashape[-2]
+    assert launches >= -(-m // 10)  # ceil(m / 10) row blocks at least
+    check_dot(out, a @ b, np.abs(a) @ np.abs(b), k)
+    # Unsplit for guaranteed tenants (one launch for the product), same values.
+    before = sched.stats()["tenants"]["g"]["launches"]
+    out_g = sched.submit("g", lambda: ga @ gb).result(timeout=WAIT)
+    assert sched.stats()["tenants"]["g"]["launches"] - before <= 2
+    check_dot(out_g, a @ b, np.abs(a) @ np.abs(b), k)
+
+
+def test_best_effort_slice_flops_must_not_be_negative():
+    with pytest.raises(ValueError, match="negative"):
+        sm.Scheduler(best_effort_slice_flops=-1)
