@@ -8,8 +8,11 @@ matmuls. Reported, each for the same duration:
   be_alone        the best-effort load alone (its throughput is the 100% reference)
   plain           both on plain streams of equal priority, no scheduler
   plain_prio      plain streams, the loop's stream at the highest priority, no scheduler
-  sched           the scheduler: guaranteed + best-effort tenants (defaults: best-effort keeps
-                  2 kernels in flight, 1 while guaranteed work runs)
+  sched           the scheduler: guaranteed + best-effort tenants, defaults (best-effort keeps
+                  2 kernels in flight, 1 while guaranteed work runs; its matmuls split into
+                  blocks of at most 2^37 FLOPs)
+  sched_inflight2 the scheduler, best-effort keeps 2 kernels in flight while guaranteed runs
+  sched_noslice   the scheduler without splitting best-effort matmuls
   sched_hold      the scheduler with best_effort_inflight_while_guaranteed=0 (best-effort waits
                   while guaranteed work runs)
   sched_per_task  the scheduler, each loop iteration its own task (`with sched.task(...)` +
@@ -44,6 +47,8 @@ MODES = (
     "plain",
     "plain_prio",
     "sched",
+    "sched_inflight2",
+    "sched_noslice",
     "sched_hold",
     "sched_per_task",
     "torch_alone",
@@ -240,6 +245,7 @@ def main():
     p.add_argument("--quick", action="store_true", help="1 s per mode, smaller CPU sizes")
     p.add_argument("--modes", default=",".join(MODES))
     p.add_argument("--batch", type=int, default=2, help="best-effort matmuls per task/batch")
+    p.add_argument("--slice-flops", type=int, default=None, help="best_effort_slice_flops")
     p.add_argument("--out", default=None, help="JSON folder (default benchmarks/results on CUDA)")
     args = p.parse_args()
 
@@ -286,9 +292,15 @@ def main():
             r = measure(
                 mode, w, duration, BeLoad(plain_be(w, be_stream, args.batch), args.batch), step
             )
-        elif mode in ("sched", "sched_hold", "sched_per_task"):
-            hold = 0 if mode == "sched_hold" else 1
-            with gp.scheduler.Scheduler(dev, best_effort_inflight_while_guaranteed=hold) as sched:
+        elif mode.startswith("sched"):
+            kw = {
+                "sched_hold": {"best_effort_inflight_while_guaranteed": 0},
+                "sched_inflight2": {"best_effort_inflight_while_guaranteed": 2},
+                "sched_noslice": {"best_effort_slice_flops": 0},
+            }.get(mode, {})
+            if args.slice_flops is not None and mode != "sched_noslice":
+                kw["best_effort_slice_flops"] = args.slice_flops
+            with gp.scheduler.Scheduler(dev, **kw) as sched:
                 sched.add_tenant("online", "guaranteed", memory_request=1 << 30)
                 sched.add_tenant("batch", "best_effort")
                 be = BeLoad(sched_be(sched, w, args.batch), args.batch)
@@ -363,7 +375,7 @@ def main():
             f"{r['mode']:16s} {f('p50_us', '9.1f')} {f('p99_us', '9.1f')} "
             f"{f('p99_inflation', '9.1%')} {f('be_tflops', '11.1f')} {f('be_kept', '8.1%')}"
         )
-    for m in ("sched", "sched_hold"):
+    for m in ("sched", "sched_inflight2", "sched_noslice", "sched_hold"):
         if m in by and "p99_inflation" in by[m] and "be_kept" in by[m]:
             summary[m] = {
                 "p99_inflation": by[m]["p99_inflation"],

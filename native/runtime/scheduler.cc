@@ -82,6 +82,7 @@ absl::Status Scheduler::AddTenant(const TenantOptions& o) {
   }
   auto t = std::make_shared<TenantRt>();
   t->options = o;
+  t->backend = backend_;
   auto [least, greatest] = backend_->StreamPriorityRange();
   switch (o.qos) {
     case QosClass::kGuaranteed:
@@ -455,7 +456,8 @@ SchedulerStats Scheduler::stats() const {
     ts.inflight_limit = t.inflight_limit;
     {
       std::lock_guard<std::mutex> tl(t.mu);
-      ts.inflight = t.inflight;
+      t.Retire();
+      ts.inflight = t.Inflight();
       ts.launches = t.launches;
       ts.paced_waits = t.paced_waits;
       ts.max_inflight_seen = t.max_seen;

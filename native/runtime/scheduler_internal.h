@@ -25,19 +25,25 @@ struct Scheduler::TenantRt {
   int inflight_limit = 0;  // 0: not paced
   bool removing = false;
   int running = 0;
-  // Pacing state: touched by gates outside the scheduler lock.
+  // Pacing state (under `mu`, not the scheduler lock): an event recorded after each paced
+  // launch, oldest first; a gate over the limit waits on the oldest one directly.
+  hal::Backend* backend = nullptr;
   std::mutex mu;
-  std::condition_variable cv;
-  int inflight = 0;
+  std::condition_variable cv;  // slots given back; guaranteed work ended
+  std::deque<std::shared_ptr<hal::Event>> inflight_events;
+  std::vector<std::shared_ptr<hal::Event>> spare_events;
+  int reserved = 0;  // slots taken by launches being made
   int max_seen = 0;
   int64_t launches = 0, paced_waits = 0;
+  int Inflight() const { return static_cast<int>(inflight_events.size()) + reserved; }
+  void Retire();  // drops completed events from the front (mu held)
   // Latency windows, nanoseconds (scheduler lock).
   std::deque<int64_t> queue_ns, run_ns, total_ns;
 };
 
 /// Paces launches of one running task of a paced tenant: waits while the tenant has its limit
-/// of kernels in flight (best-effort tenants get a lower limit while guaranteed work runs) and
-/// watches each launch's completion.
+/// of kernels in flight (best-effort tenants get a lower limit while guaranteed work runs),
+/// on the oldest in-flight kernel's event, so the next launch follows its end at once.
 class Scheduler::Gate final : public LaunchGate {
  public:
   Gate(Scheduler* s, std::shared_ptr<TenantRt> t) : scheduler_(s), tenant_(std::move(t)) {}

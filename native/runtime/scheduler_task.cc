@@ -97,27 +97,47 @@ int Scheduler::Gate::Limit() const {
   return limit;
 }
 
+void Scheduler::TenantRt::Retire() {
+  while (!inflight_events.empty()) {
+    absl::StatusOr<bool> done = backend->Query(*inflight_events.front());
+    // A failed query counts as done: the task's own end event reports the stream's error.
+    if (done.ok() && !*done) break;
+    std::shared_ptr<hal::Event> ev = std::move(inflight_events.front());
+    inflight_events.pop_front();
+    // Reuse only events nobody waits on (a gate may still be synchronizing on it).
+    if (ev.use_count() == 1 && spare_events.size() < 16) spare_events.push_back(std::move(ev));
+  }
+}
+
 absl::Status Scheduler::Gate::BeforeLaunch(hal::Stream& stream) {
   TenantRt& t = *tenant_;
-  {
-    std::lock_guard<std::mutex> l(t.mu);
-    ++t.launches;
-    if (t.inflight_limit == 0) return absl::OkStatus();  // guaranteed: never paced
-    if (t.inflight < Limit()) {
-      ++t.inflight;  // the slot is taken now, so concurrent tasks of the tenant cannot overshoot
-      t.max_seen = std::max(t.max_seen, t.inflight);
-      return absl::OkStatus();
-    }
-    ++t.paced_waits;
-  }
-  // Release the GIL before sleeping, and take it back only after t.mu is released (a thread
-  // holding the GIL may be waiting for t.mu).
-  BlockingRegion unlocked;
   std::unique_lock<std::mutex> l(t.mu);
-  // Re-checked on every completion, and periodically for guaranteed work ending.
-  while (t.inflight >= Limit()) t.cv.wait_for(l, std::chrono::milliseconds(1));
-  ++t.inflight;
-  t.max_seen = std::max(t.max_seen, t.inflight);
+  ++t.launches;
+  if (t.inflight_limit == 0) return absl::OkStatus();  // guaranteed: never paced
+  bool waited = false;
+  for (;;) {
+    t.Retire();
+    if (t.Inflight() < Limit()) break;
+    if (!waited) ++t.paced_waits;
+    waited = true;
+    std::shared_ptr<hal::Event> oldest =
+        t.inflight_events.empty() ? nullptr : t.inflight_events.front();
+    l.unlock();
+    {
+      // The GIL is released for the wait and taken back only after t.mu is released (a thread
+      // holding the GIL may be waiting for t.mu).
+      BlockingRegion unlocked;
+      if (oldest != nullptr) {
+        (void)t.backend->Synchronize(*oldest);  // errors: Retire drops it, the task reports it
+      } else {  // slots held by launches being made, or guaranteed work holding best-effort
+        std::unique_lock<std::mutex> w(t.mu);
+        t.cv.wait_for(w, std::chrono::milliseconds(1));
+      }
+    }
+    l.lock();
+  }
+  ++t.reserved;  // the slot is taken now, so concurrent tasks of the tenant cannot overshoot
+  t.max_seen = std::max(t.max_seen, t.Inflight());
   return absl::OkStatus();
 }
 
@@ -128,21 +148,24 @@ int64_t Scheduler::Gate::max_launch_flops() const {
 }
 
 void Scheduler::Gate::AfterLaunch(hal::Stream& stream, const absl::Status& launched) {
-  std::shared_ptr<TenantRt> t = tenant_;  // the callback may outlive the tenant's removal
-  if (t->inflight_limit == 0) return;
-  auto release = [t](const absl::Status&) {
-    {
-      std::lock_guard<std::mutex> l(t->mu);
-      --t->inflight;
+  TenantRt& t = *tenant_;
+  std::lock_guard<std::mutex> l(t.mu);
+  if (t.inflight_limit == 0) return;
+  --t.reserved;
+  if (launched.ok()) {
+    std::shared_ptr<hal::Event> ev;
+    if (!t.spare_events.empty()) {
+      ev = std::move(t.spare_events.back());
+      t.spare_events.pop_back();
+    } else if (auto e = t.backend->CreateEvent(stream.device().index, false); e.ok()) {
+      ev = std::move(*e);
     }
-    t->cv.notify_all();
-  };
-  if (!launched.ok()) {
-    release(launched);
-    return;
+    // Without an event the launch is not counted: pacing is best effort, the work is not.
+    if (ev != nullptr && t.backend->Record(*ev, stream).ok()) {
+      t.inflight_events.push_back(std::move(ev));
+    }
   }
-  absl::Status s = scheduler_->watcher_->RecordAndWatch(*scheduler_->backend_, stream, release);
-  if (!s.ok()) release(s);
+  t.cv.notify_all();
 }
 
 // ---- running ----

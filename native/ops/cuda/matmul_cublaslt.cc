@@ -142,7 +142,13 @@ absl::Status Matmul(hal::Stream& s, const MatmulProblem& p, Device device) {
                    "matmul: transb"));
 
   PGK_ASSIGN_OR_RETURN(MemoryPool * alloc, rt.pool(device));
-  PGK_ASSIGN_OR_RETURN(auto workspace, alloc->Allocate(kWorkspaceBytes, s));
+  // The workspace is the runtime's transient scratch, not the caller's data: it is not charged
+  // to the tenant's quota (a small quota would otherwise refuse every matmul).
+  std::shared_ptr<Buffer> workspace;
+  {
+    QuotaScope uncharged(nullptr);
+    PGK_ASSIGN_OR_RETURN(workspace, alloc->Allocate(kWorkspaceBytes, s));
+  }
   size_t ws_bytes = workspace->size();
   PGK_RETURN_IF_ERROR(CublasStatus(lt->cublasLtMatmulPreferenceCreate(&d.pref),
                                    "matmul: cublasLtMatmulPreferenceCreate"));
