@@ -176,7 +176,7 @@ absl::Status Run(int argc, char** argv) {
     }
   }
   for (std::thread& th : threads) th.join();
-  s->Drain();
+  PGK_RETURN_IF_ERROR(s->Drain());
   const double seconds = (Scheduler::Now() - start) / 1e9;
   for (const absl::Status& e : errors) PGK_RETURN_IF_ERROR(e);
 

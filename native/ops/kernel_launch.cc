@@ -1,8 +1,10 @@
 #include "ops/kernel_launch.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <numeric>
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
@@ -77,7 +79,11 @@ absl::StatusOr<ResidencyPin> Resident(std::initializer_list<const GPUArray*> arr
     // differs from the one the buffer came from): its memory must not be reused before then.
     Buffer& buf = *a->buffer();
     PGK_ASSIGN_OR_RETURN(hal::Stream * s, Runtime::Get().stream(a->device()));
-    if (s != buf.stream()) PGK_RETURN_IF_ERROR(buf.pool()->RecordStream(buf, *s));
+    if (s != buf.stream()) {
+      PGK_RETURN_IF_ERROR(buf.pool()->RecordStream(buf, *s));
+      // A page-in (the pin may just have done one) is ordered on the buffer's own stream only.
+      if (buf.evictable()) PGK_RETURN_IF_ERROR(StreamWaitStream(*s, *buf.stream()));
+    }
   }
   return pin;
 }
@@ -227,11 +233,20 @@ absl::Status LaunchMatmul(const MatmulProblem& problem, Device device, KeepAlive
   const LaunchGate* gate = LaunchGateScope::Current();
   const int64_t budget = gate != nullptr ? gate->max_launch_flops() : 0;
   const int64_t per_row = 2 * problem.batch * problem.n * problem.k;
+  const int64_t itemsize = ItemSize(problem.dtype);
   if (budget > 0 && per_row > 0 && problem.m > budget / per_row) {
     rows = std::max<int64_t>(1, budget / per_row);
-    if (rows >= 128) rows -= rows % 128;
+    // Block starts keep 256-byte alignment (what cuBLASLt assumes): a multiple of the rows
+    // after which both A's and C's offsets are; at least 128 rows when that many fit.
+    auto period = [&](int64_t row_elems) {
+      const int64_t bytes = std::abs(row_elems) * itemsize;
+      return bytes == 0 ? int64_t{1} : 256 / std::gcd(int64_t{256}, bytes);
+    };
+    const int64_t pa = period(problem.a_row), pc = period(problem.c_row);
+    int64_t align = pa / std::gcd(pa, pc) * pc;
+    if (rows >= 128) align = align / std::gcd(align, int64_t{128}) * 128;
+    rows = std::max(align, rows - rows % align);
   }
-  const int64_t itemsize = ItemSize(problem.dtype);
   for (int64_t r0 = 0; r0 < problem.m; r0 += rows) {
     MatmulProblem p = problem;
     p.m = std::min(rows, problem.m - r0);

@@ -34,6 +34,8 @@ class EventWatcher {
                               std::function<void(absl::Status)> done);
   /// Callbacks still to run.
   size_t watching() const;
+  /// The watcher thread's id (callbacks run on it).
+  std::thread::id thread_id() const { return thread_.get_id(); }
 
  private:
   struct Item {

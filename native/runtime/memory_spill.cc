@@ -97,7 +97,10 @@ bool MemoryPool::SpillOne(std::unique_lock<std::mutex>& lock, const MemoryQuota*
         continue;
       }
       if (quota != nullptr && b->quota_.get() != quota) continue;
-      const SpillOrder mine = b->quota_ ? b->quota_->spill_order() : SpillOrder::kNormal;
+      // Under a quota's own pressure, its buffers go in LRU order whatever its spill order.
+      const SpillOrder mine = quota != nullptr ? SpillOrder::kNormal
+                              : b->quota_      ? b->quota_->spill_order()
+                                               : SpillOrder::kNormal;
       if (mine != order) continue;
       // A reference keeps the buffer alive while it moves: its last owner may be a queued task
       // that drops it meanwhile (whose free must not wait for the move that waits for the task).

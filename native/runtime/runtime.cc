@@ -211,6 +211,19 @@ absl::StatusOr<hal::Stream*> Runtime::AcquireStream(Device d, int priority) {
   return pooled_streams_.back().get();
 }
 
+absl::Status StreamWaitStream(hal::Stream& waiter, hal::Stream& producer) {
+  if (&waiter == &producer) return absl::OkStatus();
+  if (!(waiter.device() == producer.device())) {
+    return ValueError(absl::StrCat("stream wait: streams on ", waiter.device().ToString(), " and ",
+                                   producer.device().ToString()));
+  }
+  PGK_ASSIGN_OR_RETURN(hal::Backend * b, Runtime::Get().backend(waiter.device().type));
+  PGK_ASSIGN_OR_RETURN(std::unique_ptr<hal::Event> ev,
+                       b->CreateEvent(waiter.device().index, /*timing=*/false));
+  PGK_RETURN_IF_ERROR(b->Record(*ev, producer));
+  return b->Wait(waiter, *ev);  // the event may die now: the wait keeps what it needs
+}
+
 void Runtime::ReleaseStream(hal::Stream* stream) {
   if (stream == nullptr) return;
   std::lock_guard<std::mutex> l(streams_mu_);

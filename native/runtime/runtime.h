@@ -125,6 +125,10 @@ class Runtime {
   std::unique_ptr<Dispatcher> dispatcher_;
 };
 
+/// Makes later work on `waiter` wait for the work queued on `producer` so far, without blocking
+/// the host (an event recorded on `producer`). Both streams are on one device.
+absl::Status StreamWaitStream(hal::Stream& waiter, hal::Stream& producer);
+
 /// Library version string.
 const char* Version();
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <utility>
 
@@ -66,9 +68,24 @@ Scheduler::Scheduler(SchedulerOptions options, Device device, int64_t capacity,
   for (int i = 0; i < options_.worker_threads; ++i) {
     workers_.emplace_back([this] { WorkerLoop(); });
   }
+  own_threads_ = {notifier_.get_id(), timer_.get_id(), watcher_->thread_id()};
+  for (const std::thread& w : workers_) own_threads_.push_back(w.get_id());
 }
 
-Scheduler::~Scheduler() { Shutdown(); }
+Scheduler::~Scheduler() {
+  if (OnOwnThread()) {
+    std::fprintf(stderr,
+                 "pygpukit: a Scheduler is being destroyed on one of its own threads (a task "
+                 "body or a callback dropped the last reference); it would wait for itself\n");
+    std::abort();
+  }
+  (void)Shutdown();
+}
+
+bool Scheduler::OnOwnThread() const {
+  const std::thread::id me = std::this_thread::get_id();
+  return std::find(own_threads_.begin(), own_threads_.end(), me) != own_threads_.end();
+}
 
 absl::Status Scheduler::AddTenant(const TenantOptions& o) {
   const std::string what = absl::StrCat("tenant '", o.name, "'");
@@ -107,10 +124,8 @@ absl::Status Scheduler::AddTenant(const TenantOptions& o) {
   std::lock_guard<std::mutex> l(mu_);
   if (stopping_) return RuntimeError(absl::StrCat(what, ": the scheduler is shut down"));
   PGK_RETURN_IF_ERROR(admission_.AddTenant(spec));  // validates the memory spec
-  const int64_t limit = o.qos == QosClass::kGuaranteed ? o.memory_request
-                        : o.memory_limit > 0           ? o.memory_limit
-                                                       : std::numeric_limits<int64_t>::max();
-  t->quota = std::make_shared<MemoryQuota>(o.name, limit);
+  // Guaranteed: the request; the others are set by UpdateQuotasLocked.
+  t->quota = std::make_shared<MemoryQuota>(o.name, o.memory_request);
   t->quota->set_spill_order(o.qos == QosClass::kGuaranteed   ? SpillOrder::kNever
                             : o.qos == QosClass::kBestEffort ? SpillOrder::kFirst
                                                              : SpillOrder::kNormal);
@@ -127,10 +142,29 @@ absl::Status Scheduler::AddTenant(const TenantOptions& o) {
   }
   t->stream_priority = t->streams.front()->priority();  // as clamped
   tenants_[o.name] = std::move(t);
+  UpdateQuotasLocked();
   return absl::OkStatus();
 }
 
+void Scheduler::UpdateQuotasLocked() {
+  // Reservations are real, not only bookkeeping: a tenant's quota never reaches into memory
+  // reserved by other tenants (its own request plus what nobody reserved, within its limit).
+  const int64_t unreserved = capacity_ - admission_.stats().reserved;
+  for (auto& [name, t] : tenants_) {
+    const TenantOptions& o = t->options;
+    if (o.qos == QosClass::kGuaranteed) continue;  // limit == request
+    int64_t limit = o.memory_request + unreserved;
+    if (o.memory_limit > 0) limit = std::min(limit, o.memory_limit);
+    t->quota->set_limit(std::max<int64_t>(limit, 0));
+  }
+}
+
 absl::Status Scheduler::RemoveTenant(const std::string& name) {
+  if (OnOwnThread()) {
+    return RuntimeError(absl::StrCat("remove_tenant '", name,
+                                     "': called from a task or a "
+                                     "callback of this scheduler (it may wait for itself)"));
+  }
   BlockingRegion unlocked;
   std::unique_lock<std::mutex> l(mu_);
   auto it = tenants_.find(name);
@@ -152,6 +186,7 @@ absl::Status Scheduler::RemoveTenant(const std::string& name) {
   PGK_RETURN_IF_ERROR(admission_.RemoveTenant(name));
   for (hal::Stream* s : it->second->streams) Runtime::Get().ReleaseStream(s);
   tenants_.erase(it);
+  UpdateQuotasLocked();
   return absl::OkStatus();
 }
 
@@ -185,13 +220,16 @@ absl::StatusOr<std::shared_ptr<Task>> Scheduler::SubmitImpl(const std::string& t
   const int64_t now = Now();
   auto task = std::make_shared<Task>(next_id_++, tenant, std::move(options), std::move(fn), now);
   task->inline_ = is_inline;
+  task->owner_ = this;
+  PGK_ASSIGN_OR_RETURN(task->origin_, Runtime::Get().stream(device_));
   TaskSpec spec;
   spec.id = task->id();
   spec.tenant = tenant;
   spec.memory = task->options().memory;
   spec.priority = task->options().priority;
   spec.deadline_ns = task->options().deadline_ns;
-  if (task->options().timeout_ns > 0) {
+  if (task->options().timeout_ns > 0 &&
+      task->options().timeout_ns < std::numeric_limits<int64_t>::max() - now) {  // else: none
     const int64_t by = now + task->options().timeout_ns;
     spec.deadline_ns = spec.deadline_ns > 0 ? std::min(spec.deadline_ns, by) : by;
   }
@@ -211,6 +249,7 @@ absl::StatusOr<std::shared_ptr<Task>> Scheduler::SubmitImpl(const std::string& t
 }
 
 bool Scheduler::Cancel(Task& task) {
+  if (task.owner_ != this) return false;  // another scheduler's task
   std::lock_guard<std::mutex> l(mu_);
   return CancelLocked(task);
 }
@@ -362,7 +401,12 @@ std::vector<AdmissionEvent> Scheduler::admission_trace() const {
   return admission_.recorded();
 }
 
-void Scheduler::Drain() {
+absl::Status Scheduler::Drain() {
+  if (OnOwnThread()) {
+    return RuntimeError(
+        "drain: called from a task or a callback of this scheduler (it would "
+        "wait for itself)");
+  }
   BlockingRegion unlocked;
   {
     std::unique_lock<std::mutex> l(mu_);
@@ -371,16 +415,22 @@ void Scheduler::Drain() {
   // Done callbacks (which complete futures) have run too when Drain returns.
   std::unique_lock<std::mutex> l(notify_mu_);
   notify_idle_cv_.wait(l, [&] { return notifications_.empty() && !notify_busy_; });
+  return absl::OkStatus();
 }
 
-void Scheduler::Shutdown() {
+absl::Status Scheduler::Shutdown() {
+  if (OnOwnThread()) {
+    return RuntimeError(
+        "shutdown: called from a task or a callback of this scheduler (it "
+        "would wait for itself)");
+  }
   // The GIL stays released throughout: the joins below wait for threads that may need it.
   BlockingRegion unlocked;
   {
     std::unique_lock<std::mutex> l(mu_);
     if (shutdown_started_) {  // another thread is shutting down, or has
       state_cv_.wait(l, [&] { return shutdown_done_; });
-      return;
+      return absl::OkStatus();
     }
     shutdown_started_ = true;
     stopping_ = true;
@@ -411,6 +461,7 @@ void Scheduler::Shutdown() {
   }
   shutdown_done_ = true;
   state_cv_.notify_all();
+  return absl::OkStatus();
 }
 
 namespace {

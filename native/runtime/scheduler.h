@@ -8,10 +8,11 @@
 // notifier runs transition listeners and done callbacks, in transition order, outside every
 // lock. A callable may block (its waits release the Python GIL through BlockingRegion).
 //
-// Ordering: a task's stream first waits for the work queued on the device's default stream
-// before the task started, so inputs made outside the scheduler are ready. A task's results are
-// ready once it is Completed; an inline task (Begin) also makes the default stream wait for
-// its work when it ends. Tasks that share arrays without a dependency race, as two streams do.
+// Ordering: a task's stream first waits for the work queued, before the task started, on the
+// stream current where it was submitted (the default stream, or an enclosing task's or
+// gp.Stream's), so its inputs are ready. A task's results are ready once it is Completed; an
+// inline task (Begin) also makes the thread's current stream wait for its work when it ends.
+// Tasks that share arrays without a dependency race, as two streams do.
 #pragma once
 
 #include <atomic>
@@ -132,6 +133,9 @@ class Task : public std::enable_shared_from_this<Task> {
   std::vector<std::function<void(const Task&)>> callbacks_;
   // Execution (scheduler-owned)
   hal::Stream* stream_ = nullptr;
+  hal::Stream* origin_ = nullptr;
+  const Scheduler* owner_ = nullptr;  // Cancel refuses tasks of other schedulers  // the
+                                      // submitter's stream: the task's work follows its work
   bool inline_ = false;
 };
 
@@ -144,7 +148,9 @@ class InlineTask {
   InlineTask& operator=(InlineTask&&) = delete;
   ~InlineTask();
   const std::shared_ptr<Task>& task() const { return task_; }
-  /// Ends the body: `body` is the outcome (non-OK fails the task). Idempotent.
+  /// Ends the body: `body` is the outcome (non-OK fails the task). Idempotent. Must be called
+  /// on the thread that began it, innermost block first; otherwise the task still ends (failed)
+  /// but the thread's scopes cannot be restored, and a RuntimeError says so.
   absl::Status End(absl::Status body = absl::OkStatus());
 
  private:
@@ -154,6 +160,7 @@ class InlineTask {
   Scheduler* scheduler_ = nullptr;
   std::shared_ptr<Task> task_;
   std::unique_ptr<Scopes> scopes_;
+  std::thread::id owner_ = std::this_thread::get_id();  // scopes are this thread's
 };
 
 /// Latency percentiles over a tenant's recent tasks, in microseconds.
@@ -205,7 +212,8 @@ struct SchedulerOptions {
 class Scheduler {
  public:
   static absl::StatusOr<std::unique_ptr<Scheduler>> Create(SchedulerOptions options = {});
-  /// Shutdown(), then frees everything.
+  /// Shutdown(), then frees everything. Never from the scheduler's own threads (that aborts
+  /// with a message, as it would wait for itself).
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -242,11 +250,15 @@ class Scheduler {
   SchedulerStats stats() const;
 
   /// Waits until no task is pending, admitted or running and their done callbacks have run
-  /// (GIL released).
-  void Drain();
+  /// (GIL released). A RuntimeError on the scheduler's own threads (a task body or a callback
+  /// would wait for itself).
+  absl::Status Drain();
   /// Stops accepting tasks, cancels pending and admitted ones, waits for running ones, joins
-  /// the threads. Idempotent.
-  void Shutdown();
+  /// the threads. Idempotent. A RuntimeError on the scheduler's own threads.
+  absl::Status Shutdown();
+  /// True on the scheduler's worker, timer, watcher and notifier threads (task bodies and
+  /// callbacks run there). The scheduler must not be destroyed on them.
+  bool OnOwnThread() const;
 
   // Internal (scheduler_internal.h).
   struct TenantRt;
@@ -277,6 +289,7 @@ class Scheduler {
   void TimerLoop();  // expires deadlines, even while every worker is busy
   void TickLocked();
   bool CancelLocked(Task& task);
+  void UpdateQuotasLocked();  // non-guaranteed quotas: request + unreserved, within the limit
 
   const SchedulerOptions options_;
   const Device device_;
@@ -312,6 +325,7 @@ class Scheduler {
   std::vector<std::thread> workers_;
   std::thread notifier_;
   std::thread timer_;
+  std::vector<std::thread::id> own_threads_;  // fixed after construction
 };
 
 }  // namespace pygpukit

@@ -13,14 +13,6 @@
 namespace pygpukit {
 namespace {
 
-// Later work on `waiter` waits for the work queued on `producer` so far (no host blocking).
-absl::Status OrderAfter(hal::Backend& b, hal::Stream& waiter, hal::Stream& producer) {
-  if (&waiter == &producer) return absl::OkStatus();
-  PGK_ASSIGN_OR_RETURN(std::unique_ptr<hal::Event> ev, b.CreateEvent(waiter.device().index, false));
-  PGK_RETURN_IF_ERROR(b.Record(*ev, producer));
-  return b.Wait(waiter, *ev);  // the event may die now: the wait keeps what it needs
-}
-
 void PushWindow(std::deque<int64_t>& w, int64_t v, size_t cap) {
   w.push_back(v);
   while (w.size() > cap) w.pop_front();
@@ -207,8 +199,7 @@ void Scheduler::RunTask(const std::shared_ptr<Task>& task,
                         const std::shared_ptr<TenantRt>& tenant) {
   absl::Status body;
   {
-    auto dflt = Runtime::Get().default_stream(device_);
-    body = dflt.ok() ? OrderAfter(*backend_, *task->stream_, **dflt) : dflt.status();
+    body = StreamWaitStream(*task->stream_, *task->origin_);
     if (body.ok()) {
       InlineTask::Scopes scopes(this, tenant, task->stream_);
       body = task->fn_();
@@ -280,8 +271,7 @@ absl::StatusOr<InlineTask> Scheduler::Begin(const std::string& tenant, TaskOptio
     task->fn_ = nullptr;
     PGK_ASSIGN_OR_RETURN(t, StartLocked(*task));
   }
-  auto dflt = Runtime::Get().default_stream(device_);
-  absl::Status order = dflt.ok() ? OrderAfter(*backend_, *task->stream_, **dflt) : dflt.status();
+  absl::Status order = StreamWaitStream(*task->stream_, *task->origin_);
   if (!order.ok()) {
     FinishBody(task, order);
     return order;
@@ -300,12 +290,28 @@ InlineTask::~InlineTask() { (void)End(); }
 absl::Status InlineTask::End(absl::Status body) {
   if (task_ == nullptr) return absl::OkStatus();
   std::shared_ptr<Task> task = std::move(task_);
+  // The scopes restore this thread's previous ones: only valid on the owner thread, innermost
+  // first. Otherwise they are left in place (a leak, never a dangling pointer) and the task
+  // fails with the reason.
+  absl::Status misuse;
+  if (std::this_thread::get_id() != owner_) {
+    misuse = RuntimeError(
+        absl::StrCat("task ", task->id(), ": a task block must end on the thread that began it"));
+  } else if (LaunchGateScope::Current() != &scopes_->gate ||
+             StreamScope::Current() != task->stream_) {
+    misuse = RuntimeError(
+        absl::StrCat("task ", task->id(), ": task blocks on a thread must end innermost first"));
+  }
+  if (!misuse.ok()) {
+    (void)scopes_.release();  // NOLINT: deliberately leaked, see above
+    scheduler_->FinishBody(task, misuse);
+    return misuse;
+  }
   scopes_.reset();
-  // Work queued after the block on the default stream sees the block's results.
-  Runtime& rt = Runtime::Get();
-  auto dflt = rt.default_stream(scheduler_->device_);
+  // Work queued after the block on the thread's stream (restored now) sees its results.
+  auto current = Runtime::Get().stream(scheduler_->device_);
   absl::Status order =
-      dflt.ok() ? OrderAfter(*scheduler_->backend_, **dflt, *task->stream_) : dflt.status();
+      current.ok() ? StreamWaitStream(**current, *task->stream_) : current.status();
   scheduler_->FinishBody(task, body.ok() ? order : body);
   return order;
 }

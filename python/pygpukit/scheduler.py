@@ -57,9 +57,9 @@ class TaskFuture(_cf.Future):
     `id`, `tenant`, `state` and `history` describe the task; `cancel()` cancels a pending or
     admitted task and asks a running one to stop (`cancel_requested`)."""
 
-    def __init__(self, scheduler, handle):
+    def __init__(self, core, handle):
         super().__init__()
-        self._scheduler = scheduler
+        self._core = core
         self._handle = handle
 
     @property
@@ -88,7 +88,7 @@ class TaskFuture(_cf.Future):
         return self._handle.state == "running"
 
     def cancel(self):
-        if self._scheduler._core.cancel(self._handle):
+        if self._core.cancel(self._handle):
             self._handle.wait()  # the cancellation is final: the future follows it now
             return super().cancel()
         return super().cancelled()
@@ -111,13 +111,30 @@ class _TaskBlock:
         self.task = None
 
     def __enter__(self):
+        try:
+            _asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:  # a block's scopes are per thread: coroutines interleaving on it would mix them
+            raise RuntimeError(
+                "Scheduler.task: a task block cannot be used in a coroutine (blocks of "
+                "interleaved coroutines would share this thread's stream and quota, and "
+                "waiting for admission would block the event loop); use "
+                "`await sched.submit(tenant, fn)` instead"
+            )
         self._inline = self._scheduler._core.begin(self._tenant, **self._kwargs)
         self.task = self._inline.task
         return self
 
     def __exit__(self, exc_type, exc, tb):
-        self._inline.end(None if exc_type is None else f"{exc_type.__name__}: {exc}")
-        self._inline = None
+        inline, self._inline = self._inline, None
+        error = None
+        if exc_type is not None:
+            try:
+                error = f"{exc_type.__name__}: {exc}"
+            except Exception:  # noqa: BLE001 - a failing __str__ must not keep the task open
+                error = exc_type.__name__
+        inline.end(error)
         return False
 
     @property
@@ -275,7 +292,7 @@ class Scheduler:
             name or getattr(fn, "__name__", ""), memory, priority, deadline, timeout, depends_on
         )
         handle = self._core.submit(tenant, body, **opts)
-        fut = TaskFuture(self, handle)
+        fut = TaskFuture(self._core, handle)
         handle.add_done_callback(_functools.partial(_settle, fut, result_box))
         return fut
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -38,7 +39,9 @@ std::string Describe(pyb::error_already_set& e) {
                       std::string(pyb::str(e.value())));
 }
 
-// Runs a Python callable as a task body on a worker thread.
+// Runs a Python callable as a task body on a worker thread. Nothing may escape: the thread is
+// the scheduler's, and describing the exception can raise again (a failing __str__, imports
+// during interpreter shutdown).
 TaskFn PyTaskFn(PyRef fn) {
   return [fn]() -> absl::Status {
     pyb::gil_scoped_acquire gil;
@@ -46,12 +49,20 @@ TaskFn PyTaskFn(PyRef fn) {
       (*fn)();
       return absl::OkStatus();
     } catch (pyb::error_already_set& e) {
-      pyb::module_ futures = pyb::module_::import("concurrent.futures");
-      pyb::module_ aio = pyb::module_::import("asyncio");
-      if (e.matches(futures.attr("CancelledError")) || e.matches(aio.attr("CancelledError"))) {
-        return absl::CancelledError(absl::StrCat("the task cancelled itself: ", Describe(e)));
+      try {
+        pyb::module_ futures = pyb::module_::import("concurrent.futures");
+        pyb::module_ aio = pyb::module_::import("asyncio");
+        if (e.matches(futures.attr("CancelledError")) || e.matches(aio.attr("CancelledError"))) {
+          return absl::CancelledError(absl::StrCat("the task cancelled itself: ", Describe(e)));
+        }
+        return RuntimeError(absl::StrCat("the task raised ", Describe(e)));
+      } catch (...) {
+        PyErr_Clear();
+        return RuntimeError("the task raised an exception that could not be described");
       }
-      return RuntimeError(absl::StrCat("the task raised ", Describe(e)));
+    } catch (...) {
+      PyErr_Clear();
+      return RuntimeError("the task raised a C++ exception");
     }
   };
 }
@@ -135,8 +146,8 @@ QosClass ToQos(const std::string& text) {
 int64_t Nanos(const pyb::object& seconds, const char* what) {
   if (seconds.is_none()) return 0;
   double s = seconds.cast<double>();
-  if (!(s >= 0)) throw pyb::value_error(absl::StrCat("submit: ", what, " must be >= 0"));
-  return static_cast<int64_t>(s * 1e9);
+  if (!(s >= 0)) throw pyb::value_error(absl::StrCat(what, " must be >= 0, not ", s));
+  return s >= 9e9 ? int64_t{9'000'000'000'000'000'000} : static_cast<int64_t>(s * 1e9);
 }
 
 TaskOptions ToTaskOptions(const std::string& name, int64_t memory, int priority,
@@ -244,7 +255,16 @@ void BindScheduler(pyb::module_& m) {
              o.best_effort_slice_flops = best_effort_slice_flops;
              o.record_admission = record_admission;
              o.history_capacity = history_capacity;
-             return std::shared_ptr<Scheduler>(Unwrap(Scheduler::Create(o)));
+             // The last reference may go on one of the scheduler's own threads (a task or a
+             // done callback held it): tear it down on a thread of its own then.
+             return std::shared_ptr<Scheduler>(Unwrap(Scheduler::Create(o)).release(),
+                                               [](Scheduler* s) {
+                                                 if (s->OnOwnThread()) {
+                                                   std::thread([s] { delete s; }).detach();
+                                                 } else {
+                                                   delete s;
+                                                 }
+                                               });
            }),
            pyb::arg("device") = pyb::none(), pyb::arg("workers") = 4,
            pyb::arg("memory_capacity") = 0, pyb::arg("inflight_budget") = 32,
@@ -342,8 +362,8 @@ void BindScheduler(pyb::module_& m) {
              return out;
            })
       .def("stats", [](const Scheduler& sch) { return StatsDict(sch.stats()); })
-      .def("drain", &Scheduler::Drain)
-      .def("shutdown", &Scheduler::Shutdown)
+      .def("drain", [](Scheduler& sch) { Check(sch.Drain()); })
+      .def("shutdown", [](Scheduler& sch) { Check(sch.Shutdown()); })
       .def_static("now_ns", &Scheduler::Now);
 }
 

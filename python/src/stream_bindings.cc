@@ -48,13 +48,23 @@ clamped to the device's range). Inside `with s:` work on s's device goes to s.
           "synchronize",
           [](PyStream& s) { Check(WithoutGil([&] { return s.backend->Synchronize(*s.stream); })); },
           "Blocks (without holding the GIL) until the work queued on the stream has finished.")
+      .def(
+          "wait_stream",
+          [](PyStream& s, PyStream& other) { Check(StreamWaitStream(*s.stream, *other.stream)); },
+          pyb::arg("other"),
+          "Later work on this stream waits for the work queued on `other` so far (no host "
+          "blocking).")
       .def("__enter__",
            [](pyb::object self) {
              stream_scopes.push_back(std::make_unique<StreamScope>(self.cast<PyStream&>().stream));
              return self;
            })
-      .def("__exit__", [](PyStream&, const pyb::args&) {
-        if (!stream_scopes.empty()) stream_scopes.pop_back();
+      .def("__exit__", [](PyStream& s, const pyb::args&) {
+        if (stream_scopes.empty() || StreamScope::Current() != s.stream) {
+          throw pyb::value_error(
+              "Stream.__exit__: not the innermost `with stream` block of this thread");
+        }
+        stream_scopes.pop_back();
         return false;
       });
   m.def(

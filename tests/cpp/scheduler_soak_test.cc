@@ -331,7 +331,7 @@ void RunSoak(QosClass churn_qos) {
   stop = true;
   churn_thread.join();
   monitor_thread.join();
-  s->Drain();
+  EXPECT_OK(s->Drain());
 
   // ---- every task finished, in a state its kind allows ----
   std::map<TaskState, int64_t> by_state;
@@ -468,7 +468,7 @@ void RunSoak(QosClass churn_qos) {
   EXPECT_TRUE(replayed == decisions);
 
   // ---- histories are legal chains, and the listener saw them in the same order ----
-  s->Shutdown();  // delivers every notification
+  EXPECT_OK(s->Shutdown());  // delivers every notification
   std::map<uint64_t, std::vector<TransitionRecord>> seen;
   for (const TransitionRecord& t : rec.all()) seen[t.task].push_back(t);
   auto check_history = [&](const Task& task) {

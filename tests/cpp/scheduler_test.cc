@@ -271,7 +271,7 @@ TEST(Scheduler, DoneCallbacksRunAfterTheListenersOnTheNotifierThread) {
   EXPECT_EQ(calls.load(), 1);
   EXPECT_EQ(listener_records_then.load(), 3u) << "the terminal transition was announced first";
   EXPECT_NE(ran_on, std::this_thread::get_id());
-  s->Shutdown();
+  EXPECT_OK(s->Shutdown());
   EXPECT_EQ(calls.load(), 1);
 }
 
@@ -365,7 +365,7 @@ TEST(Scheduler, QuotaLimitsAllocationsInsideTasks) {
   ExpectError(big->status(), ErrorType::kMemory, "exceeds the whole quota 'g'");
   EXPECT_EQ(big->history().back().reason, big->status().message());
   EXPECT_EQ(fits->state(), TaskState::kCompleted) << fits->status();
-  s->Drain();
+  EXPECT_OK(s->Drain());
   EXPECT_EQ(TenantOf(*s, "g").memory_used, 0);
   EXPECT_EQ(TenantOf(*s, "g").admission.failed, 1);
   EXPECT_EQ(TenantOf(*s, "g").admission.completed, 1);
@@ -483,7 +483,7 @@ TEST(Scheduler, InlineTaskOutcomes) {
   late.deadline_ns = 1;
   ExpectError(s->Begin("t", late).status(), ErrorType::kRuntime,
               "deadline already passed at submission");
-  s->Drain();
+  EXPECT_OK(s->Drain());
   SchedulerStats st = s->stats();
   EXPECT_EQ(st.admission.rejected, 2);
   EXPECT_EQ(st.admission.failed, 1);
@@ -593,7 +593,7 @@ TEST(Scheduler, AFailingTaskFailsAloneAndReturnsItsReservation) {
     for (int j = 0; j < 64; ++j) want[j] = 2 * inputs[i].host[j];
     ExpectNear(y, want, 0);
   }
-  s->Drain();
+  EXPECT_OK(s->Drain());
   SchedulerStats st = s->stats();
   EXPECT_EQ(TenantOf(st, "a").admission.failed, 2);
   EXPECT_EQ(TenantOf(st, "b").admission.completed, 8);
@@ -614,7 +614,7 @@ TEST(Scheduler, CancelledErrorFromTheCallableCancelsTheTask) {
   EXPECT_EQ(task->state(), TaskState::kCancelled);
   EXPECT_EQ(task->status(), absl::CancelledError("gave up"));
   EXPECT_EQ(States(task->history()), "pending,admitted,running,cancelled");
-  s->Drain();
+  EXPECT_OK(s->Drain());
   EXPECT_EQ(s->stats().admission.cancelled, 1);
   EXPECT_EQ(s->stats().admission.failed, 0);
 }
@@ -674,13 +674,13 @@ TEST(Scheduler, CancelPendingAdmittedRunningAndFinishedTasks) {
   EXPECT_EQ(pending2->state(), TaskState::kCompleted);
   EXPECT_EQ(admitted2->state(), TaskState::kCompleted);
   EXPECT_FALSE(s->Cancel(*running));
-  s->Drain();
+  EXPECT_OK(s->Drain());
   EXPECT_EQ(ran.load(), 2) << "the cancelled callables never ran";
   st = s->stats();
   EXPECT_EQ(st.admission.cancelled, 2);
   EXPECT_EQ(st.admission.completed, 3);
   EXPECT_EQ(st.admission.pending + st.admission.active + st.ready + st.running, 0);
-  s->Shutdown();  // every notification delivered
+  EXPECT_OK(s->Shutdown());  // every notification delivered
   EXPECT_EQ(States(rec.of(admitted->id())), "admitted,cancelled");
   EXPECT_EQ(States(rec.of(pending->id())), "cancelled");
 }
@@ -759,7 +759,7 @@ TEST(Scheduler, TimeoutsRejectPendingTasks) {
   blocker.Release();
   ASSERT_TRUE(patient->Wait(kLongWaitNs));
   EXPECT_EQ(patient->state(), TaskState::kCompleted);
-  s->Drain();
+  EXPECT_OK(s->Drain());
   EXPECT_EQ(s->stats().admission.rejected, 3);
 }
 
@@ -799,7 +799,7 @@ TEST(Scheduler, SubmitValidatesAndRejectsWhatCanNeverFit) {
   ASSERT_OK_AND_ASSIGN(auto orphan, s->Submit("b", ok, unknown));
   EXPECT_EQ(orphan->state(), TaskState::kRejected);
   ExpectError(orphan->status(), ErrorType::kRuntime, "unknown dependency 987654");
-  s->Drain();
+  EXPECT_OK(s->Drain());
   EXPECT_FALSE(ran.load());
   EXPECT_EQ(s->stats().admission.rejected, 2);
 }
@@ -915,7 +915,7 @@ TEST(Scheduler, PacingBoundsKernelsInFlightOfBestEffortTenants) {
     ASSERT_OK_AND_ASSIGN(auto got, ToVector<double>(v));
     ExpectNear(got, want, 0, "inline");
   }
-  s->Drain();
+  EXPECT_OK(s->Drain());
   ASSERT_TRUE(WaitUntil([&] { return TenantOf(*s, "be").inflight == 0; }))
       << "every paced kernel's completion is observed";
   TenantStats t = TenantOf(*s, "be");
@@ -1010,7 +1010,7 @@ TEST(Scheduler, BestEffortIsThrottledWhileGuaranteedWorkRuns) {
   EXPECT_EQ(TenantOf(*s, "be").max_inflight_seen, 1);
   blocker.Release();
   ASSERT_TRUE(g->Wait(kLongWaitNs));
-  s->Drain();
+  EXPECT_OK(s->Drain());
   EXPECT_EQ(s->stats().guaranteed_running, 0);
   ASSERT_OK_AND_ASSIGN(auto got, ToVector<double>(slot->Get()));
   std::vector<double> want(512);
@@ -1120,7 +1120,7 @@ TEST(Scheduler, ShutdownCancelsWaitingTasksWaitsForRunningOnesAndIsIdempotent) {
     ASSERT_OK_AND_ASSIGN(auto t, s->Submit("one", [] { return absl::OkStatus(); }));
     waiting.push_back(t);
   }
-  Async stopper([&] { s->Shutdown(); });
+  Async stopper([&] { EXPECT_OK(s->Shutdown()); });
   for (auto& t : waiting) {
     ASSERT_TRUE(t->Wait(kLongWaitNs));
     EXPECT_EQ(t->state(), TaskState::kCancelled);
@@ -1135,8 +1135,8 @@ TEST(Scheduler, ShutdownCancelsWaitingTasksWaitsForRunningOnesAndIsIdempotent) {
   stopper.Join();
   EXPECT_EQ(running->state(), TaskState::kCompleted);
   EXPECT_FALSE(running->cancel_requested()) << "Shutdown lets running tasks finish";
-  s->Shutdown();  // idempotent
-  s->Drain();     // nothing live
+  EXPECT_OK(s->Shutdown());  // idempotent
+  EXPECT_OK(s->Drain());     // nothing live
   SchedulerStats st = s->stats();
   EXPECT_EQ(st.admission.cancelled, 3);
   EXPECT_EQ(st.admission.completed, 1);
@@ -1187,7 +1187,7 @@ TEST(Scheduler, NoLeaksAfterDrainAndTheDecisionsReplay) {
     ASSERT_OK_AND_ASSIGN(GPUArray v, ops::Add(x.array, x.array));
     ASSERT_OK(it.End());
   }
-  s->Drain();
+  EXPECT_OK(s->Drain());
   std::map<TaskState, int> by_state;
   for (size_t i = 0; i < tasks.size(); ++i) {
     ASSERT_TRUE(tasks[i]->done()) << i;
@@ -1251,7 +1251,7 @@ TEST(Scheduler, WithoutRecordingThereAreNoDecisionsOrTrace) {
   ASSERT_OK(s->AddTenant(Tenant("t", QosClass::kBurstable)));
   ASSERT_OK_AND_ASSIGN(auto t, s->Submit("t", [] { return absl::OkStatus(); }));
   ASSERT_TRUE(t->Wait(kLongWaitNs));
-  s->Drain();
+  EXPECT_OK(s->Drain());
   EXPECT_TRUE(s->decisions().empty());
   EXPECT_TRUE(s->admission_trace().empty());
 }
@@ -1267,7 +1267,7 @@ TEST(Scheduler, HistoryIsBounded) {
     ASSERT_OK_AND_ASSIGN(last, s->Submit("t", [] { return absl::OkStatus(); }));
     ASSERT_TRUE(last->Wait(kLongWaitNs));
   }
-  s->Drain();
+  EXPECT_OK(s->Drain());
   std::vector<TransitionRecord> h = s->history();
   ASSERT_EQ(h.size(), 10u);
   EXPECT_EQ(h.back().task, last->id());
@@ -1311,7 +1311,7 @@ TEST(Scheduler, ShutdownAndRemoveTenantNeverStartATaskThatWasWaiting) {
         if (remove) {
           EXPECT_OK(s->RemoveTenant("a"));
         } else {
-          s->Shutdown();
+          EXPECT_OK(s->Shutdown());
         }
       });
       ASSERT_TRUE(behind->Wait(kLongWaitNs));
