@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/cpu/cpu_backend.h"
+#include "ops/array.h"
 #include "runtime/scheduler.h"
 #include "test_util.h"
 
@@ -29,6 +30,21 @@ using namespace std::chrono_literals;  // NOLINT
 inline constexpr auto kLongWait = 60s;
 inline constexpr int64_t kLongWaitNs = 60'000'000'000;
 inline constexpr int64_t kKiB = 1024, kMiB = 1 << 20;
+
+// A result slot a task fills (read by the submitting thread after the task ends).
+struct Slot {
+  std::mutex mu;
+  GPUArray value;
+  void Set(GPUArray a) {
+    std::lock_guard<std::mutex> l(mu);
+    value = std::move(a);
+  }
+  GPUArray Get() {
+    std::lock_guard<std::mutex> l(mu);
+    return value;
+  }
+  void Clear() { Set(GPUArray()); }
+};
 
 /// A one-shot event.
 class Flag {

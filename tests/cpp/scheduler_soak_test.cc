@@ -59,20 +59,6 @@ const char* KindName(Kind k) {
   return "?";
 }
 
-// A result slot a task fills (the submitting thread reads it only after the end).
-struct Slot {
-  std::mutex mu;
-  GPUArray value;
-  void Set(GPUArray a) {
-    std::lock_guard<std::mutex> l(mu);
-    value = std::move(a);
-  }
-  GPUArray Get() {
-    std::lock_guard<std::mutex> l(mu);
-    return value;
-  }
-};
-
 struct Record {
   Kind kind = Kind::kCompute;
   std::string tenant;

@@ -68,21 +68,6 @@ Data RandomArray(std::vector<int64_t> shape, uint32_t seed) {
   return d;
 }
 
-// A result slot a task fills.
-struct Slot {
-  std::mutex mu;
-  GPUArray value;
-  void Set(GPUArray a) {
-    std::lock_guard<std::mutex> l(mu);
-    value = std::move(a);
-  }
-  GPUArray Get() {
-    std::lock_guard<std::mutex> l(mu);
-    return value;
-  }
-  void Clear() { Set(GPUArray()); }
-};
-
 // ---- construction and tenants ----
 
 TEST(Scheduler, CreateValidatesOptions) {
