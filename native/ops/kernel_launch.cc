@@ -242,7 +242,8 @@ absl::Status LaunchMatmul(const MatmulProblem& problem, Device device, KeepAlive
       const int64_t bytes = std::abs(row_elems) * itemsize;
       return bytes == 0 ? int64_t{1} : 256 / std::gcd(int64_t{256}, bytes);
     };
-    const int64_t pa = period(problem.a_row), pc = period(problem.c_row);
+    const int64_t pa = period(problem.a_row),
+                  pc = period(problem.c_row * ItemSize(problem.epilogue.out) / itemsize);
     int64_t align = pa / std::gcd(pa, pc) * pc;
     if (rows >= 128) align = align / std::gcd(align, int64_t{128}) * 128;
     rows = std::max(align, rows - rows % align);
@@ -251,7 +252,11 @@ absl::Status LaunchMatmul(const MatmulProblem& problem, Device device, KeepAlive
     MatmulProblem p = problem;
     p.m = std::min(rows, problem.m - r0);
     p.a = static_cast<const char*>(problem.a) + r0 * problem.a_row * itemsize;
-    p.c = static_cast<char*>(problem.c) + r0 * problem.c_row * itemsize;
+    p.c = static_cast<char*>(problem.c) + r0 * problem.c_row * ItemSize(problem.epilogue.out);
+    if (problem.epilogue.addend != nullptr) {
+      p.epilogue.addend = static_cast<const char*>(problem.epilogue.addend) +
+                          r0 * problem.epilogue.addend_row * ItemSize(problem.epilogue.out);
+    }
     if (device.is_cpu()) {
       PGK_RETURN_IF_ERROR(cpu_kernels::Matmul(*s, p, keep));
     } else {
@@ -259,6 +264,43 @@ absl::Status LaunchMatmul(const MatmulProblem& problem, Device device, KeepAlive
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status LaunchGemmEpilogue(const MatmulProblem& problem, const GPUArray& src) {
+  if (src.device().is_cpu()) {
+    return RuntimeError("gemm: the unfused epilogue runs on CUDA devices only");
+  }
+  PGK_ASSIGN_OR_RETURN(hal::Stream * s, Runtime::Get().stream(src.device()));
+  return cuda_kernels::GemmEpilogueApply(*s, problem, src.data(), src.dtype());
+}
+
+kernels::GemmParams GemmParamsOf(const MatmulProblem& p) {
+  kernels::GemmParams g{};
+  g.m = p.m;
+  g.n = p.n;
+  g.k = p.k;
+  g.batch = p.batch;
+  g.a = p.a;
+  g.a_batch = p.a_batch;
+  g.a_row = p.a_row;
+  g.a_col = p.a_col;
+  g.b = p.b;
+  g.b_batch = p.b_batch;
+  g.b_row = p.b_row;
+  g.b_col = p.b_col;
+  g.d = p.c;
+  g.d_batch = p.c_batch;
+  g.d_row = p.c_row;
+  g.c = p.epilogue.addend;
+  g.c_batch = p.epilogue.addend_batch;
+  g.c_row = p.epilogue.addend_row;
+  g.c_col = p.epilogue.addend_col;
+  g.bias = p.epilogue.bias;
+  g.bias_batch = p.epilogue.bias_batch;
+  g.alpha = p.epilogue.alpha;
+  g.beta = p.epilogue.addend != nullptr ? p.epilogue.beta : 0.0;
+  g.activation = p.epilogue.activation;
+  return g;
 }
 
 }  // namespace pygpukit::ops

@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "core/hal/backend.h"
 #include "ops/array.h"
+#include "ops/kernels/gemm_params.h"
 #include "ops/kernels/params.h"
 #include "ops/ops.h"
 
@@ -18,8 +19,25 @@ namespace pygpukit::ops {
 /// Elementwise one-operand ops with a kernel of their own.
 enum class UnaryOp { kNegative };
 
-/// One (batched) matrix product C = A @ B. Element (b, i, j) of X lives at
-/// x + b * x_batch + i * x_row + j * x_col (element strides); all operands share `dtype`.
+/// Epilogue of a MatmulProblem: out = act(alpha * acc + beta * addend + bias), in `out` dtype.
+struct MatmulEpilogue {
+  DType out;  // dtype of the output, the addend and the bias
+  double alpha = 1.0, beta = 0.0;
+  const void* addend = nullptr;  // read only when beta != 0
+  int64_t addend_batch = 0, addend_row = 0, addend_col = 0;
+  const void* bias = nullptr;  // n values per batch (bias_batch apart), or null
+  int64_t bias_batch = 0;
+  kernels::GemmActivation activation = kernels::kActNone;
+  /// True when the epilogue only stores the product, possibly in a wider dtype (what
+  /// cuBLASLt serves).
+  bool trivial() const {
+    return alpha == 1.0 && beta == 0.0 && bias == nullptr && activation == kernels::kActNone;
+  }
+};
+
+/// One (batched) matrix product C = epilogue(A @ B). Element (b, i, j) of X lives at
+/// x + b * x_batch + i * x_row + j * x_col (element strides); A and B share `dtype`, C has the
+/// epilogue's dtype.
 struct MatmulProblem {
   DType dtype;
   int64_t batch, m, n, k;
@@ -30,7 +48,11 @@ struct MatmulProblem {
   void* c;
   int64_t c_batch, c_row, c_col;
   MatmulOptions options;
+  MatmulEpilogue epilogue;
 };
+
+/// The kernel parameter block of a problem (tile fields left zero).
+kernels::GemmParams GemmParamsOf(const MatmulProblem& p);
 
 /// Buffers a queued CPU task must keep alive until it has run.
 using KeepAlive = std::vector<std::shared_ptr<Buffer>>;
@@ -49,6 +71,9 @@ absl::Status LaunchBinary(BinaryOp op, const GPUArray& out, const GPUArray* a, c
 /// out = op(a); a shares out's dtype and shape (possibly with other strides).
 absl::Status LaunchUnary(UnaryOp op, const GPUArray& out, const GPUArray& a);
 absl::Status LaunchMatmul(const MatmulProblem& problem, Device device, KeepAlive keep);
+/// problem's output = its epilogue applied to `src`, a plain product (float32 / float64) laid
+/// out like the output. CUDA only: the CPU backend always fuses.
+absl::Status LaunchGemmEpilogue(const MatmulProblem& problem, const GPUArray& src);
 
 /// Holds the arrays' buffers resident (paging spilled ones back in) while the caller reads
 /// their device addresses and enqueues work on them.
@@ -81,8 +106,17 @@ absl::Status Fill(hal::Stream& s, int itemsize, const kernels::ElementwiseParams
 absl::Status Arange(hal::Stream& s, DType dtype, const kernels::ArangeParams& p);
 absl::Status Binary(hal::Stream& s, BinaryOp op, DType dtype, const kernels::ElementwiseParams& p);
 absl::Status Unary(hal::Stream& s, UnaryOp op, DType dtype, const kernels::ElementwiseParams& p);
-/// cuBLASLt-backed matmul; dtypes float16/bfloat16/float32/float64/complex64/complex128.
+/// Matmul on a CUDA device: selects a kernel family (ops/gemm_select.h) and launches it.
+/// UnimplementedError when the selection cannot fuse the requested epilogue (the op layer then
+/// runs the product and the epilogue separately).
 absl::Status Matmul(hal::Stream& s, const MatmulProblem& p, Device device);
+/// cuBLASLt-backed plain matmul; dtypes float16/bfloat16/float32/float64/complex64/complex128,
+/// output in the input dtype or float32 for 16-bit inputs.
+absl::Status MatmulCublasLt(hal::Stream& s, const MatmulProblem& p, Device device);
+/// out = epilogue(src) elementwise, where src (float32, or float64 for float64 outputs) holds a
+/// plain product laid out like out (for the unfused epilogue path).
+absl::Status GemmEpilogueApply(hal::Stream& s, const MatmulProblem& p, const void* src,
+                               DType src_dtype);
 }  // namespace cuda_kernels
 
 /// Name of a binary op for messages and kernel symbols ("add", ...).

@@ -1,6 +1,11 @@
-// matmul: NumPy / Array API semantics (1-D operands promoted then squeezed, batch dims
-// broadcast) over a backend GEMM. Operands are flattened to one batch stride when their layout
-// allows; otherwise they are copied, as they are when the CUDA backend needs a unit stride.
+// matmul, gemm and linear: NumPy / Array API semantics (1-D operands promoted then squeezed,
+// batch dims broadcast) over a backend GEMM with an optional fused epilogue. Operands are
+// flattened to one batch stride when their layout allows; otherwise they are copied, as they are
+// when the CUDA backend needs a unit stride. An epilogue the selected CUDA kernel cannot fuse
+// runs as a second launch over a float32 (float64) product.
+#include <cmath>
+#include <optional>
+
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "ops/kernel_launch.h"
@@ -62,103 +67,297 @@ absl::StatusOr<Mat> Prepare(GPUArray a, int nbatch, bool need_blas_layout) {
   return m;
 }
 
-}  // namespace
+std::string DTypesOf(const GPUArray& a, const GPUArray& b) {
+  return a.dtype() == b.dtype()
+             ? absl::StrCat("dtype ", DTypeName(a.dtype()))
+             : absl::StrCat("dtypes ", DTypeName(a.dtype()), " and ", DTypeName(b.dtype()));
+}
 
-absl::StatusOr<GPUArray> Matmul(const GPUArray& a_in, const GPUArray& b_in,
-                                const MatmulOptions& options) {
+// The operands of one product after validation: promoted, 1-D ones made 2-D, batch dims
+// broadcast.
+struct Product {
+  DType dtype;
+  GPUArray a, b;  // batch + (m, k) and batch + (k, n)
+  Shape batch;
+  int64_t m, n, k;
+  bool a1, b1;  // 1-D operands, whose dims the result drops
+  Shape out_shape() const {
+    Shape s = batch;
+    s.insert(s.end(), {m, n});
+    return s;
+  }
+  // The result's shape after dropping the dims of 1-D operands.
+  Shape final_shape() const {
+    Shape s = batch;
+    if (!a1) s.push_back(m);
+    if (!b1) s.push_back(n);
+    return s;
+  }
+};
+
+absl::StatusOr<Product> Align(const GPUArray& a_in, const GPUArray& b_in, absl::string_view op,
+                              bool real_only) {
   if (a_in.device() != b_in.device()) {
-    return ValueError(absl::StrCat("matmul: operands are on different devices (",
+    return ValueError(absl::StrCat(op, ": operands are on different devices (",
                                    a_in.device().ToString(), " and ", b_in.device().ToString(),
                                    ")"));
   }
   if (a_in.ndim() == 0 || b_in.ndim() == 0) {
-    return ValueError(absl::StrCat("matmul: operands must have at least 1 dimension, got shapes ",
+    return ValueError(absl::StrCat(op, ": operands must have at least 1 dimension, got shapes ",
                                    ShapeToString(a_in.shape()), " and ",
                                    ShapeToString(b_in.shape())));
   }
-  DType dtype = PromoteTypes(a_in.dtype(), b_in.dtype());
-  if (!IsInexact(dtype)) {
-    std::string dtypes =
-        a_in.dtype() == b_in.dtype()
-            ? absl::StrCat("dtype ", DTypeName(dtype))
-            : absl::StrCat("dtypes ", DTypeName(a_in.dtype()), " and ", DTypeName(b_in.dtype()));
-    return TypeError(absl::StrCat("matmul: unsupported ", dtypes,
-                                  " (supported: float16, bfloat16, float32, float64, complex64, "
-                                  "complex128)"));
+  Product p;
+  p.dtype = PromoteTypes(a_in.dtype(), b_in.dtype());
+  if (!IsInexact(p.dtype) || (real_only && IsComplex(p.dtype))) {
+    return TypeError(absl::StrCat(op, ": unsupported ", DTypesOf(a_in, b_in), " (supported: ",
+                                  real_only ? "float16, bfloat16, float32, float64"
+                                            : "float16, bfloat16, float32, float64, complex64, "
+                                              "complex128",
+                                  ")"));
   }
-  const bool a1 = a_in.ndim() == 1, b1 = b_in.ndim() == 1;
-  PGK_ASSIGN_OR_RETURN(GPUArray a, AsType(a_in, dtype, false));
-  PGK_ASSIGN_OR_RETURN(GPUArray b, AsType(b_in, dtype, false));
-  if (a1) {
+  p.a1 = a_in.ndim() == 1;
+  p.b1 = b_in.ndim() == 1;
+  PGK_ASSIGN_OR_RETURN(GPUArray a, AsType(a_in, p.dtype, false));
+  PGK_ASSIGN_OR_RETURN(GPUArray b, AsType(b_in, p.dtype, false));
+  if (p.a1) {
     PGK_ASSIGN_OR_RETURN(a, Reshape(a, {1, a.shape()[0]}));
   }
-  if (b1) {
+  if (p.b1) {
     PGK_ASSIGN_OR_RETURN(b, Reshape(b, {b.shape()[0], 1}));
   }
-  const int64_t m = a.shape()[a.ndim() - 2], k = a.shape()[a.ndim() - 1];
-  const int64_t n = b.shape()[b.ndim() - 1];
-  if (b.shape()[b.ndim() - 2] != k) {
-    return ValueError(absl::StrCat("matmul: shapes ", ShapeToString(a_in.shape()), " and ",
+  p.m = a.shape()[a.ndim() - 2];
+  p.k = a.shape()[a.ndim() - 1];
+  p.n = b.shape()[b.ndim() - 1];
+  if (b.shape()[b.ndim() - 2] != p.k) {
+    return ValueError(absl::StrCat(op, ": shapes ", ShapeToString(a_in.shape()), " and ",
                                    ShapeToString(b_in.shape()),
-                                   " are not aligned (contracted dimensions ", k, " and ",
+                                   " are not aligned (contracted dimensions ", p.k, " and ",
                                    b.shape()[b.ndim() - 2], " differ)"));
   }
   absl::Span<const int64_t> abatch(a.shape().data(), a.ndim() - 2);
   absl::Span<const int64_t> bbatch(b.shape().data(), b.ndim() - 2);
-  auto batch_or = BroadcastShapes(abatch, bbatch, "matmul");
+  auto batch_or = BroadcastShapes(abatch, bbatch, op);
   if (!batch_or.ok()) {
-    return ValueError(absl::StrCat("matmul: batch dimensions of shapes ",
-                                   ShapeToString(a_in.shape()), " and ",
-                                   ShapeToString(b_in.shape()), " cannot be broadcast together"));
+    return ValueError(absl::StrCat(op, ": batch dimensions of shapes ", ShapeToString(a_in.shape()),
+                                   " and ", ShapeToString(b_in.shape()),
+                                   " cannot be broadcast together"));
   }
-  Shape batch = *std::move(batch_or);
-  const int nb = static_cast<int>(batch.size());
-  Shape ashape = batch, bshape = batch, cshape = batch;
-  ashape.insert(ashape.end(), {m, k});
-  bshape.insert(bshape.end(), {k, n});
-  cshape.insert(cshape.end(), {m, n});
-  PGK_ASSIGN_OR_RETURN(GPUArray ab, BroadcastTo(a, ashape));
-  PGK_ASSIGN_OR_RETURN(GPUArray bb, BroadcastTo(b, bshape));
+  p.batch = *std::move(batch_or);
+  Shape ashape = p.batch, bshape = p.batch;
+  ashape.insert(ashape.end(), {p.m, p.k});
+  bshape.insert(bshape.end(), {p.k, p.n});
+  PGK_ASSIGN_OR_RETURN(p.a, BroadcastTo(a, ashape));
+  PGK_ASSIGN_OR_RETURN(p.b, BroadcastTo(b, bshape));
+  return p;
+}
 
-  GPUArray c;
-  const int64_t nbatch = NumElements(batch);
-  if (k == 0) {
-    PGK_ASSIGN_OR_RETURN(c, Zeros(cshape, dtype, a.device()));
-  } else {
-    PGK_ASSIGN_OR_RETURN(c, Empty(cshape, dtype, a.device()));
+// Runs `prod` into a new array of `out` dtype with the epilogue described by the remaining
+// arguments (C and bias already validated and broadcast).
+absl::StatusOr<GPUArray> RunProduct(const Product& prod, DType out, double alpha, double beta,
+                                    const Mat* c, const GPUArray* bias, kernels::GemmActivation act,
+                                    const MatmulOptions& options) {
+  const Device device = prod.a.device();
+  const Shape cshape = prod.out_shape();
+  const int nb = static_cast<int>(prod.batch.size());
+  const int64_t nbatch = NumElements(prod.batch);
+  const bool trivial = alpha == 1.0 && beta == 0.0 && bias == nullptr && act == kernels::kActNone;
+  GPUArray d;
+  if (prod.k == 0 && trivial) {
+    PGK_ASSIGN_OR_RETURN(d, Zeros(cshape, out, device));
+    return d;
   }
-  if (k > 0 && m > 0 && n > 0 && nbatch > 0) {
-    bool blas = a.device().is_cuda();
-    PGK_ASSIGN_OR_RETURN(Mat A, Prepare(ab, nb, blas));
-    PGK_ASSIGN_OR_RETURN(Mat B, Prepare(bb, nb, blas));
-    PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&A.arr, &B.arr, &c}));
-    MatmulProblem p{dtype,
-                    nbatch,
-                    m,
-                    n,
-                    k,
-                    A.arr.data(),
-                    A.batch_stride,
-                    A.row,
-                    A.col,
-                    B.arr.data(),
-                    B.batch_stride,
-                    B.row,
-                    B.col,
-                    c.data(),
-                    m * n,
-                    n,
-                    1,
-                    options};
-    PGK_RETURN_IF_ERROR(LaunchMatmul(p, a.device(), {A.arr.buffer(), B.arr.buffer(), c.buffer()}));
+  PGK_ASSIGN_OR_RETURN(d, Empty(cshape, out, device));
+  if (prod.m == 0 || prod.n == 0 || nbatch == 0) return d;
+
+  const bool cuda = device.is_cuda();
+  PGK_ASSIGN_OR_RETURN(Mat A, Prepare(prod.a, nb, cuda));
+  PGK_ASSIGN_OR_RETURN(Mat B, Prepare(prod.b, nb, cuda));
+  PGK_ASSIGN_OR_RETURN(ResidencyPin pin,
+                       Resident({&A.arr, &B.arr, &d, c ? &c->arr : nullptr, bias}));
+  MatmulProblem p{prod.dtype,
+                  nbatch,
+                  prod.m,
+                  prod.n,
+                  prod.k,
+                  A.arr.data(),
+                  A.batch_stride,
+                  A.row,
+                  A.col,
+                  B.arr.data(),
+                  B.batch_stride,
+                  B.row,
+                  B.col,
+                  d.data(),
+                  prod.m * prod.n,
+                  prod.n,
+                  1,
+                  options,
+                  {}};
+  p.epilogue.out = out;
+  p.epilogue.alpha = alpha;
+  p.epilogue.beta = beta;
+  if (c != nullptr && beta != 0.0) {
+    p.epilogue.addend = c->arr.data();
+    p.epilogue.addend_batch = c->batch_stride;
+    p.epilogue.addend_row = c->row;
+    p.epilogue.addend_col = c->col;
   }
-  if (a1 || b1) {
-    Shape out = batch;
-    if (!a1) out.push_back(m);
-    if (!b1) out.push_back(n);
-    return Reshape(c, out);
+  if (bias != nullptr) p.epilogue.bias = bias->data();
+  p.epilogue.activation = act;
+  KeepAlive keep{A.arr.buffer(), B.arr.buffer(), d.buffer()};
+  if (c != nullptr) keep.push_back(c->arr.buffer());
+  if (bias != nullptr) keep.push_back(bias->buffer());
+
+  absl::Status st = absl::UnimplementedError("matmul: empty contraction");
+  if (prod.k > 0 || !cuda) st = LaunchMatmul(p, device, keep);  // the CPU loop takes k == 0
+  const bool may_split = options.backend == MatmulBackend::kAuto ||
+                         options.backend == MatmulBackend::kCublasLt || prod.k == 0;
+  if (st.ok()) return d;
+  if (!cuda || !absl::IsUnimplemented(st) || trivial || !may_split) return st;
+
+  // Unfused: the plain product in float32 (float64) first, then the epilogue over it.
+  const DType acc = out == DType::Float64 ? DType::Float64 : DType::Float32;
+  PGK_ASSIGN_OR_RETURN(GPUArray tmp,
+                       prod.k == 0 ? Zeros(cshape, acc, device) : Empty(cshape, acc, device));
+  PGK_ASSIGN_OR_RETURN(ResidencyPin tmp_pin, Resident({&tmp}));
+  if (prod.k > 0) {
+    MatmulProblem plain = p;
+    plain.c = tmp.data();
+    plain.epilogue = MatmulEpilogue{};
+    plain.epilogue.out = acc;
+    KeepAlive plain_keep = keep;
+    plain_keep.push_back(tmp.buffer());
+    PGK_RETURN_IF_ERROR(LaunchMatmul(plain, device, plain_keep));
   }
+  PGK_RETURN_IF_ERROR(LaunchGemmEpilogue(p, tmp));
+  return d;
+}
+
+kernels::GemmActivation ToKernel(Activation a) {
+  switch (a) {
+    case Activation::kRelu:
+      return kernels::kActRelu;
+    case Activation::kGelu:
+      return kernels::kActGelu;
+    case Activation::kSilu:
+      return kernels::kActSilu;
+    case Activation::kNone:
+      break;
+  }
+  return kernels::kActNone;
+}
+
+absl::StatusOr<GPUArray> GemmNamed(const GPUArray& a, const GPUArray& b, const GemmEpilogue& e,
+                                   const MatmulOptions& options, absl::string_view op) {
+  PGK_ASSIGN_OR_RETURN(Product prod, Align(a, b, op, true));
+  DType out = e.out_dtype.value_or(prod.dtype);
+  const bool half = prod.dtype == DType::Float16 || prod.dtype == DType::BFloat16;
+  if (out != prod.dtype && !(half && out == DType::Float32)) {
+    return TypeError(absl::StrCat(op, ": out_dtype ", DTypeName(out), " is not supported for ",
+                                  DTypeName(prod.dtype),
+                                  " operands (the operands' dtype, or float32 for float16 / "
+                                  "bfloat16)"));
+  }
+  if (!std::isfinite(e.alpha) || !std::isfinite(e.beta)) {
+    return ValueError(
+        absl::StrCat(op, ": alpha and beta must be finite, got ", e.alpha, " and ", e.beta));
+  }
+  if (e.beta != 0.0 && !e.c.has_value()) {
+    return ValueError(absl::StrCat(op, ": beta = ", e.beta, " needs an input C"));
+  }
+  const Shape cshape = prod.out_shape();
+  std::optional<Mat> c;
+  if (e.c.has_value() && e.beta != 0.0) {
+    if (e.c->device() != a.device()) {
+      return ValueError(absl::StrCat(op, ": C is on ", e.c->device().ToString(),
+                                     ", the operands on ", a.device().ToString()));
+    }
+    // C is given in the shape of the final result (1-D operands' dims dropped).
+    const Shape final_shape = prod.final_shape();
+    auto c_b = BroadcastTo(*e.c, final_shape);
+    if (!c_b.ok()) {
+      return ValueError(absl::StrCat(op, ": C of shape ", ShapeToString(e.c->shape()),
+                                     " cannot be broadcast to the output shape ",
+                                     ShapeToString(final_shape)));
+    }
+    PGK_ASSIGN_OR_RETURN(GPUArray c_full, Reshape(*c_b, cshape));
+    PGK_ASSIGN_OR_RETURN(GPUArray c_cast, AsType(c_full, out, false));
+    PGK_ASSIGN_OR_RETURN(c, Prepare(c_cast, static_cast<int>(prod.batch.size()), false));
+  }
+  std::optional<GPUArray> bias;
+  if (e.bias.has_value()) {
+    if (e.bias->device() != a.device()) {
+      return ValueError(absl::StrCat(op, ": bias is on ", e.bias->device().ToString(),
+                                     ", the operands on ", a.device().ToString()));
+    }
+    if (e.bias->ndim() != 1 || e.bias->shape()[0] != prod.n) {
+      return ValueError(absl::StrCat(op, ": bias must be 1-D of length N = ", prod.n,
+                                     ", got shape ", ShapeToString(e.bias->shape())));
+    }
+    PGK_ASSIGN_OR_RETURN(GPUArray cast, AsType(*e.bias, out, false));
+    PGK_ASSIGN_OR_RETURN(bias, Contiguous(cast));
+  }
+  PGK_ASSIGN_OR_RETURN(
+      GPUArray d, RunProduct(prod, out, e.alpha, e.beta, c ? &*c : nullptr, bias ? &*bias : nullptr,
+                             ToKernel(e.activation), options));
+  if (prod.a1 || prod.b1) return Reshape(d, prod.final_shape());
+  return d;
+}
+
+}  // namespace
+
+absl::StatusOr<GPUArray> Matmul(const GPUArray& a, const GPUArray& b,
+                                const MatmulOptions& options) {
+  PGK_ASSIGN_OR_RETURN(Product prod, Align(a, b, "matmul", false));
+  PGK_ASSIGN_OR_RETURN(GPUArray c, RunProduct(prod, prod.dtype, 1.0, 0.0, nullptr, nullptr,
+                                              kernels::kActNone, options));
+  if (prod.a1 || prod.b1) return Reshape(c, prod.final_shape());
   return c;
+}
+
+absl::StatusOr<GPUArray> Gemm(const GPUArray& a, const GPUArray& b, const GemmEpilogue& e,
+                              const MatmulOptions& options) {
+  return GemmNamed(a, b, e, options, "gemm");
+}
+
+absl::StatusOr<GPUArray> Linear(const GPUArray& x, const GPUArray& w,
+                                const std::optional<GPUArray>& bias, Activation activation,
+                                const MatmulOptions& options) {
+  if (w.ndim() != 2) {
+    return ValueError(
+        absl::StrCat("linear: weight must be 2-D (out_features, in_features), got "
+                     "shape ",
+                     ShapeToString(w.shape())));
+  }
+  if (x.ndim() == 0) {
+    return ValueError("linear: input must have at least 1 dimension, got a 0-d array");
+  }
+  if (x.shape().back() != w.shape()[1]) {
+    return ValueError(absl::StrCat("linear: input shape ", ShapeToString(x.shape()),
+                                   " does not end in in_features = ", w.shape()[1],
+                                   " of weight shape ", ShapeToString(w.shape())));
+  }
+  if (bias.has_value() && (bias->ndim() != 1 || bias->shape()[0] != w.shape()[0])) {
+    return ValueError(absl::StrCat("linear: bias must be 1-D of length out_features = ",
+                                   w.shape()[0], ", got shape ", ShapeToString(bias->shape())));
+  }
+  PGK_ASSIGN_OR_RETURN(GPUArray wt, MatrixTranspose(w));
+  GemmEpilogue e;
+  e.bias = bias;
+  e.activation = activation;
+  // Leading dims of x fold into the rows of one 2-D product.
+  GPUArray x2 = x;
+  if (x.ndim() > 2) {
+    PGK_ASSIGN_OR_RETURN(x2, Reshape(x, {-1, x.shape().back()}));
+  }
+  PGK_ASSIGN_OR_RETURN(GPUArray y, GemmNamed(x2, wt, e, options, "linear"));
+  if (x.ndim() > 2) {
+    Shape out(x.shape().begin(), x.shape().end() - 1);
+    out.push_back(w.shape()[0]);
+    return Reshape(y, out);
+  }
+  return y;
 }
 
 }  // namespace pygpukit::ops

@@ -97,14 +97,37 @@ enum class MatmulPrecision {
   kHighest,  // true FP32 (default)
   kTF32,     // tensor-core TF32 inputs, FP32 accumulation (CUDA only; CPU stays FP32)
 };
-/// Which implementation serves a CUDA matmul.
-enum class MatmulBackend { kAuto, kCublasLt };
+/// Which implementation serves a CUDA matmul: kAuto picks by arch, dtype, layout and shape
+/// (ops/gemm_select.h); the others force one kernel family and fail with NotImplementedError
+/// where it cannot serve the problem. The CPU backend ignores it.
+enum class MatmulBackend { kAuto, kCublasLt, kSm90, kSm80, kSimt };
 struct MatmulOptions {
   MatmulPrecision precision = MatmulPrecision::kHighest;
   MatmulBackend backend = MatmulBackend::kAuto;
 };
 /// NumPy matmul semantics: 1-D operands promoted and squeezed, batch dims broadcast.
 absl::StatusOr<GPUArray> Matmul(const GPUArray& a, const GPUArray& b,
+                                const MatmulOptions& options = {});
+
+/// Activation applied last by Gemm / Linear.
+enum class Activation { kNone, kRelu, kGelu, kSilu };
+/// The fused epilogue of Gemm: D = act(alpha * (A @ B) + beta * C + bias).
+struct GemmEpilogue {
+  double alpha = 1.0, beta = 0.0;
+  std::optional<GPUArray> c;     // broadcast to D's shape; required when beta != 0
+  std::optional<GPUArray> bias;  // 1-D of length N (or broadcastable to (..., 1, N))
+  Activation activation = Activation::kNone;
+  std::optional<DType> out_dtype;  // default: the operands' dtype; float32 allowed for 16-bit
+};
+/// Matmul (2-D or batched operands, NumPy broadcasting of batch dims) with a fused epilogue.
+/// Real floating dtypes only.
+absl::StatusOr<GPUArray> Gemm(const GPUArray& a, const GPUArray& b, const GemmEpilogue& epilogue,
+                              const MatmulOptions& options = {});
+/// Linear layer: x @ w^T + bias, then the activation; w is (out_features, in_features) and is
+/// read through a transposed view (no copy).
+absl::StatusOr<GPUArray> Linear(const GPUArray& x, const GPUArray& w,
+                                const std::optional<GPUArray>& bias = std::nullopt,
+                                Activation activation = Activation::kNone,
                                 const MatmulOptions& options = {});
 
 // ---- utilities ----

@@ -103,6 +103,15 @@ absl::Status Dispatcher::LaunchDevice(hal::Stream& stream, absl::string_view ker
     std::lock_guard<std::mutex> l(mu_);
     ++stats_.device_kernels;
     Count(kernel);
+    constexpr unsigned kDefaultSharedLimit = 48 * 1024;
+    if (dims.shared_bytes > kDefaultSharedLimit) {
+      unsigned& limit = shared_limit_[fn];
+      if (limit < dims.shared_bytes) {
+        PGK_RETURN_IF_ERROR(cuda_->SetMaxDynamicSharedMemory(fn, stream.device().index,
+                                                             static_cast<int>(dims.shared_bytes)));
+        limit = dims.shared_bytes;
+      }
+    }
   }
   return Gated(stream, [&] { return cuda_->Launch(fn, dims, stream, args); });
 #else

@@ -95,6 +95,8 @@ class Dispatcher {
   bool libraries_loaded_ = false;
   absl::Status library_status_;
   absl::flat_hash_map<std::pair<std::string, int>, void*> functions_;
+  // Dynamic shared-memory limit raised so far per function (launches above 48 KiB need it).
+  absl::flat_hash_map<void*, unsigned> shared_limit_;
   DispatchStats stats_;
 };
 

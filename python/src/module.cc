@@ -70,11 +70,37 @@ ops::MatmulOptions ParseMatmulOptions(const std::string& precision, const std::s
     o.backend = ops::MatmulBackend::kAuto;
   } else if (backend == "cublaslt") {
     o.backend = ops::MatmulBackend::kCublasLt;
+  } else if (backend == "sm90") {
+    o.backend = ops::MatmulBackend::kSm90;
+  } else if (backend == "sm80") {
+    o.backend = ops::MatmulBackend::kSm80;
+  } else if (backend == "simt") {
+    o.backend = ops::MatmulBackend::kSimt;
   } else {
-    throw pyb::value_error(
-        absl::StrCat("matmul: unknown backend '", backend, "' (expected 'auto' or 'cublaslt')"));
+    throw pyb::value_error(absl::StrCat("matmul: unknown backend '", backend,
+                                        "' (expected 'auto', 'cublaslt', 'sm90', 'sm80' or "
+                                        "'simt')"));
   }
   return o;
+}
+
+ops::Activation ParseActivation(const pyb::handle& act, absl::string_view op) {
+  if (act.is_none()) return ops::Activation::kNone;
+  if (!pyb::isinstance<pyb::str>(act)) {
+    throw pyb::type_error(absl::StrCat(op, ": activation must be None or a string"));
+  }
+  const std::string name = act.cast<std::string>();
+  if (name == "none") return ops::Activation::kNone;
+  if (name == "relu") return ops::Activation::kRelu;
+  if (name == "gelu") return ops::Activation::kGelu;
+  if (name == "silu") return ops::Activation::kSilu;
+  throw pyb::value_error(absl::StrCat(op, ": unknown activation '", name,
+                                      "' (expected None, 'relu', 'gelu' or 'silu')"));
+}
+
+std::optional<GPUArray> OptionalArray(const pyb::handle& x, absl::string_view op) {
+  if (x.is_none()) return std::nullopt;
+  return AsArray(x, op);
 }
 
 }  // namespace
@@ -278,7 +304,45 @@ PYBIND11_MODULE(_core, m) {
       pyb::arg("x1"), pyb::arg("x2"), pyb::kw_only(), pyb::arg("precision") = "highest",
       pyb::arg("backend") = "auto",
       "Matrix product with NumPy semantics. precision='tf32' allows TF32 tensor cores for "
-      "float32 on CUDA; the default keeps true FP32.");
+      "float32 on CUDA; the default keeps true FP32. backend picks the CUDA kernel family "
+      "('auto', 'cublaslt', 'sm90', 'sm80', 'simt'); a forced family that cannot serve the "
+      "problem raises NotImplementedError.");
+  m.def(
+      "gemm",
+      [](const pyb::handle& a, const pyb::handle& b, const pyb::handle& c, double alpha,
+         const pyb::handle& beta, const pyb::handle& bias, const pyb::handle& activation,
+         const pyb::handle& out_dtype, const std::string& precision, const std::string& backend) {
+        ops::GemmEpilogue e;
+        e.alpha = alpha;
+        e.c = OptionalArray(c, "gemm");
+        e.beta = beta.is_none() ? (e.c.has_value() ? 1.0 : 0.0) : beta.cast<double>();
+        e.bias = OptionalArray(bias, "gemm");
+        e.activation = ParseActivation(activation, "gemm");
+        if (!out_dtype.is_none()) e.out_dtype = ToDType(out_dtype, "gemm");
+        return Unwrap(ops::Gemm(AsArray(a, "gemm"), AsArray(b, "gemm"), e,
+                                ParseMatmulOptions(precision, backend)));
+      },
+      pyb::arg("a"), pyb::arg("b"), pyb::arg("c") = pyb::none(), pyb::kw_only(),
+      pyb::arg("alpha") = 1.0, pyb::arg("beta") = pyb::none(), pyb::arg("bias") = pyb::none(),
+      pyb::arg("activation") = pyb::none(), pyb::arg("out_dtype") = pyb::none(),
+      pyb::arg("precision") = "highest", pyb::arg("backend") = "auto",
+      "activation(alpha * (a @ b) + beta * c + bias) in one kernel where the selected kernel "
+      "family fuses it. beta defaults to 1 when c is given, else 0; bias is 1-D of length N; "
+      "activation is None, 'relu', 'gelu' (erf form) or 'silu'; out_dtype may be float32 for "
+      "float16 / bfloat16 operands. Real floating dtypes only.");
+  m.def(
+      "linear",
+      [](const pyb::handle& x, const pyb::handle& w, const pyb::handle& bias,
+         const pyb::handle& activation, const std::string& precision, const std::string& backend) {
+        return Unwrap(ops::Linear(
+            AsArray(x, "linear"), AsArray(w, "linear"), OptionalArray(bias, "linear"),
+            ParseActivation(activation, "linear"), ParseMatmulOptions(precision, backend)));
+      },
+      pyb::arg("x"), pyb::arg("weight"), pyb::arg("bias") = pyb::none(), pyb::kw_only(),
+      pyb::arg("activation") = pyb::none(), pyb::arg("precision") = "highest",
+      pyb::arg("backend") = "auto",
+      "Linear layer: activation(x @ weight.T + bias) with weight of shape (out_features, "
+      "in_features), read without a copy; x may have leading batch dims.");
   m.def(
       "astype",
       [](const pyb::handle& x, const pyb::object& dtype, bool copy) {

@@ -53,7 +53,8 @@ namespace pygpukit::cuda {
   X(cuLibraryGetKernel)          \
   X(cuKernelGetFunction)         \
   X(cuFuncSetAttribute)          \
-  X(cuLaunchKernelEx)
+  X(cuLaunchKernelEx)            \
+  X(cuTensorMapEncodeTiled)
 
 /// Resolved driver entry points. Types come from cuda.h via decltype, so a signature mismatch is a
 /// compile error rather than a crash.

@@ -8,6 +8,7 @@
 #include "core/cpu/thread_pool.h"
 #include "core/status.h"
 #include "ops/kernel_launch.h"
+#include "ops/kernels/gemm_epilogue.h"
 #include "ops/kernels/scalar_ops.h"
 #include "runtime/runtime.h"
 
@@ -19,12 +20,13 @@ constexpr int64_t kMC = 64, kKC = 256, kNC = 512;
 template <typename T>
 using AccOf = std::conditional_t<kernels::IsHalfT<T>::value, float, T>;
 
-template <typename T>
-void GemmOne(const MatmulProblem& p, int64_t batch) {
+template <typename T, typename Out>
+void GemmOne(const MatmulProblem& p, const kernels::GemmParams& g, int64_t batch) {
   using Acc = AccOf<T>;
   const T* A = static_cast<const T*>(p.a) + batch * p.a_batch;
   const T* B = static_cast<const T*>(p.b) + batch * p.b_batch;
-  T* C = static_cast<T*>(p.c) + batch * p.c_batch;
+  Out* C = static_cast<Out*>(p.c) + batch * p.c_batch;
+  const bool trivial = p.epilogue.trivial();
   const int64_t M = p.m, N = p.n, K = p.k;
   std::vector<Acc> acc(static_cast<size_t>(M * N), Acc(0));
   std::vector<Acc> bp(static_cast<size_t>(kKC * kNC));
@@ -62,7 +64,11 @@ void GemmOne(const MatmulProblem& p, int64_t batch) {
   cpu::ParallelFor(M, 16, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
       for (int64_t j = 0; j < N; ++j) {
-        C[i * p.c_row + j * p.c_col] = kernels::Cast<T>(acc[i * N + j]);
+        Acc v = acc[i * N + j];
+        if constexpr (!kernels::IsComplexT<T>::value) {
+          if (!trivial) v = kernels::GemmEpilogueValue<Acc, Out>(g, v, batch, i, j);
+        }
+        C[i * p.c_row + j * p.c_col] = kernels::Cast<Out>(v);
       }
     }
   });
@@ -76,9 +82,24 @@ absl::Status Matmul(hal::Stream& s, const MatmulProblem& p, KeepAlive keep) {
     if constexpr (std::is_integral_v<T>) {
       return TypeError(absl::StrCat("matmul: unsupported dtype ", DTypeName(p.dtype)));
     } else {
-      return Runtime::Get().dispatcher().LaunchHost(s, "matmul", [p, keep = std::move(keep)] {
-        for (int64_t b = 0; b < p.batch; ++b) GemmOne<T>(p, b);
-      });
+      const kernels::GemmParams g = GemmParamsOf(p);
+      if (p.epilogue.out == p.dtype) {
+        return Runtime::Get().dispatcher().LaunchHost(s, "matmul", [p, g, keep = std::move(keep)] {
+          for (int64_t b = 0; b < p.batch; ++b) GemmOne<T, T>(p, g, b);
+        });
+      }
+      if constexpr (kernels::IsHalfT<T>::value) {
+        if (p.epilogue.out == DType::Float32) {
+          return Runtime::Get().dispatcher().LaunchHost(s, "matmul",
+                                                        [p, g, keep = std::move(keep)] {
+                                                          for (int64_t b = 0; b < p.batch; ++b) {
+                                                            GemmOne<T, float>(p, g, b);
+                                                          }
+                                                        });
+        }
+      }
+      return TypeError(absl::StrCat("matmul: output dtype ", DTypeName(p.epilogue.out), " for ",
+                                    DTypeName(p.dtype), " operands"));
     }
   });
 }

@@ -22,5 +22,9 @@ absl::Status Unary(hal::Stream&, UnaryOp, DType, const kernels::ElementwiseParam
   return NoCuda();
 }
 absl::Status Matmul(hal::Stream&, const MatmulProblem&, Device) { return NoCuda(); }
+absl::Status MatmulCublasLt(hal::Stream&, const MatmulProblem&, Device) { return NoCuda(); }
+absl::Status GemmEpilogueApply(hal::Stream&, const MatmulProblem&, const void*, DType) {
+  return NoCuda();
+}
 
 }  // namespace pygpukit::ops::cuda_kernels

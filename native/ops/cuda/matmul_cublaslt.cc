@@ -112,9 +112,16 @@ absl::Status MakeLayout(const cuda::CublasLtApi* lt, cudaDataType_t type, int64_
 
 }  // namespace
 
-absl::Status Matmul(hal::Stream& s, const MatmulProblem& p, Device device) {
+absl::Status MatmulCublasLt(hal::Stream& s, const MatmulProblem& p, Device device) {
   PGK_ASSIGN_OR_RETURN(const cuda::CublasLtApi* lt, cuda::LoadCublasLt());
   PGK_ASSIGN_OR_RETURN(TypeConfig cfg, ConfigFor(p.dtype, p.options.precision));
+  const DType out = p.epilogue.out;
+  if (!p.epilogue.trivial() ||
+      (out != p.dtype && !(out == DType::Float32 && cfg.scale == CUDA_R_32F &&
+                           (p.dtype == DType::Float16 || p.dtype == DType::BFloat16)))) {
+    return NotImplementedError("matmul: the cuBLASLt path does not fuse this epilogue");
+  }
+  const cudaDataType_t out_type = out == p.dtype ? cfg.data : CUDA_R_32F;
   Runtime& rt = Runtime::Get();
   PGK_RETURN_IF_ERROR(rt.cuda_backend()->MakeCurrent(device.index));
   PGK_ASSIGN_OR_RETURN(cublasLtHandle_t handle, HandleFor(lt, device.index));
@@ -130,7 +137,7 @@ absl::Status Matmul(hal::Stream& s, const MatmulProblem& p, Device device) {
   PGK_RETURN_IF_ERROR(
       MakeLayout(lt, cfg.data, p.k, p.m, p.a_col, p.a_row, p.batch, p.a_batch, &d.a, &op_second));
   PGK_RETURN_IF_ERROR(
-      MakeLayout(lt, cfg.data, p.n, p.m, p.c_col, p.c_row, p.batch, p.c_batch, &d.c, &op_c));
+      MakeLayout(lt, out_type, p.n, p.m, p.c_col, p.c_row, p.batch, p.c_batch, &d.c, &op_c));
   if (op_c != CUBLAS_OP_N) return RuntimeError("matmul: output must be C-contiguous");
   PGK_RETURN_IF_ERROR(
       CublasStatus(lt->cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_first,

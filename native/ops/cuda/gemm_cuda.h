@@ -1,0 +1,34 @@
+// Internal: host launchers of the CUDA GEMM kernel families. ops/cuda/matmul_cuda.cc picks a
+// family (ops/gemm_select.h) and calls one of these; each checks its own preconditions and
+// returns NotImplementedError when the problem is outside them, never a wrong answer.
+#pragma once
+
+#include "absl/status/status.h"
+#include "core/dtype.h"
+#include "core/hal/backend.h"
+#include "ops/kernels/gemm_params.h"
+
+namespace pygpukit::ops::cuda_kernels {
+
+/// One GEMM for a CUDA kernel family: the parameter block plus what the kernel symbol depends on.
+struct GemmLaunch {
+  DType in;           // dtype of A and B
+  DType out;          // dtype of D, C and bias (== in, or float32 for 16-bit inputs)
+  bool tf32 = false;  // float32 inputs may run as TF32 on tensor cores
+  kernels::GemmParams params;
+};
+
+/// Hopper wgmma + TMA kernels (sm_90a): bf16 / fp16 in, fp32 accumulate, same dtype or float32
+/// out. Operands K-major or MN-major, 16-byte aligned, leading dims and batch strides multiples
+/// of 8 elements; any m, n, k >= 1.
+absl::Status GemmSm90(hal::Stream& s, const GemmLaunch& g);
+/// Whether GemmSm90 accepts `g`'s dtypes, layouts and alignment (the device aside).
+bool Sm90Accepts(const GemmLaunch& g);
+/// Whether this build embeds sm_90a code (else the sm90 kernels are empty stubs).
+bool Sm90KernelsBuilt();
+/// mma.sync + ldmatrix + cp.async kernels (SM80 and newer): bf16 / fp16, tf32.
+absl::Status GemmSm80(hal::Stream& s, const GemmLaunch& g);
+/// CUDA-core kernels for exact float32 and float64.
+absl::Status GemmSimt(hal::Stream& s, const GemmLaunch& g);
+
+}  // namespace pygpukit::ops::cuda_kernels

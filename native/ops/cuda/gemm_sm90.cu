@@ -1,0 +1,349 @@
+// Hopper GEMM (sm_90a): D = epilogue(A @ B) for bf16 / fp16 inputs with fp32 accumulation.
+//
+// Design (one CTA per SM, persistent):
+//   * Block tile 128 x BN x 64 (BN = 256 or 128). 384 threads = 3 warpgroups: warpgroup 0 is the
+//     producer (one thread issues TMA copies; the group gives registers back with setmaxnreg),
+//     warpgroups 1 and 2 are consumers, each owning 64 rows of the tile and issuing
+//     wgmma.m64nBNk16 with both operands in shared memory (accumulators: BN / 2 fp32 registers
+//     per thread).
+//   * Pipeline: kStages shared-memory stages, each holding a 128 x 64 A tile and a BN x 64 B tile
+//     in the 128-byte-swizzled layout TMA writes and wgmma reads. Per stage, a `full` mbarrier
+//     (TMA transaction bytes) and an `empty` mbarrier (one arrive per consumer warp once its
+//     wgmmas have read the stage). Consumers keep one wgmma group in flight: a stage is
+//     released when the next stage's group has been issued and the previous one retired.
+//   * Tiles are walked in a grouped order (group_m tile rows at a time, column by column) so
+//     that concurrently running CTAs share A rows and B columns in L2. The producer runs ahead
+//     into the next tile while consumers run the epilogue.
+//   * Operand layouts: A is K-major (row-major) or M-major (a transposed view); B is K-major
+//     (B^T row-major, the linear-layer weight) or N-major (row-major). MN-major operands are
+//     loaded as 64-element-wide boxes and read with wgmma's transpose bit, so no copy is made.
+//   * Tails: TMA zero-fills out-of-bounds rows / columns / K, and the epilogue masks stores.
+//   * Epilogue: straight from the accumulator registers, through the shared GEMM epilogue
+//     (alpha, beta * C, bias, activation) when one is requested.
+//
+// Kernels compiled for other archs keep an empty body; the host launches them only on SM 9.x
+// devices from images built for sm_90a.
+#include <cuda.h>  // CUtensorMap (a plain 128-byte struct): no driver calls here
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "ops/cuda/wgmma_sm90.h"
+#include "ops/kernels/gemm_epilogue.h"
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define PGK_SM90A 1
+#else
+#define PGK_SM90A 0
+#endif
+
+namespace pk = pygpukit::kernels;
+
+namespace {
+
+constexpr int kBM = 128;  // tile rows: two consumer warpgroups of 64
+constexpr int kBK = 64;   // 64 16-bit elements = one 128-byte swizzle row
+constexpr int kThreads = 384;
+constexpr int kConsumerWarps = 8;
+constexpr uint32_t kBox = 64 * 64 * 2;  // bytes of one 64 x 64 MN-major TMA box
+
+template <int BN>
+struct Config {
+  static constexpr int kStages = BN == 256 ? 4 : 6;  // ~192 KiB of operand stages either way
+  static constexpr uint32_t kABytes = kBM * kBK * 2;
+  static constexpr uint32_t kBBytes = BN * kBK * 2;
+  static constexpr uint32_t kStageBytes = kABytes + kBBytes;
+};
+
+__device__ __forceinline__ uint32_t SmemAddr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void MbarInit(uint64_t* bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(SmemAddr(bar)), "r"(count));
+}
+
+__device__ __forceinline__ void MbarExpectTx(uint64_t* bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(SmemAddr(bar)),
+               "r"(bytes)
+               : "memory");
+}
+
+__device__ __forceinline__ void MbarArrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(SmemAddr(bar)) : "memory");
+}
+
+__device__ __forceinline__ void MbarWait(uint64_t* bar, uint32_t parity) {
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(SmemAddr(bar)), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+
+// 3-D tiled TMA load (inner coordinate first) completing on `bar`.
+__device__ __forceinline__ void TmaLoad(void* dst, const CUtensorMap* map, uint64_t* bar, int c0,
+                                        int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4, %5}], [%2];" ::"r"(SmemAddr(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(SmemAddr(bar)), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+
+// wgmma shared-memory matrix descriptor for a 128-byte-swizzled operand. K-major: rows of 128
+// bytes, 8-row groups 1024 bytes apart (SBO); LBO unused. MN-major: 64-element MN chunks
+// `lbo` bytes apart, 8-row K groups 1024 bytes apart.
+__device__ __forceinline__ uint64_t Desc(const void* smem, uint32_t lbo) {
+  uint64_t addr = SmemAddr(smem);
+  return ((addr & 0x3FFFF) >> 4) | (uint64_t((lbo >> 4) & 0x3FFF) << 16) |
+         (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
+}
+
+template <int N>
+__device__ __forceinline__ void FenceAcc(float (&acc)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(acc[i])::"memory");
+}
+
+template <typename In, int BN, int TA, int TB>
+__device__ __forceinline__ void Mma(float (&acc)[BN / 2], uint64_t da, uint64_t db, int scale) {
+  if constexpr (BN == 256 && std::is_same_v<In, __nv_bfloat16>) {
+    pygpukit::sm90::Wgmma256Bf16<TA, TB>(acc, da, db, scale);
+  } else if constexpr (BN == 256) {
+    pygpukit::sm90::Wgmma256F16<TA, TB>(acc, da, db, scale);
+  } else if constexpr (std::is_same_v<In, __nv_bfloat16>) {
+    pygpukit::sm90::Wgmma128Bf16<TA, TB>(acc, da, db, scale);
+  } else {
+    pygpukit::sm90::Wgmma128F16<TA, TB>(acc, da, db, scale);
+  }
+}
+
+struct Tile {
+  int64_t batch;
+  int m0, n0;
+};
+
+// Grouped tile order: group_m tile rows are walked column by column, so the CTAs resident at
+// one time touch few distinct A and B panels.
+__device__ __forceinline__ Tile TileOf(const pk::GemmParams& p, int64_t t, int BN) {
+  const int64_t per_batch = int64_t(p.tiles_m) * p.tiles_n;
+  Tile tile;
+  tile.batch = t / per_batch;
+  const int64_t r = t - tile.batch * per_batch;
+  const int64_t group = int64_t(p.group_m) * p.tiles_n;
+  const int first_m = static_cast<int>(r / group) * p.group_m;
+  const int rows = min(p.tiles_m - first_m, p.group_m);
+  const int64_t in_group = r % group;
+  tile.m0 = (first_m + static_cast<int>(in_group % rows)) * kBM;
+  tile.n0 = static_cast<int>(in_group / rows) * BN;
+  return tile;
+}
+
+template <typename Out>
+__device__ __forceinline__ void StorePair(Out* dst, float x, float y) {
+  if constexpr (std::is_same_v<Out, float>) {
+    *reinterpret_cast<float2*>(dst) = make_float2(x, y);
+  } else if constexpr (std::is_same_v<Out, pygpukit::bfloat16>) {
+    *reinterpret_cast<__nv_bfloat162*>(dst) = __floats2bfloat162_rn(x, y);
+  } else {
+    *reinterpret_cast<__half2*>(dst) = __floats2half2_rn(x, y);
+  }
+}
+
+template <typename Out>
+__device__ __forceinline__ Out ToOut(float v) {
+  if constexpr (std::is_same_v<Out, float>) {
+    return v;
+  } else {
+    return Out(v);
+  }
+}
+
+// Writes one consumer warpgroup's 64 x BN accumulator block. Thread (warp w, lane l) holds, for
+// each 8-column group j, rows w*16 + l/4 (+8) and columns 8j + 2(l%4) (+1).
+template <typename Out, int BN>
+__device__ __forceinline__ void Epilogue(const pk::GemmParams& p, const float (&acc)[BN / 2],
+                                         const Tile& tile, int consumer) {
+  const int t = threadIdx.x % 128;
+  const int row0 = tile.m0 + consumer * 64 + (t / 32) * 16 + (t % 32) / 4;
+  const int col0 = tile.n0 + (t % 4) * 2;
+  Out* d = static_cast<Out*>(p.d) + tile.batch * p.d_batch;
+  const bool plain =
+      p.alpha == 1.0 && p.beta == 0.0 && p.bias == nullptr && p.activation == pk::kActNone;
+  const bool paired = plain && (p.d_row % 2) == 0 &&
+                      (reinterpret_cast<uintptr_t>(p.d) % (2 * sizeof(Out))) == 0 &&
+                      (p.d_batch % 2) == 0;
+  const bool full = tile.m0 + kBM <= p.m && tile.n0 + BN <= p.n;
+  if (paired && full) {
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int64_t row = row0 + 8 * h;
+        StorePair(d + row * p.d_row + col0 + 8 * j, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+      }
+    }
+    return;
+  }
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int64_t row = row0 + 8 * h;
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int64_t col = col0 + 8 * j + e;
+        if (row < p.m && col < p.n) {
+          float v = acc[4 * j + 2 * h + e];
+          if (!plain) v = pk::GemmEpilogueValue<float, Out>(p, v, tile.batch, row, col);
+          d[row * p.d_row + col] = ToOut<Out>(v);
+        }
+      }
+    }
+  }
+}
+
+template <typename In, typename Out, int BN, int TA, int TB>
+__device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtensorMap* tma_b,
+                                         const pk::GemmParams& p) {
+#if PGK_SM90A
+  using Cfg = Config<BN>;
+  constexpr int kStages = Cfg::kStages;
+  extern __shared__ uint8_t smem_raw[];
+  // 128-byte swizzle atoms repeat every 1024 bytes: stages must start on that boundary.
+  uint8_t* smem =
+      reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  uint8_t* stage_a = smem;
+  uint8_t* stage_b = smem + kStages * Cfg::kABytes;
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + kStages * Cfg::kStageBytes);
+  uint64_t* empty = full + kStages;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      MbarInit(&full[s], 1);
+      MbarInit(&empty[s], kConsumerWarps);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+
+  const int64_t total = int64_t(p.tiles_m) * p.tiles_n * p.batch;
+  const int kblocks = static_cast<int>((p.k + kBK - 1) / kBK);
+  const int warpgroup = threadIdx.x / 128;
+
+  if (warpgroup == 0) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    if (threadIdx.x != 0) return;
+    int stage = 0;
+    uint32_t phase = 0;
+    for (int64_t t = blockIdx.x; t < total; t += gridDim.x) {
+      const Tile tile = TileOf(p, t, BN);
+      const int ba = p.a_batch != 0 ? static_cast<int>(tile.batch) : 0;
+      const int bb = p.b_batch != 0 ? static_cast<int>(tile.batch) : 0;
+      for (int kb = 0; kb < kblocks; ++kb) {
+        MbarWait(&empty[stage], phase ^ 1);
+        MbarExpectTx(&full[stage], Cfg::kStageBytes);
+        uint8_t* a = stage_a + stage * Cfg::kABytes;
+        uint8_t* b = stage_b + stage * Cfg::kBBytes;
+        const int k0 = kb * kBK;
+        if constexpr (TA == 0) {
+          TmaLoad(a, tma_a, &full[stage], k0, tile.m0, ba);
+        } else {
+#pragma unroll
+          for (int j = 0; j < kBM / 64; ++j) {
+            TmaLoad(a + j * kBox, tma_a, &full[stage], tile.m0 + 64 * j, k0, ba);
+          }
+        }
+        if constexpr (TB == 0) {
+          TmaLoad(b, tma_b, &full[stage], k0, tile.n0, bb);
+        } else {
+#pragma unroll
+          for (int j = 0; j < BN / 64; ++j) {
+            TmaLoad(b + j * kBox, tma_b, &full[stage], tile.n0 + 64 * j, k0, bb);
+          }
+        }
+        if (++stage == kStages) {
+          stage = 0;
+          phase ^= 1;
+        }
+      }
+    }
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    const int consumer = warpgroup - 1;
+    const bool arrive = threadIdx.x % 32 == 0;
+    // A: the consumer's 64 rows start 64 rows (K-major) or one 64-wide box (M-major) in.
+    const uint32_t a_offset = consumer * (TA == 0 ? 64 * 128 : kBox);
+    // Per-k16 step inside a stage: 32 bytes along a K-major row, 16 rows of an MN-major box.
+    constexpr uint32_t kStepA = TA == 0 ? 32 : 16 * 128;
+    constexpr uint32_t kStepB = TB == 0 ? 32 : 16 * 128;
+    float acc[BN / 2];
+    int stage = 0;
+    uint32_t phase = 0;
+    for (int64_t t = blockIdx.x; t < total; t += gridDim.x) {
+      const Tile tile = TileOf(p, t, BN);
+      int prev = -1;
+      for (int kb = 0; kb < kblocks; ++kb) {
+        MbarWait(&full[stage], phase);
+        const uint8_t* a = stage_a + stage * Cfg::kABytes + a_offset;
+        const uint8_t* b = stage_b + stage * Cfg::kBBytes;
+        FenceAcc(acc);
+        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+        for (int kk = 0; kk < kBK / 16; ++kk) {
+          Mma<In, BN, TA, TB>(acc, Desc(a + kk * kStepA, kBox), Desc(b + kk * kStepB, kBox),
+                              (kb | kk) != 0);
+        }
+        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+        FenceAcc(acc);
+        if (prev >= 0 && arrive) MbarArrive(&empty[prev]);
+        prev = stage;
+        if (++stage == kStages) {
+          stage = 0;
+          phase ^= 1;
+        }
+      }
+      asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+      FenceAcc(acc);
+      if (arrive) MbarArrive(&empty[prev]);
+      Epilogue<Out, BN>(p, acc, tile, consumer);
+    }
+  }
+#else
+  (void)tma_a;
+  (void)tma_b;
+  (void)p;
+#endif
+}
+
+}  // namespace
+
+// pgk_gemm_sm90_128x<BN>_<A layout><B layout>_<in>_<out>: A layout k (K-major) or m
+// (M-major); B layout k (K-major, B^T row-major) or n (N-major, row-major).
+#define PGK_SM90_KERNEL(BN, LA, LB, TA, TB, IN, INC, OUT, OUTC)                                 \
+  extern "C" __global__ void __launch_bounds__(kThreads, 1)                                     \
+      pgk_gemm_sm90_128x##BN##_##LA##LB##_##INC##_##OUTC(                                       \
+          const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b, \
+          const pk::GemmParams p) {                                                             \
+    GemmBody<IN, OUT, BN, TA, TB>(&tma_a, &tma_b, p);                                           \
+  }
+
+#define PGK_SM90_LAYOUTS(BN, IN, INC, OUT, OUTC)      \
+  PGK_SM90_KERNEL(BN, k, k, 0, 0, IN, INC, OUT, OUTC) \
+  PGK_SM90_KERNEL(BN, k, n, 0, 1, IN, INC, OUT, OUTC) \
+  PGK_SM90_KERNEL(BN, m, k, 1, 0, IN, INC, OUT, OUTC) \
+  PGK_SM90_KERNEL(BN, m, n, 1, 1, IN, INC, OUT, OUTC)
+
+#define PGK_SM90_TYPES(BN)                                          \
+  PGK_SM90_LAYOUTS(BN, __nv_bfloat16, bf2, pygpukit::bfloat16, bf2) \
+  PGK_SM90_LAYOUTS(BN, __nv_bfloat16, bf2, float, f4)               \
+  PGK_SM90_LAYOUTS(BN, __half, f2, pygpukit::float16, f2)           \
+  PGK_SM90_LAYOUTS(BN, __half, f2, float, f4)
+
+PGK_SM90_TYPES(256)
+PGK_SM90_TYPES(128)

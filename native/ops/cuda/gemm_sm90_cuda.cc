@@ -1,0 +1,156 @@
+// Host side of the Hopper GEMM (gemm_sm90.cu): checks the TMA preconditions, encodes one tensor
+// map per operand, picks the tile width and launches a persistent grid of one CTA per SM.
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "core/cuda/cuda_backend.h"
+#include "core/cuda/driver_api.h"
+#include "core/status.h"
+#include "ops/cuda/gemm_cuda.h"
+#include "runtime/embedded_kernels.h"
+#include "runtime/runtime.h"
+
+namespace pygpukit::ops::cuda_kernels {
+namespace {
+
+constexpr int kBM = 128, kBK = 64, kThreads = 384;
+
+// Shared memory of one launch: operand stages plus their mbarriers and the 1 KiB the kernel may
+// skip to align the stages to the swizzle atom.
+unsigned SharedBytes(int bn) {
+  const int stages = bn == 256 ? 4 : 6;
+  return static_cast<unsigned>(stages * (kBM + bn) * kBK * 2 + stages * 16 + 1024);
+}
+
+// One operand as TMA sees it: `inner` is the unit-stride dim, `outer` the other matrix dim.
+struct Operand {
+  const void* ptr;
+  int64_t inner, outer, ld, batch_stride, batch;
+  bool kmajor;
+};
+
+absl::StatusOr<CUtensorMap> EncodeMap(const cuda::DriverApi* api, const Operand& o,
+                                      CUtensorMapDataType type, uint32_t box_outer) {
+  CUtensorMap map;
+  std::memset(&map, 0, sizeof(map));
+  const int64_t batch = o.batch_stride != 0 ? o.batch : 1;
+  cuuint64_t dims[3] = {static_cast<cuuint64_t>(o.inner), static_cast<cuuint64_t>(o.outer),
+                        static_cast<cuuint64_t>(batch)};
+  // A broadcast batch dim has extent 1; its stride only has to be a valid one.
+  const int64_t bstride =
+      o.batch_stride != 0 ? o.batch_stride : o.ld * std::max<int64_t>(o.outer, 1);
+  cuuint64_t strides[2] = {static_cast<cuuint64_t>(o.ld * 2), static_cast<cuuint64_t>(bstride * 2)};
+  cuuint32_t box[3] = {static_cast<cuuint32_t>(kBK), box_outer, 1};
+  cuuint32_t elem[3] = {1, 1, 1};
+  PGK_CU_RETURN_IF_ERROR(api->cuTensorMapEncodeTiled(
+                             &map, type, 3, const_cast<void*>(o.ptr), dims, strides, box, elem,
+                             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+                         "matmul: cuTensorMapEncodeTiled");
+  return map;
+}
+
+// TMA wants 16-byte aligned bases and strides that are multiples of 16 bytes below 2^40.
+bool TmaFriendly(const void* ptr, int64_t ld, int64_t batch_stride) {
+  auto ok = [](int64_t s) { return s >= 0 && (s % 8) == 0 && s * 2 < (int64_t{1} << 40); };
+  return reinterpret_cast<uintptr_t>(ptr) % 16 == 0 && ld > 0 && ok(ld) && ok(batch_stride);
+}
+
+// Layouts: A K-major (a_col == 1) or M-major (a_row == 1); B K-major (b_row == 1) or N-major
+// (b_col == 1). K-major wins when a dim of size 1 makes both true.
+absl::StatusOr<std::pair<Operand, Operand>> Operands(const kernels::GemmParams& p) {
+  const bool a_kmajor = p.a_col == 1, b_kmajor = p.b_row == 1;
+  if (!a_kmajor && p.a_row != 1) {
+    return NotImplementedError("matmul: sm90 kernels need A with a unit stride");
+  }
+  if (!b_kmajor && p.b_col != 1) {
+    return NotImplementedError("matmul: sm90 kernels need B with a unit stride");
+  }
+  Operand a = a_kmajor ? Operand{p.a, p.k, p.m, p.a_row, p.a_batch, p.batch, true}
+                       : Operand{p.a, p.m, p.k, p.a_col, p.a_batch, p.batch, false};
+  Operand b = b_kmajor ? Operand{p.b, p.k, p.n, p.b_col, p.b_batch, p.batch, true}
+                       : Operand{p.b, p.n, p.k, p.b_row, p.b_batch, p.batch, false};
+  if (!TmaFriendly(a.ptr, a.ld, a.batch_stride) || !TmaFriendly(b.ptr, b.ld, b.batch_stride)) {
+    return NotImplementedError(
+        "matmul: sm90 kernels need 16-byte aligned operands with leading dimensions and batch "
+        "strides that are multiples of 8 elements");
+  }
+  return std::make_pair(a, b);
+}
+
+absl::Status CheckProblem(const GemmLaunch& g) {
+  const kernels::GemmParams& p = g.params;
+  if (g.in != DType::BFloat16 && g.in != DType::Float16) {
+    return NotImplementedError(
+        absl::StrCat("matmul: sm90 kernels take bfloat16 or float16, not ", DTypeName(g.in)));
+  }
+  if (g.out != g.in && g.out != DType::Float32) {
+    return NotImplementedError(absl::StrCat("matmul: sm90 kernels write ", DTypeName(g.in),
+                                            " or float32, not ", DTypeName(g.out)));
+  }
+  if (p.k <= 0 || p.m <= 0 || p.n <= 0 || p.batch <= 0) {
+    return NotImplementedError("matmul: sm90 kernels need non-empty operands");
+  }
+  if (p.m > INT32_MAX || p.n > INT32_MAX || p.k > INT32_MAX || p.batch > INT32_MAX) {
+    return NotImplementedError("matmul: sm90 kernels index dims with 32-bit TMA coordinates");
+  }
+  return Operands(p).status();
+}
+
+}  // namespace
+
+bool Sm90KernelsBuilt() { return absl::StrContains(EmbeddedKernelArchs(), "90a"); }
+
+bool Sm90Accepts(const GemmLaunch& g) { return CheckProblem(g).ok(); }
+
+absl::Status GemmSm90(hal::Stream& s, const GemmLaunch& g) {
+  PGK_RETURN_IF_ERROR(CheckProblem(g));
+  if (!Sm90KernelsBuilt()) {
+    return NotImplementedError(absl::StrCat(
+        "matmul: sm90 kernels need an sm_90a build (this one has ", EmbeddedKernelArchs(), ")"));
+  }
+  Runtime& rt = Runtime::Get();
+  PGK_ASSIGN_OR_RETURN(hal::DeviceProperties props,
+                       rt.cuda_backend()->properties(s.device().index));
+  if (props.sm_major != 9) {
+    return NotImplementedError(
+        absl::StrCat("matmul: sm90 kernels need a compute capability 9.x "
+                     "GPU, this is ",
+                     props.sm_major, ".", props.sm_minor));
+  }
+  const kernels::GemmParams& p = g.params;
+  PGK_ASSIGN_OR_RETURN(auto operands, Operands(p));
+  const auto& [a, b] = operands;
+  const bool a_kmajor = a.kmajor, b_kmajor = b.kmajor;
+
+  // Wide tiles halve B traffic per FLOP; narrow ones keep every SM busy on smaller problems.
+  const int sms = std::max(props.multiprocessors, 1);
+  const int64_t tiles_m = (p.m + kBM - 1) / kBM;
+  const int bn = tiles_m * ((p.n + 255) / 256) * p.batch >= sms ? 256 : 128;
+  kernels::GemmParams params = p;
+  params.tiles_m = static_cast<int32_t>(tiles_m);
+  params.tiles_n = static_cast<int32_t>((p.n + bn - 1) / bn);
+  params.group_m = 8;
+  const int64_t tiles = tiles_m * params.tiles_n * p.batch;
+
+  PGK_ASSIGN_OR_RETURN(const cuda::DriverApi* api, cuda::LoadDriverApi());
+  const CUtensorMapDataType type =
+      g.in == DType::BFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  // K-major boxes are 64 (K) x tile rows; MN-major ones 64 (MN) x 64 (K), several per tile.
+  PGK_ASSIGN_OR_RETURN(CUtensorMap map_a, EncodeMap(api, a, type, a_kmajor ? kBM : kBK));
+  PGK_ASSIGN_OR_RETURN(CUtensorMap map_b, EncodeMap(api, b, type, b_kmajor ? bn : kBK));
+
+  hal::LaunchDims dims;
+  dims.grid[0] = static_cast<unsigned>(std::min<int64_t>(tiles, sms));
+  dims.block[0] = kThreads;
+  dims.shared_bytes = SharedBytes(bn);
+  const std::string kernel =
+      absl::StrCat("pgk_gemm_sm90_128x", bn, "_", a_kmajor ? "k" : "m", b_kmajor ? "k" : "n", "_",
+                   DTypeCode(g.in), "_", DTypeCode(g.out));
+  void* args[] = {&map_a, &map_b, &params};
+  return rt.dispatcher().LaunchDevice(s, kernel, dims, args);
+}
+
+}  // namespace pygpukit::ops::cuda_kernels

@@ -1,0 +1,73 @@
+// CUDA matmul entry: summarizes the problem, asks ops/gemm_select.h for a kernel family and
+// launches it. In auto mode a family that declines the problem (NotImplementedError from its
+// launcher) hands plain products to cuBLASLt; fused epilogues then go back to the op layer,
+// which runs the product and the epilogue as two launches.
+#include "absl/strings/str_cat.h"
+#include "core/cuda/cuda_backend.h"
+#include "core/status.h"
+#include "ops/cuda/gemm_cuda.h"
+#include "ops/gemm_select.h"
+#include "ops/kernel_launch.h"
+#include "runtime/runtime.h"
+
+namespace pygpukit::ops::cuda_kernels {
+
+absl::Status Matmul(hal::Stream& s, const MatmulProblem& p, Device device) {
+  GemmLaunch g{p.dtype, p.epilogue.out,
+               p.dtype == DType::Float32 && p.options.precision == MatmulPrecision::kTF32,
+               GemmParamsOf(p)};
+  PGK_ASSIGN_OR_RETURN(hal::DeviceProperties props,
+                       Runtime::Get().cuda_backend()->properties(device.index));
+  GemmSummary sum;
+  sum.in = p.dtype;
+  sum.out = p.epilogue.out;
+  sum.tf32 = g.tf32;
+  sum.m = p.m;
+  sum.n = p.n;
+  sum.k = p.k;
+  sum.batch = p.batch;
+  sum.fused = !p.epilogue.trivial() || p.epilogue.out != p.dtype;
+  sum.tma_ok = Sm90Accepts(g);
+  sum.sm80_ok = true;  // GemmSm80 checks its own layout and alignment rules
+  GemmTarget target{props.sm_major, props.sm_minor, Sm90KernelsBuilt()};
+  const GemmFamily family = SelectGemm(sum, target, p.options.backend);
+  absl::Status st;
+  switch (family) {
+    case GemmFamily::kSm90:
+      st = GemmSm90(s, g);
+      break;
+    case GemmFamily::kSm80:
+      st = GemmSm80(s, g);
+      break;
+    case GemmFamily::kSimt:
+      st = GemmSimt(s, g);
+      break;
+    case GemmFamily::kCublasLt:
+      return MatmulCublasLt(s, p, device);
+  }
+  if (st.ok() || p.options.backend != MatmulBackend::kAuto || !absl::IsUnimplemented(st)) {
+    return st;
+  }
+  return MatmulCublasLt(s, p, device);
+}
+
+absl::Status GemmEpilogueApply(hal::Stream& s, const MatmulProblem& p, const void* src,
+                               DType src_dtype) {
+  kernels::GemmParams params = GemmParamsOf(p);
+  // The source is the plain product laid out like the output (unit column stride).
+  params.a = src;
+  params.a_batch = p.c_batch;
+  params.a_row = p.c_row;
+  params.a_col = 1;
+  const int64_t n = p.batch * p.m * p.n;
+  if (n == 0) return absl::OkStatus();
+  hal::LaunchDims dims;
+  dims.block[0] = 256;
+  dims.grid[0] = static_cast<unsigned>(std::min<int64_t>((n + 255) / 256, int64_t{1} << 16));
+  void* args[] = {&params};
+  return Runtime::Get().dispatcher().LaunchDevice(
+      s, absl::StrCat("pgk_gemm_epilogue_", DTypeCode(src_dtype), "_", DTypeCode(p.epilogue.out)),
+      dims, args);
+}
+
+}  // namespace pygpukit::ops::cuda_kernels

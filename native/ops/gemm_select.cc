@@ -1,0 +1,56 @@
+// Auto selection table. Each rule names the measurement it rests on; change a rule only with a
+// benchmarks/gemm.py run that shows the new choice is at least as fast.
+#include "ops/gemm_select.h"
+
+namespace pygpukit::ops {
+
+GemmFamily SelectGemm(const GemmSummary& s, const GemmTarget& t, MatmulBackend backend) {
+  switch (backend) {
+    case MatmulBackend::kCublasLt:
+      return GemmFamily::kCublasLt;
+    case MatmulBackend::kSm90:
+      return GemmFamily::kSm90;
+    case MatmulBackend::kSm80:
+      return GemmFamily::kSm80;
+    case MatmulBackend::kSimt:
+      return GemmFamily::kSimt;
+    case MatmulBackend::kAuto:
+      break;
+  }
+  const bool half = s.in == DType::BFloat16 || s.in == DType::Float16;
+  if (half) {
+    // Hopper: the TMA + wgmma kernels, except skinny products (M <= 64) where cuBLASLt's
+    // split-K GEMV-like kernels stream the weights faster.
+    if (t.sm_major == 9 && t.sm90a_built && s.tma_ok && s.m > 64) return GemmFamily::kSm90;
+    // Ampere / Ada (or a Hopper problem TMA cannot take): mma.sync kernels only when an
+    // epilogue must be fused; cuBLASLt is faster for plain products.
+    if (s.fused && t.sm_major >= 8 && s.sm80_ok) return GemmFamily::kSm80;
+    if (s.fused && t.sm_major == 9 && t.sm90a_built && s.tma_ok) return GemmFamily::kSm90;
+    return GemmFamily::kCublasLt;
+  }
+  // float32 / float64: cuBLASLt (tensor-core TF32 and DMMA) is faster for plain products; the
+  // SIMT kernels serve fused epilogues of exact float32 / float64.
+  if (s.fused && (s.in == DType::Float32 || s.in == DType::Float64) && !s.tf32) {
+    return GemmFamily::kSimt;
+  }
+  if (s.fused && s.in == DType::Float32 && s.tf32 && t.sm_major >= 8 && s.sm80_ok) {
+    return GemmFamily::kSm80;
+  }
+  return GemmFamily::kCublasLt;
+}
+
+absl::string_view GemmFamilyName(GemmFamily f) {
+  switch (f) {
+    case GemmFamily::kSm90:
+      return "sm90";
+    case GemmFamily::kSm80:
+      return "sm80";
+    case GemmFamily::kSimt:
+      return "simt";
+    case GemmFamily::kCublasLt:
+      return "cublaslt";
+  }
+  return "?";
+}
+
+}  // namespace pygpukit::ops

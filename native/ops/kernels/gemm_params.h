@@ -1,0 +1,37 @@
+// Parameter block of the GEMM kernel families (SM90 wgmma, SM80 mma.sync, SIMT) and the CPU
+// loop, shared by the host launchers (g++) and nvcc: a plain struct passed by value. It
+// describes D = act(alpha * (A @ B) + beta * C + bias) for every batch index.
+#pragma once
+
+#include <cstdint>
+
+namespace pygpukit::kernels {
+
+/// Activation applied last in the GEMM epilogue.
+enum GemmActivation : int32_t { kActNone = 0, kActRelu = 1, kActGelu = 2, kActSilu = 3 };
+
+/// One (strided-batched) GEMM. Element (b, i, j) of an operand X lives at
+/// x + b * x_batch + i * x_row + j * x_col (element strides; a zero batch stride broadcasts).
+/// A is m x k and B is k x n in the input dtype; D (m x n, unit column stride), C and bias are
+/// in the output dtype. Accumulation is float32 (float64 for float64 inputs).
+struct GemmParams {
+  int64_t m, n, k, batch;
+  const void* a;
+  int64_t a_batch, a_row, a_col;
+  const void* b;
+  int64_t b_batch, b_row, b_col;
+  void* d;
+  int64_t d_batch, d_row;
+  const void* c;  // read only when beta != 0
+  int64_t c_batch, c_row, c_col;
+  const void* bias;  // length n per batch, or null
+  int64_t bias_batch;
+  double alpha, beta;
+  int32_t activation;        // GemmActivation
+  int32_t tiles_m, tiles_n;  // output tiles per matrix, filled by the host for tiled kernels
+  int32_t group_m;           // rows of tiles walked together by persistent tile orders
+};
+
+static_assert(sizeof(GemmParams) == 200, "GemmParams layout changed");
+
+}  // namespace pygpukit::kernels
