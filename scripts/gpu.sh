@@ -2,7 +2,10 @@
 # One-call GPU run for the lent H100/H200 machines (see CONTRIBUTING.md): unpacks the carried
 # Abseil / GoogleTest .debs (the machine has no network), builds for sm_90a with -j16, runs the
 # C++ and Python suites (backend parity included) with PYGPUKIT_DEVICE=cuda, python -m pygpukit and the benchmarks.
-#   steps: any of "build test selfcheck bench bench-memory bench-scheduler" (default: all)
+#   steps: any of "build test test-gemm selfcheck bench bench-gemm bench-memory bench-scheduler"
+#   (default: build test selfcheck bench bench-memory bench-scheduler)
+#   test-gemm: only the matmul / gemm Python tests (fast signal on kernel work)
+#   bench-gemm: benchmarks/gemm.py (JSON in $OUT); extra arguments in GEMM_ARGS
 #   bench-memory: benchmarks/cpp/memory_bench (Google Benchmark, JSON in $OUT/memory_bench.json)
 #   and benchmarks/memory.py (JSON in $OUT)
 #   bench-scheduler: benchmarks/cpp/scheduler_bench (admission decisions), the C++ example
@@ -47,12 +50,22 @@ if has test; then
   grep -E "^(FAILED|ERROR)" "$OUTDIR/pytest.log" | head -60
   tail -3 "$OUTDIR/pytest.log"
 fi
+if has test-gemm; then
+  PYGPUKIT_DEVICE=cuda $PY -m pytest tests/python -q -p no:cacheprovider -rf --maxfail=40 \
+    -k "matmul or gemm or linear" >"$OUTDIR/pytest_gemm.log" 2>&1 || rc=1
+  grep -E "^(FAILED|ERROR)" "$OUTDIR/pytest_gemm.log" | head -40
+  tail -3 "$OUTDIR/pytest_gemm.log"
+fi
 if has selfcheck; then
   PYGPUKIT_DEVICE=cuda $PY -m pygpukit 2>&1 | tee "$OUTDIR/selfcheck.log" || rc=1
   (cd /tmp && PYGPUKIT_DEVICE=cuda $PY "$OLDPWD/examples/demo.py") || rc=1
 fi
 if has bench; then
   $PY benchmarks/matmul.py --out "$OUTDIR" 2>&1 | tee "$OUTDIR/bench.log" || rc=1
+fi
+if has bench-gemm; then
+  PYGPUKIT_DEVICE=cuda $PY benchmarks/gemm.py --out "$OUTDIR" ${GEMM_ARGS:-} 2>&1 |
+    tee "$OUTDIR/bench_gemm.log" || rc=1
 fi
 if has bench-memory; then
   PYGPUKIT_DEVICE=cuda $BUILD/benchmarks/cpp/memory_bench --benchmark_out="$OUTDIR/memory_bench.json" \

@@ -266,6 +266,13 @@ absl::StatusOr<GPUArray> GemmNamed(const GPUArray& a, const GPUArray& b, const G
   if (e.beta != 0.0 && !e.c.has_value()) {
     return ValueError(absl::StrCat(op, ": beta = ", e.beta, " needs an input C"));
   }
+  for (const auto* extra : {&e.c, &e.bias}) {
+    if (extra->has_value() && IsComplex((*extra)->dtype())) {
+      return TypeError(absl::StrCat(op, ": ", extra == &e.c ? "C" : "bias", " has dtype ",
+                                    DTypeName((*extra)->dtype()),
+                                    "; complex values are not supported"));
+    }
+  }
   const Shape cshape = prod.out_shape();
   std::optional<Mat> c;
   if (e.c.has_value() && e.beta != 0.0) {
@@ -346,13 +353,14 @@ absl::StatusOr<GPUArray> Linear(const GPUArray& x, const GPUArray& w,
   GemmEpilogue e;
   e.bias = bias;
   e.activation = activation;
-  // Leading dims of x fold into the rows of one 2-D product.
+  // Leading dims of x fold into the rows of one 2-D product (when there are elements to fold).
   GPUArray x2 = x;
-  if (x.ndim() > 2) {
+  const bool fold = x.ndim() > 2 && x.size() > 0;
+  if (fold) {
     PGK_ASSIGN_OR_RETURN(x2, Reshape(x, {-1, x.shape().back()}));
   }
   PGK_ASSIGN_OR_RETURN(GPUArray y, GemmNamed(x2, wt, e, options, "linear"));
-  if (x.ndim() > 2) {
+  if (fold) {
     Shape out(x.shape().begin(), x.shape().end() - 1);
     out.push_back(w.shape()[0]);
     return Reshape(y, out);

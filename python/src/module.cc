@@ -56,7 +56,8 @@ pyb::dict DispatchStatsDict() {
   return out;
 }
 
-ops::MatmulOptions ParseMatmulOptions(const std::string& precision, const std::string& backend) {
+ops::MatmulOptions ParseMatmulOptions(const std::string& precision, const std::string& backend,
+                                      absl::string_view op = "matmul") {
   ops::MatmulOptions o;
   if (precision == "highest" || precision == "fp32" || precision == "float32") {
     o.precision = ops::MatmulPrecision::kHighest;
@@ -64,7 +65,7 @@ ops::MatmulOptions ParseMatmulOptions(const std::string& precision, const std::s
     o.precision = ops::MatmulPrecision::kTF32;
   } else {
     throw pyb::value_error(
-        absl::StrCat("matmul: unknown precision '", precision, "' (expected 'highest' or 'tf32')"));
+        absl::StrCat(op, ": unknown precision '", precision, "' (expected 'highest' or 'tf32')"));
   }
   if (backend == "auto") {
     o.backend = ops::MatmulBackend::kAuto;
@@ -77,7 +78,7 @@ ops::MatmulOptions ParseMatmulOptions(const std::string& precision, const std::s
   } else if (backend == "simt") {
     o.backend = ops::MatmulBackend::kSimt;
   } else {
-    throw pyb::value_error(absl::StrCat("matmul: unknown backend '", backend,
+    throw pyb::value_error(absl::StrCat(op, ": unknown backend '", backend,
                                         "' (expected 'auto', 'cublaslt', 'sm90', 'sm80' or "
                                         "'simt')"));
   }
@@ -315,12 +316,19 @@ PYBIND11_MODULE(_core, m) {
         ops::GemmEpilogue e;
         e.alpha = alpha;
         e.c = OptionalArray(c, "gemm");
-        e.beta = beta.is_none() ? (e.c.has_value() ? 1.0 : 0.0) : beta.cast<double>();
+        e.beta = e.c.has_value() ? 1.0 : 0.0;
+        if (!beta.is_none()) {
+          if (PyComplex_Check(beta.ptr()) || !PyNumber_Check(beta.ptr())) {
+            throw pyb::type_error(absl::StrCat("gemm: beta must be a real number, got ",
+                                               pyb::str(pyb::type::handle_of(beta)).cast<std::string>()));
+          }
+          e.beta = beta.cast<double>();
+        }
         e.bias = OptionalArray(bias, "gemm");
         e.activation = ParseActivation(activation, "gemm");
         if (!out_dtype.is_none()) e.out_dtype = ToDType(out_dtype, "gemm");
         return Unwrap(ops::Gemm(AsArray(a, "gemm"), AsArray(b, "gemm"), e,
-                                ParseMatmulOptions(precision, backend)));
+                                ParseMatmulOptions(precision, backend, "gemm")));
       },
       pyb::arg("a"), pyb::arg("b"), pyb::arg("c") = pyb::none(), pyb::kw_only(),
       pyb::arg("alpha") = 1.0, pyb::arg("beta") = pyb::none(), pyb::arg("bias") = pyb::none(),
@@ -336,7 +344,7 @@ PYBIND11_MODULE(_core, m) {
          const pyb::handle& activation, const std::string& precision, const std::string& backend) {
         return Unwrap(ops::Linear(
             AsArray(x, "linear"), AsArray(w, "linear"), OptionalArray(bias, "linear"),
-            ParseActivation(activation, "linear"), ParseMatmulOptions(precision, backend)));
+            ParseActivation(activation, "linear"), ParseMatmulOptions(precision, backend, "linear")));
       },
       pyb::arg("x"), pyb::arg("weight"), pyb::arg("bias") = pyb::none(), pyb::kw_only(),
       pyb::arg("activation") = pyb::none(), pyb::arg("precision") = "highest",

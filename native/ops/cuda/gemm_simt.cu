@@ -12,13 +12,18 @@
 //     lanes of a quarter warp share one row group and cover eight consecutive 16-byte column
 //     groups, so B reads are one 128-byte wavefront and A reads a broadcast: no bank conflicts.
 //   * Pipeline: two shared stages. While the block multiplies slice t out of one stage, each
-//     thread already holds slice t + 1 in registers (global loads issued before the math); it
-//     writes them to the other stage afterwards, and one __syncthreads per slice separates the
-//     two (the stage being written was last read one slice earlier, before that barrier).
+//     thread's global loads of slice t + 1 are in flight into registers; it writes them to the
+//     other stage after its FMAs, and one __syncthreads per slice separates the two (the stage
+//     being written was last read one slice earlier, before that barrier). Interior tiles with
+//     vector-friendly operands run a loop without any masks (kFast); the k % BK tail is one
+//     extra masked slice after the loop, so the loop never checks k.
 //   * Global loads are 16-byte vectors along the operand's contiguous dimension when its base
 //     pointer, leading and batch strides allow (checked once per launch, uniformly, in the
 //     kernel); tails and any other stride pattern use masked scalar loads with full strides, so
 //     every layout is correct and nothing outside m x k / k x n is ever read (zero fill).
+//   * Epilogue: accumulators are staged through shared memory and written by consecutive
+//     threads to consecutive columns; each element goes through GemmEpilogueValue (alpha,
+//     beta * C, bias, activation), the same function the CPU loop uses.
 //
 // Kernel symbols: pgk_gemm_simt_<BM>x<BN>_<layout>_<dtype code>. The layout letters are A then B:
 // 'r' selects the load pattern for a unit column stride (row-major), 'c' for a unit row stride
@@ -66,10 +71,10 @@ struct TileConfig {
   static constexpr int TX = BN / TN, TY = BM / TM;
   static constexpr int kThreads = TX * TY;
   static constexpr int kMinBlocks = kMinBlocks_;
-  // Row pitch of a shared stage, padded by kPad = 4 elements: the transposed stores of a
-  // k-contiguous operand write two k groups 4 apart (SliceLoader), whose rows then start
-  // 16 words (floats) / 16 doubles' worth of banks apart, while every row stays 16-byte aligned
-  // for the LDS.128 reads.
+  // Row pitch of a shared stage, padded by kPad = 4 elements: a warp's transposed stores of a
+  // k-contiguous operand write two k rows V apart (SliceLoader), which then start 16 banks
+  // apart (V * pitch = 16 mod 32 words, floats and doubles alike), so together they cover all
+  // 32 banks; every row stays 16-byte aligned for the LDS.128 reads.
   static constexpr int kPad = 4;
   static constexpr int LDA = BM + kPad, LDB = BN + kPad;
   static constexpr int kStageA = BK * LDA, kStageB = BK * LDB;
@@ -80,15 +85,17 @@ struct TileConfig {
   static_assert(2 * (kStageA + kStageB) * sizeof(T) <= 48 * 1024, "static shared memory limit");
 };
 
-// float32, large problems: 128 x 128 x 8, 256 threads, 8 x 8 floats per thread (64 FFMA per four
-// LDS.128), 17 KB of shared memory; two blocks per SM (<= 128 registers per thread).
+// float32, large problems: 128 x 128 x 16, 256 threads, 8 x 8 floats per thread (64 FFMA per four
+// LDS.128), 33 KB of shared memory; two blocks per SM (<= 128 registers per thread). BK = 16
+// rather than 8 halves the per-slice overhead (barrier, global loads, stores, loop).
 using F4Tile128 = TileConfig<float, 128, 128, 16, 8, 8, 2>;
-// float32, problems too small to fill the GPU with 128 x 128 tiles: 64 x 64 x 8, 128 threads,
-// 8 x 4 floats per thread.
-using F4Tile64 = TileConfig<float, 64, 64, 8, 8, 4, 4>;
-// float64: 64 x 64 x 8, 64 threads, 8 x 8 doubles per thread (128 accumulator registers).
+// float32, problems too small to fill the GPU with 128 x 128 tiles: 64 x 64 x 16, 128 threads,
+// 8 x 4 floats per thread, 17 KB; four blocks per SM.
+using F4Tile64 = TileConfig<float, 64, 64, 16, 8, 4, 4>;
+// float64: 64 x 64 x 8, 64 threads, 8 x 8 doubles per thread (128 accumulator registers, 64 DFMA
+// per eight LDS.128), 17 KB.
 using F8Tile64 = TileConfig<double, 64, 64, 8, 8, 8, 1>;
-// float64, small problems: 32 x 32 x 8, 64 threads, 4 x 4 doubles per thread.
+// float64, small problems: 32 x 32 x 8, 64 threads, 4 x 4 doubles per thread, 9 KB.
 using F8Tile32 = TileConfig<double, 32, 32, 8, 4, 4, 4>;
 
 // Moves BK-deep slices of one operand, viewed as X x K (x = m for A, n for B; element (x, k) at
@@ -100,7 +107,7 @@ using F8Tile32 = TileConfig<double, 32, 32, 8, 4, 4, 4>;
 // Chunk placement: a "line" is one x (kKContig) or one k (otherwise) of the slice. When
 // kKContig, kPair = 2 neighbouring threads take the two chunks of one 32-byte sector of a line,
 // so one load instruction of a warp reads 16 whole sectors, and its transposed stores touch 16
-// lines in two k groups 4 words of pitch apart mod 8: all 32 banks (see kPad). Otherwise all
+// lines in two k rows that start 16 banks apart: conflict-free (see kPad). Otherwise all
 // chunks of a line go to consecutive threads (one 512-byte run per warp). A thread's further
 // chunks first walk the rest of its line, then the lines kLinesPerPass further on.
 template <typename T, int BX, int BK, int kThreads, bool kKContig>
@@ -196,8 +203,8 @@ __device__ __forceinline__ void MultiplyStage(const typename Cfg::Scalar* as,
   using T = typename Cfg::Scalar;
   using Vec = typename Cfg::Vec;
   constexpr int V = Cfg::V;
-  // Fragments are double-buffered in registers: step kk + 1's shared loads are issued before
-  // step kk's FMAs, which hides their latency without holding more than two steps.
+  // Fragments are double-buffered in registers: step kk + 1's shared loads are issued ahead of
+  // step kk's FMAs to hide their latency (ptxas may hoist further when registers allow).
   Vec a[2][Cfg::TM / V], b[2][Cfg::TN / V];
   auto load = [&](int kk, int buf) {
 #pragma unroll
@@ -217,8 +224,8 @@ __device__ __forceinline__ void MultiplyStage(const typename Cfg::Scalar* as,
     for (int i = 0; i < Cfg::TM; ++i) {
 #pragma unroll
       for (int j = 0; j < Cfg::TN; ++j) {
-        acc[i][j] = fma(Lane<T>(a[kk & 1][i / V], i % V), Lane<T>(b[kk & 1][j / V], j % V),
-                        acc[i][j]);
+        acc[i][j] =
+            fma(Lane<T>(a[kk & 1][i / V], i % V), Lane<T>(b[kk & 1][j / V], j % V), acc[i][j]);
       }
     }
   }
@@ -307,9 +314,9 @@ __device__ __forceinline__ void FullSlices(const GemmParams& p, const BlockTile&
   ld.a.template Store<Cfg::LDA>(StageA<Cfg>(smem, 0), ra);
   ld.b.template Store<Cfg::LDB>(StageB<Cfg>(smem, 0), rb);
   __syncthreads();
-  // Branch-free steady state: the last iteration reloads its own slice (the pointers do not
-  // advance) into the idle stage, which nobody reads; this keeps the loads unpredicated and
-  // lets the compiler issue them at the top of the iteration.
+  // The last iteration reloads its own slice (the pointers stop advancing) into the idle
+  // stage, which nobody reads: the loads and stores stay unconditional, so the compiler can
+  // schedule them freely among the FMAs.
   for (int t = 0; t < nfull; ++t) {
     const int cur = t & 1;
     if (t + 1 < nfull) {
@@ -328,9 +335,8 @@ __device__ __forceinline__ void FullSlices(const GemmParams& p, const BlockTile&
 
 // The last k % BK values of k: one masked slice, zero-filled past k (so it adds exact zeros).
 template <typename Cfg, bool kARow, bool kBRow>
-__device__ __forceinline__ void PartialSlice(const GemmParams& p, const BlockTile& tile,
-                                             int64_t k0, int k_left, typename Cfg::Scalar* smem,
-                                             int tr, int tc,
+__device__ __forceinline__ void PartialSlice(const GemmParams& p, const BlockTile& tile, int64_t k0,
+                                             int k_left, typename Cfg::Scalar* smem, int tr, int tc,
                                              typename Cfg::Scalar (&acc)[Cfg::TM][Cfg::TN]) {
   using Vec = typename Cfg::Vec;
   TileLoaders<Cfg, kARow, kBRow> ld(p, tile, k0);
@@ -430,15 +436,15 @@ __device__ __forceinline__ void GemmSimt(const GemmParams& p) {
 
 // One kernel per tile configuration and load pattern (A then B: r = unit column stride,
 // c = unit row stride).
-#define PGK_SIMT_KERNEL(CFG, TILE, LAYOUT, A_ROW, B_ROW, CODE)              \
+#define PGK_SIMT_KERNEL(CFG, TILE, LAYOUT, A_ROW, B_ROW, CODE)                 \
   extern "C" __global__ void __launch_bounds__(CFG::kThreads, CFG::kMinBlocks) \
-      pgk_gemm_simt_##TILE##_##LAYOUT##_##CODE(GemmParams p) {             \
-    GemmSimt<CFG, A_ROW, B_ROW>(p);                                         \
+      pgk_gemm_simt_##TILE##_##LAYOUT##_##CODE(GemmParams p) {                 \
+    GemmSimt<CFG, A_ROW, B_ROW>(p);                                            \
   }
 #define PGK_SIMT_KERNELS(CFG, TILE, CODE)           \
-  PGK_SIMT_KERNEL(CFG, TILE, rr, true, true, CODE)   \
-  PGK_SIMT_KERNEL(CFG, TILE, rc, true, false, CODE)  \
-  PGK_SIMT_KERNEL(CFG, TILE, cr, false, true, CODE)  \
+  PGK_SIMT_KERNEL(CFG, TILE, rr, true, true, CODE)  \
+  PGK_SIMT_KERNEL(CFG, TILE, rc, true, false, CODE) \
+  PGK_SIMT_KERNEL(CFG, TILE, cr, false, true, CODE) \
   PGK_SIMT_KERNEL(CFG, TILE, cc, false, false, CODE)
 
 PGK_SIMT_KERNELS(F4Tile128, 128x128, f4)

@@ -1,4 +1,4 @@
-// Host side of the Hopper GEMM (gemm_sm90.cu): checks the TMA preconditions, encodes one tensor
+// Host side of the Hopper GEMM (gemm_sm90_kernel.h): checks the TMA preconditions, encodes one tensor
 // map per operand, picks the tile width and launches a persistent grid of one CTA per SM.
 #include <algorithm>
 #include <cstring>
@@ -125,10 +125,11 @@ absl::Status GemmSm90(hal::Stream& s, const GemmLaunch& g) {
   const auto& [a, b] = operands;
   const bool a_kmajor = a.kmajor, b_kmajor = b.kmajor;
 
-  // Wide tiles halve B traffic per FLOP; narrow ones keep every SM busy on smaller problems.
   const int sms = std::max(props.multiprocessors, 1);
   const int64_t tiles_m = (p.m + kBM - 1) / kBM;
-  const int bn = tiles_m * ((p.n + 255) / 256) * p.batch >= sms ? 256 : 128;
+  // 128 x 256 tiles reuse each A row over twice the columns; narrower ones only pay when the
+  // wide grid would leave most SMs idle.
+  const int bn = tiles_m * ((p.n + 255) / 256) * p.batch >= sms / 2 ? 256 : 128;
   kernels::GemmParams params = p;
   params.tiles_m = static_cast<int32_t>(tiles_m);
   params.tiles_n = static_cast<int32_t>((p.n + bn - 1) / bn);

@@ -15,7 +15,7 @@ template <typename Acc>
 PGK_HD Acc GemmActivate(Acc x, int32_t act) {
   switch (act) {
     case kActRelu:
-      return x > Acc(0) ? x : Acc(0);  // NaN propagates through the comparison's false branch
+      return x < Acc(0) ? Acc(0) : x;  // NaN fails the comparison and propagates
     case kActGelu:
       return Acc(0.5) * x * (Acc(1) + erf(x * Acc(0.70710678118654752440)));
     case kActSilu:

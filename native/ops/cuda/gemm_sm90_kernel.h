@@ -22,7 +22,10 @@
 //     (alpha, beta * C, bias, activation) when one is requested.
 //
 // Kernels compiled for other archs keep an empty body; the host launches them only on SM 9.x
-// devices from images built for sm_90a.
+// devices from images built for sm_90a. gemm_sm90_128x256.cu and gemm_sm90_128x128.cu
+// instantiate the kernels (two files so that they compile in parallel).
+#pragma once
+
 #include <cuda.h>  // CUtensorMap (a plain 128-byte struct): no driver calls here
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -344,6 +347,3 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
   PGK_SM90_LAYOUTS(BN, __nv_bfloat16, bf2, float, f4)               \
   PGK_SM90_LAYOUTS(BN, __half, f2, pygpukit::float16, f2)           \
   PGK_SM90_LAYOUTS(BN, __half, f2, float, f4)
-
-PGK_SM90_TYPES(256)
-PGK_SM90_TYPES(128)
