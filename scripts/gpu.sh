@@ -5,6 +5,7 @@
 #   steps: any of "build test test-gemm selfcheck bench bench-gemm bench-memory bench-scheduler"
 #   (default: build test selfcheck bench bench-memory bench-scheduler)
 #   test-gemm: only the matmul / gemm Python tests (fast signal on kernel work)
+#   sanitize-gemm: scripts/gemm_sanitize.py under compute-sanitizer memcheck
 #   bench-gemm: benchmarks/gemm.py (JSON in $OUT); extra arguments in GEMM_ARGS
 #   bench-memory: benchmarks/cpp/memory_bench (Google Benchmark, JSON in $OUT/memory_bench.json)
 #   and benchmarks/memory.py (JSON in $OUT)
@@ -55,6 +56,16 @@ if has test-gemm; then
     -k "matmul or gemm or linear" >"$OUTDIR/pytest_gemm.log" 2>&1 || rc=1
   grep -E "^(FAILED|ERROR)" "$OUTDIR/pytest_gemm.log" | head -40
   tail -3 "$OUTDIR/pytest_gemm.log"
+fi
+if has sanitize-gemm; then
+  SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+  if [ -n "$SAN" ]; then
+    PYGPUKIT_DEVICE=cuda "$SAN" --tool memcheck --error-exitcode 9 $PY scripts/gemm_sanitize.py \
+      >"$OUTDIR/sanitize_gemm.log" 2>&1 || rc=1
+    grep -E "ERROR SUMMARY|FAIL|Invalid|Error" "$OUTDIR/sanitize_gemm.log" | head -20
+  else
+    echo "sanitize-gemm: compute-sanitizer not found"; rc=1
+  fi
 fi
 if has selfcheck; then
   PYGPUKIT_DEVICE=cuda $PY -m pygpukit 2>&1 | tee "$OUTDIR/selfcheck.log" || rc=1

@@ -1,7 +1,9 @@
-// Host side of the Hopper GEMM (gemm_sm90_kernel.h): checks the TMA preconditions, encodes one tensor
-// map per operand, picks the tile width and launches a persistent grid of one CTA per SM.
+// Host side of the Hopper GEMM (gemm_sm90_kernel.h): checks the TMA preconditions, encodes one
+// tensor map per operand, picks the tile width and launches a persistent grid of one CTA per SM.
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -130,26 +132,39 @@ absl::Status GemmSm90(hal::Stream& s, const GemmLaunch& g) {
   // 128 x 256 tiles reuse each A row over twice the columns; narrower ones only pay when the
   // wide grid would leave most SMs idle.
   const int bn = tiles_m * ((p.n + 255) / 256) * p.batch >= sms / 2 ? 256 : 128;
+  // Wide tiles run in 2-CTA clusters that share each B tile through TMA multicast (half the B
+  // traffic from L2). PYGPUKIT_SM90_CLUSTER=0 turns that off (for measurements).
+  static const bool cluster_env = [] {
+    const char* v = std::getenv("PYGPUKIT_SM90_CLUSTER");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  const int cluster = bn == 256 && cluster_env && sms >= 2 ? 2 : 1;
   kernels::GemmParams params = p;
-  params.tiles_m = static_cast<int32_t>(tiles_m);
+  // Tile counts are in cluster tiles (cluster CTAs stacked along M).
+  params.tiles_m = static_cast<int32_t>((tiles_m + cluster - 1) / cluster);
   params.tiles_n = static_cast<int32_t>((p.n + bn - 1) / bn);
-  params.group_m = 8;
-  const int64_t tiles = tiles_m * params.tiles_n * p.batch;
+  params.group_m = 8 / cluster;
+  const int64_t units = int64_t{params.tiles_m} * params.tiles_n * p.batch;
 
   PGK_ASSIGN_OR_RETURN(const cuda::DriverApi* api, cuda::LoadDriverApi());
   const CUtensorMapDataType type =
       g.in == DType::BFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-  // K-major boxes are 64 (K) x tile rows; MN-major ones 64 (MN) x 64 (K), several per tile.
+  // K-major boxes are 64 (K) x tile rows (a CTA's share of them when B is multicast); MN-major
+  // ones 64 (MN) x 64 (K), several per tile.
   PGK_ASSIGN_OR_RETURN(CUtensorMap map_a, EncodeMap(api, a, type, a_kmajor ? kBM : kBK));
-  PGK_ASSIGN_OR_RETURN(CUtensorMap map_b, EncodeMap(api, b, type, b_kmajor ? bn : kBK));
+  PGK_ASSIGN_OR_RETURN(CUtensorMap map_b, EncodeMap(api, b, type, b_kmajor ? bn / cluster : kBK));
 
   hal::LaunchDims dims;
-  dims.grid[0] = static_cast<unsigned>(std::min<int64_t>(tiles, sms));
+  dims.grid[0] = static_cast<unsigned>(std::min<int64_t>(units, sms / cluster) * cluster);
   dims.block[0] = kThreads;
   dims.shared_bytes = SharedBytes(bn);
+  if (cluster > 1) {
+    dims.cluster[0] = cluster;
+    dims.cluster[1] = dims.cluster[2] = 1;
+  }
   const std::string kernel =
-      absl::StrCat("pgk_gemm_sm90_128x", bn, "_", a_kmajor ? "k" : "m", b_kmajor ? "k" : "n", "_",
-                   DTypeCode(g.in), "_", DTypeCode(g.out));
+      absl::StrCat("pgk_gemm_sm90_128x", bn, cluster > 1 ? "_c2" : "", "_", a_kmajor ? "k" : "m",
+                   b_kmajor ? "k" : "n", "_", DTypeCode(g.in), "_", DTypeCode(g.out));
   void* args[] = {&map_a, &map_b, &params};
   return rt.dispatcher().LaunchDevice(s, kernel, dims, args);
 }

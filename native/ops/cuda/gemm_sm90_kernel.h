@@ -97,6 +97,37 @@ __device__ __forceinline__ void TmaLoad(void* dst, const CUtensorMap* map, uint6
       : "memory");
 }
 
+// Multicast variant: the box lands at the same shared-memory offset in every CTA of `mask` and
+// completes on each one's barrier at `bar`'s offset.
+__device__ __forceinline__ void TmaLoadMulticast(void* dst, const CUtensorMap* map, uint64_t* bar,
+                                                 int c0, int c1, int c2, uint16_t mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%3, %4, %5}], [%2], %6;" ::"r"(SmemAddr(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(SmemAddr(bar)), "r"(c0), "r"(c1), "r"(c2), "h"(mask)
+      : "memory");
+}
+
+// Arrives on the mbarrier at `bar`'s offset in CTA `cta` of the cluster.
+__device__ __forceinline__ void MbarArriveCluster(uint64_t* bar, uint32_t cta) {
+  asm volatile(
+      "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(SmemAddr(bar)),
+      "r"(cta)
+      : "memory");
+}
+
+__device__ __forceinline__ void ClusterSync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::
+                   : "memory");
+}
+
+__device__ __forceinline__ uint32_t ClusterRank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+
 // wgmma shared-memory matrix descriptor for a 128-byte-swizzled operand. K-major: rows of 128
 // bytes, 8-row groups 1024 bytes apart (SBO); LBO unused. MN-major: 64-element MN chunks
 // `lbo` bytes apart, 8-row K groups 1024 bytes apart.
@@ -132,7 +163,9 @@ struct Tile {
 
 // Grouped tile order: group_m tile rows are walked column by column, so the CTAs resident at
 // one time touch few distinct A and B panels.
-__device__ __forceinline__ Tile TileOf(const pk::GemmParams& p, int64_t t, int BN) {
+// With clusters, a "tile" here is the cluster's: kCluster CTA tiles stacked along M.
+template <int kCluster>
+__device__ __forceinline__ Tile TileOf(const pk::GemmParams& p, int64_t t, int BN, uint32_t rank) {
   const int64_t per_batch = int64_t(p.tiles_m) * p.tiles_n;
   Tile tile;
   tile.batch = t / per_batch;
@@ -141,7 +174,7 @@ __device__ __forceinline__ Tile TileOf(const pk::GemmParams& p, int64_t t, int B
   const int first_m = static_cast<int>(r / group) * p.group_m;
   const int rows = min(p.tiles_m - first_m, p.group_m);
   const int64_t in_group = r % group;
-  tile.m0 = (first_m + static_cast<int>(in_group % rows)) * kBM;
+  tile.m0 = (first_m + static_cast<int>(in_group % rows)) * kBM * kCluster + rank * kBM;
   tile.n0 = static_cast<int>(in_group / rows) * BN;
   return tile;
 }
@@ -210,7 +243,7 @@ __device__ __forceinline__ void Epilogue(const pk::GemmParams& p, const float (&
   }
 }
 
-template <typename In, typename Out, int BN, int TA, int TB>
+template <typename In, typename Out, int BN, int TA, int TB, int kCluster>
 __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtensorMap* tma_b,
                                          const pk::GemmParams& p) {
 #if PGK_SM90A
@@ -228,11 +261,15 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       MbarInit(&full[s], 1);
-      MbarInit(&empty[s], kConsumerWarps);
+      // Every consumer warp of the cluster releases the stage: peers multicast into it.
+      MbarInit(&empty[s], kConsumerWarps * kCluster);
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
+  if constexpr (kCluster > 1) ClusterSync();  // peers' barriers exist before anyone signals them
+  const uint32_t rank = kCluster > 1 ? ClusterRank() : 0;
+  const int64_t first = blockIdx.x / kCluster, step = gridDim.x / kCluster;
 
   const int64_t total = int64_t(p.tiles_m) * p.tiles_n * p.batch;
   const int kblocks = static_cast<int>((p.k + kBK - 1) / kBK);
@@ -240,11 +277,10 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
 
   if (warpgroup == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
-    if (threadIdx.x != 0) return;
     int stage = 0;
     uint32_t phase = 0;
-    for (int64_t t = blockIdx.x; t < total; t += gridDim.x) {
-      const Tile tile = TileOf(p, t, BN);
+    for (int64_t t = first; threadIdx.x == 0 && t < total; t += step) {
+      const Tile tile = TileOf<kCluster>(p, t, BN, rank);
       const int ba = p.a_batch != 0 ? static_cast<int>(tile.batch) : 0;
       const int bb = p.b_batch != 0 ? static_cast<int>(tile.batch) : 0;
       for (int kb = 0; kb < kblocks; ++kb) {
@@ -261,7 +297,21 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
             TmaLoad(a + j * kBox, tma_a, &full[stage], tile.m0 + 64 * j, k0, ba);
           }
         }
-        if constexpr (TB == 0) {
+        if constexpr (kCluster > 1) {
+          // Each CTA fetches its share of the B tile and multicasts it to the whole cluster.
+          constexpr uint16_t kAll = (1u << kCluster) - 1;
+          if constexpr (TB == 0) {
+            constexpr int kRows = BN / kCluster;
+            TmaLoadMulticast(b + rank * kRows * 128, tma_b, &full[stage], k0,
+                             tile.n0 + rank * kRows, bb, kAll);
+          } else {
+            constexpr int kBoxes = BN / 64 / kCluster;
+#pragma unroll
+            for (int j = rank * kBoxes; j < (rank + 1) * kBoxes; ++j) {
+              TmaLoadMulticast(b + j * kBox, tma_b, &full[stage], tile.n0 + 64 * j, k0, bb, kAll);
+            }
+          }
+        } else if constexpr (TB == 0) {
           TmaLoad(b, tma_b, &full[stage], k0, tile.n0, bb);
         } else {
 #pragma unroll
@@ -287,8 +337,18 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
     float acc[BN / 2];
     int stage = 0;
     uint32_t phase = 0;
-    for (int64_t t = blockIdx.x; t < total; t += gridDim.x) {
-      const Tile tile = TileOf(p, t, BN);
+    // Releases a stage to every producer that writes into it.
+    auto release = [&](int s) {
+      if (!arrive) return;
+      if constexpr (kCluster > 1) {
+#pragma unroll
+        for (uint32_t cta = 0; cta < kCluster; ++cta) MbarArriveCluster(&empty[s], cta);
+      } else {
+        MbarArrive(&empty[s]);
+      }
+    };
+    for (int64_t t = first; t < total; t += step) {
+      const Tile tile = TileOf<kCluster>(p, t, BN, rank);
       int prev = -1;
       for (int kb = 0; kb < kblocks; ++kb) {
         MbarWait(&full[stage], phase);
@@ -304,7 +364,7 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
         asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
         FenceAcc(acc);
-        if (prev >= 0 && arrive) MbarArrive(&empty[prev]);
+        if (prev >= 0) release(prev);
         prev = stage;
         if (++stage == kStages) {
           stage = 0;
@@ -313,10 +373,12 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
       }
       asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
       FenceAcc(acc);
-      if (arrive) MbarArrive(&empty[prev]);
+      release(prev);
       Epilogue<Out, BN>(p, acc, tile, consumer);
     }
   }
+  // Peers may still multicast into this CTA or arrive on its barriers until they are done.
+  if constexpr (kCluster > 1) ClusterSync();
 #else
   (void)tma_a;
   (void)tma_b;
@@ -326,24 +388,25 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
 
 }  // namespace
 
-// pgk_gemm_sm90_128x<BN>_<A layout><B layout>_<in>_<out>: A layout k (K-major) or m
+// pgk_gemm_sm90_128x<BN>[_c2]_<A layout><B layout>_<in>_<out>: _c2 runs in clusters of two CTAs
+// (stacked along M) sharing each B tile through TMA multicast; A layout k (K-major) or m
 // (M-major); B layout k (K-major, B^T row-major) or n (N-major, row-major).
-#define PGK_SM90_KERNEL(BN, LA, LB, TA, TB, IN, INC, OUT, OUTC)                                 \
+#define PGK_SM90_KERNEL(BN, CL, SUFFIX, LA, LB, TA, TB, IN, INC, OUT, OUTC)                     \
   extern "C" __global__ void __launch_bounds__(kThreads, 1)                                     \
-      pgk_gemm_sm90_128x##BN##_##LA##LB##_##INC##_##OUTC(                                       \
+      pgk_gemm_sm90_128x##BN##SUFFIX##_##LA##LB##_##INC##_##OUTC(                               \
           const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b, \
           const pk::GemmParams p) {                                                             \
-    GemmBody<IN, OUT, BN, TA, TB>(&tma_a, &tma_b, p);                                           \
+    GemmBody<IN, OUT, BN, TA, TB, CL>(&tma_a, &tma_b, p);                                       \
   }
 
-#define PGK_SM90_LAYOUTS(BN, IN, INC, OUT, OUTC)      \
-  PGK_SM90_KERNEL(BN, k, k, 0, 0, IN, INC, OUT, OUTC) \
-  PGK_SM90_KERNEL(BN, k, n, 0, 1, IN, INC, OUT, OUTC) \
-  PGK_SM90_KERNEL(BN, m, k, 1, 0, IN, INC, OUT, OUTC) \
-  PGK_SM90_KERNEL(BN, m, n, 1, 1, IN, INC, OUT, OUTC)
+#define PGK_SM90_LAYOUTS(BN, CL, SUFFIX, IN, INC, OUT, OUTC)      \
+  PGK_SM90_KERNEL(BN, CL, SUFFIX, k, k, 0, 0, IN, INC, OUT, OUTC) \
+  PGK_SM90_KERNEL(BN, CL, SUFFIX, k, n, 0, 1, IN, INC, OUT, OUTC) \
+  PGK_SM90_KERNEL(BN, CL, SUFFIX, m, k, 1, 0, IN, INC, OUT, OUTC) \
+  PGK_SM90_KERNEL(BN, CL, SUFFIX, m, n, 1, 1, IN, INC, OUT, OUTC)
 
-#define PGK_SM90_TYPES(BN)                                          \
-  PGK_SM90_LAYOUTS(BN, __nv_bfloat16, bf2, pygpukit::bfloat16, bf2) \
-  PGK_SM90_LAYOUTS(BN, __nv_bfloat16, bf2, float, f4)               \
-  PGK_SM90_LAYOUTS(BN, __half, f2, pygpukit::float16, f2)           \
-  PGK_SM90_LAYOUTS(BN, __half, f2, float, f4)
+#define PGK_SM90_TYPES(BN, CL, SUFFIX)                                          \
+  PGK_SM90_LAYOUTS(BN, CL, SUFFIX, __nv_bfloat16, bf2, pygpukit::bfloat16, bf2) \
+  PGK_SM90_LAYOUTS(BN, CL, SUFFIX, __nv_bfloat16, bf2, float, f4)               \
+  PGK_SM90_LAYOUTS(BN, CL, SUFFIX, __half, f2, pygpukit::float16, f2)           \
+  PGK_SM90_LAYOUTS(BN, CL, SUFFIX, __half, f2, float, f4)
