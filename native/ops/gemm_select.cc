@@ -19,9 +19,13 @@ GemmFamily SelectGemm(const GemmSummary& s, const GemmTarget& t, MatmulBackend b
   }
   const bool half = s.in == DType::BFloat16 || s.in == DType::Float16;
   if (half) {
-    // Hopper: the TMA + wgmma kernels, except skinny products (M <= 64) where cuBLASLt's
-    // split-K GEMV-like kernels stream the weights faster.
-    if (t.sm_major == 9 && t.sm90a_built && s.tma_ok && s.m > 64) return GemmFamily::kSm90;
+    // Hopper: the TMA + wgmma kernels, except skinny products (M <= 64), where cuBLASLt's
+    // GEMV-like kernels stream the weights as fast, and plain products above 2048^3 MACs,
+    // where cuBLASLt is measured 2-10% faster (H100, benchmarks/results/*-gemm.json); fused
+    // epilogues take the sm90 kernels at every size (one pass over D instead of two).
+    const bool hopper = t.sm_major == 9 && t.sm90a_built && s.tma_ok && s.m > 64;
+    const bool large = static_cast<double>(s.m) * s.n * s.k * s.batch > 2048.0 * 2048 * 2048;
+    if (hopper && (s.fused || !large)) return GemmFamily::kSm90;
     // Ampere / Ada (or a Hopper problem TMA cannot take): mma.sync kernels only when an
     // epilogue must be fused; cuBLASLt is faster for plain products.
     if (s.fused && t.sm_major >= 8 && s.sm80_ok) return GemmFamily::kSm80;

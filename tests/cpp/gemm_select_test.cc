@@ -95,7 +95,7 @@ TEST(GemmSelect, ForcedBackendsReturnTheirFamilyWhateverTheProblem) {
 TEST(GemmSelect, HalfOnHopperUsesSm90AboveSixtyFourRows) {
   for (DType d : {DType::BFloat16, DType::Float16}) {
     for (bool fused : {false, true}) {
-      for (int64_t m : {int64_t{65}, int64_t{128}, int64_t{129}, int64_t{2048}, int64_t{1} << 20}) {
+      for (int64_t m : {int64_t{65}, int64_t{128}, int64_t{129}, int64_t{2048}, int64_t{8192}}) {
         EXPECT_EQ(Auto(Problem(d, m, fused), kHopper), GemmFamily::kSm90)
             << Describe(Problem(d, m, fused), kHopper);
       }
@@ -109,6 +109,21 @@ TEST(GemmSelect, HalfOnHopperUsesSm90AboveSixtyFourRows) {
     // float32 output of 16-bit inputs (a "fused" epilogue) stays on sm90.
     s = Problem(d, 2048, true);
     s.out = DType::Float32;
+    EXPECT_EQ(Auto(s, kHopper), GemmFamily::kSm90);
+  }
+}
+
+TEST(GemmSelect, LargePlainHalfOnHopperGoesToCublasLtFusedStaysOnSm90) {
+  for (DType d : {DType::BFloat16, DType::Float16}) {
+    GemmSummary s = Problem(d, 2048);
+    s.n = s.k = 2048;
+    EXPECT_EQ(Auto(s, kHopper), GemmFamily::kSm90) << "2048^3 is the largest plain sm90 size";
+    s.k = 2056;
+    EXPECT_EQ(Auto(s, kHopper), GemmFamily::kCublasLt);
+    s.k = 2048;
+    s.batch = 2;
+    EXPECT_EQ(Auto(s, kHopper), GemmFamily::kCublasLt) << "batch counts toward the size";
+    s.fused = true;
     EXPECT_EQ(Auto(s, kHopper), GemmFamily::kSm90);
   }
 }
