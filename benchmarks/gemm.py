@@ -7,12 +7,14 @@ Sections: "square" (M = N = K in 256 ... 8192) and "llm" (M in 1, 16, 128, 2048,
 both row-major. Dtypes: bf16, fp16, tf32 (float32 operands, precision="tf32") and fp32 (true
 FP32, precision="highest"); torch gets allow_tf32 set to match (restored afterwards).
 
-Timing: random normal inputs; a few warm-up calls, then `reps` batches of `iters` back-to-back
-calls between two device events (gp.Event / torch.cuda.Event); the median batch time divided by
-`iters` is the time per call. Unless --iters is given, iters is chosen per measurement so that
-a batch takes >= ~2 ms. Default "warm" L2: the same operands every call, like the published
-anchors. --cold-l2 rotates through enough distinct copies of the operands that together they
-exceed max(128 MiB, 2 x L2), so each call reads its operands from HBM.
+Timing: random normal inputs; a few warm-up calls, then `reps` rounds; each round times one
+batch of `iters` back-to-back calls of every candidate in turn (ours, cuBLASLt, forced families,
+torch) between two device events (gp.Event / torch.cuda.Event), so clock drift during a row
+affects all alike; the median batch time divided by `iters` is the time per call. Unless --iters
+is given, iters is chosen per candidate so that a batch takes >= ~2 ms. Default "warm" L2: the
+same operands every call, like the published anchors. --cold-l2 rotates through enough distinct
+copies of the operands that together they exceed max(128 MiB, 2 x L2), so each call reads its
+operands from HBM.
 
 Errors: for a random subset of rows (64) a float64 reference is computed with NumPy from the
 operands as the GPU sees them (read back after rounding to the dtype). The relative error of
@@ -109,29 +111,38 @@ def plan(args, cpu):
     return sorted(rows, key=lambda r: (r[0] != "square", r[1:4], order[r[4]]))
 
 
-def time_calls(fn, event, iters, reps, batch_ms):
-    """(median seconds per call, iters): `reps` batches of `iters` calls between two events."""
+def pilot(fn, event, iters, batch_ms):
+    """Warms `fn` up and returns the calls per batch: `iters`, or enough for >= batch_ms."""
     for _ in range(3):
         fn()
-    if iters is None:  # pilot: pick iters so that one batch takes >= batch_ms
-        s, e = event(), event()
-        s.record()
-        for _ in range(4):
-            fn()
-        e.record()
-        e.synchronize()
-        per = max(s.elapsed_time(e) / 4, 1e-4)
-        iters = int(min(10000, max(1, math.ceil(batch_ms / per))))
-    samples = []
-    for _ in range(reps):
-        s, e = event(), event()
-        s.record()
-        for _ in range(iters):
-            fn()
-        e.record()
-        e.synchronize()
-        samples.append(s.elapsed_time(e) / 1e3 / iters)
-    return statistics.median(samples), iters
+    if iters is not None:
+        return iters
+    per = max(batch_seconds(fn, event, 4) * 1e3, 1e-4)
+    return int(min(10000, max(1, math.ceil(batch_ms / per))))
+
+
+def batch_seconds(fn, event, iters):
+    """Seconds per call over one batch of `iters` calls between two events."""
+    s, e = event(), event()
+    s.record()
+    for _ in range(iters):
+        fn()
+    e.record()
+    e.synchronize()
+    return s.elapsed_time(e) / 1e3 / iters
+
+
+def interleaved(ctx, cands):
+    """{key: (fn, torch_events)} -> {key: (median seconds per call, iters)}. Each round times one
+    batch of every candidate in turn, so clock and power drift during a row affects all alike."""
+    setup = {}
+    for key, (fn, torch_events) in cands.items():
+        ev = ctx.event(torch_events)
+        setup[key] = (fn, ev, pilot(fn, ev, ctx.args.iters, ctx.batch_ms), [])
+    for _ in range(ctx.reps):
+        for fn, ev, iters, samples in setup.values():
+            samples.append(batch_seconds(fn, ev, iters))
+    return {k: (statistics.median(v[3]), v[2]) for k, v in setup.items()}
 
 
 def host32(x):
@@ -158,10 +169,10 @@ class Ctx:
         self.cold_bytes = cold if args.cold_l2 else 0
         self.families = [f for f in args.backend_compare.split(",") if f]
 
-    def time(self, fn, torch_events=False):
-        ev = (lambda: self.torch.cuda.Event(enable_timing=True)) if torch_events else None
-        ev = ev or (lambda: gp.Event(self.dev))
-        return time_calls(fn, ev, self.args.iters, self.reps, self.batch_ms)
+    def event(self, torch_events=False):
+        if torch_events:
+            return lambda: self.torch.cuda.Event(enable_timing=True)
+        return lambda: gp.Event(self.dev)
 
 
 def measure(ctx, section, m, k, n, dt, a32, b32):
@@ -185,25 +196,24 @@ def measure(ctx, section, m, k, n, dt, a32, b32):
         r = np.abs(np.asarray(c_rows, np.float64) - ref) / bound
         return float(r.max()), float(r.mean())
 
-    def timed(fn, torch_events=False):
-        t, iters = ctx.time(fn, torch_events)
-        d = {"ms": t * 1e3, "tflops": flops / t / 1e12, "iters": iters}
+    def result(key, errs):
+        t, iters = times[key]
+        row["iters"][key] = iters
+        d = {"ms": t * 1e3, "tflops": flops / t / 1e12, **errs}
         if m <= SKINNY_M:
             d["weight_tbps"] = wbytes / t / 1e12
         return d
 
-    def gp_run(backend):
+    def gp_prepare(backend):
         C = gp.matmul(A, B, precision=precision, backend=backend)
         mx, mean = err(host32(C)[rows])
         del C
         fn = rotating(pairs, lambda a, b: gp.matmul(a, b, precision=precision, backend=backend))
-        return {**timed(fn), "max_rel_err": mx, "mean_rel_err": mean}
+        return fn, {"max_rel_err": mx, "mean_rel_err": mean}
 
-    def put(key, d):
-        row["iters"][key] = d.pop("iters")
-        row.update({f"{key}_{x}": v for x, v in d.items()})
-
-    put("ours", gp_run("auto"))
+    cands, errs = {}, {}
+    fn, errs["ours"] = gp_prepare("auto")
+    cands["ours"] = (fn, False)
     kfor = getattr(gp, "matmul_kernel_for", None)
     try:
         row["ours_kernel"] = str(kfor(A, B, precision=precision, backend="auto")) if kfor else "-"
@@ -211,36 +221,49 @@ def measure(ctx, section, m, k, n, dt, a32, b32):
         row["ours_kernel"] = f"? ({type(e).__name__})"
     if ctx.lt_ok:
         try:
-            put("cublaslt", gp_run("cublaslt"))
-            row["ratio_vs_cublaslt"] = row["ours_tflops"] / row["cublaslt_tflops"]
+            fn, errs["cublaslt"] = gp_prepare("cublaslt")
+            cands["cublaslt"] = (fn, False)
         except (NotImplementedError, RuntimeError) as e:
             row["cublaslt_error"] = f"{type(e).__name__}: {e}"
-    if ctx.torch is not None:
-        put("torch", torch_run(ctx, row, len(pairs), a32, b32, rows, err, timed))
-        row["ratio_vs_torch"] = row["ours_tflops"] / row["torch_tflops"]
     row["backends"] = {}
     for fam in ctx.families:  # forced kernel families; n/a where one cannot serve the problem
         try:
-            row["backends"][fam] = gp_run(fam)
+            fn, errs[fam] = gp_prepare(fam)
+            cands[fam] = (fn, False)
         except (NotImplementedError, ValueError) as e:
             row["backends"][fam] = {"status": "n/a", "reason": str(e)[:200]}
+    torch = ctx.torch
+    old_tf32 = torch.backends.cuda.matmul.allow_tf32 if torch is not None else None
+    try:
+        if torch is not None:
+            torch.backends.cuda.matmul.allow_tf32 = dt == "tf32"
+            fn, errs["torch"] = torch_prepare(torch, storage, len(pairs), a32, b32, rows, err)
+            cands["torch"] = (fn, True)
+        times = interleaved(ctx, cands)
+    finally:
+        if torch is not None:
+            torch.backends.cuda.matmul.allow_tf32 = old_tf32
+    row.update({f"ours_{x}": v for x, v in result("ours", errs["ours"]).items()})
+    if "cublaslt" in cands:
+        row.update({f"cublaslt_{x}": v for x, v in result("cublaslt", errs["cublaslt"]).items()})
+        row["ratio_vs_cublaslt"] = row["ours_tflops"] / row["cublaslt_tflops"]
+    if "torch" in cands:
+        row.update({f"torch_{x}": v for x, v in result("torch", errs["torch"]).items()})
+        row["ratio_vs_torch"] = row["ours_tflops"] / row["torch_tflops"]
+    for fam in ctx.families:
+        if fam in cands:
+            row["backends"][fam] = {**result(fam, errs[fam]), "iters": row["iters"].pop(fam)}
     return row
 
 
-def torch_run(ctx, row, copies, a32, b32, rows, err, timed):
-    """torch.matmul on the same values, allow_tf32 matching the dtype (restored afterwards)."""
-    torch = ctx.torch
-    tdt = getattr(torch, row["storage"])
+def torch_prepare(torch, storage, copies, a32, b32, rows, err):
+    """torch.matmul on the same values (allow_tf32 is set by the caller): (fn, errors)."""
+    tdt = getattr(torch, storage)
     ta, tb = (torch.from_numpy(x).to(tdt).cuda() for x in (a32, b32))
     tpairs = [(ta, tb)] + [(ta.clone(), tb.clone()) for _ in range(copies - 1)]
-    old = torch.backends.cuda.matmul.allow_tf32
-    try:
-        torch.backends.cuda.matmul.allow_tf32 = row["dtype"] == "tf32"
-        c = torch.matmul(ta, tb)[torch.from_numpy(rows).cuda()]
-        mx = err(c.double().cpu().numpy())[0]
-        return {**timed(rotating(tpairs, torch.matmul), torch_events=True), "max_rel_err": mx}
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = old
+    c = torch.matmul(ta, tb)[torch.from_numpy(rows).cuda()]
+    mx = err(c.double().cpu().numpy())[0]
+    return rotating(tpairs, torch.matmul), {"max_rel_err": mx}
 
 
 def f(v, spec):

@@ -2,6 +2,8 @@
 // benchmarks/gemm.py run that shows the new choice is at least as fast.
 #include "ops/gemm_select.h"
 
+#include <cmath>
+
 namespace pygpukit::ops {
 
 GemmFamily SelectGemm(const GemmSummary& s, const GemmTarget& t, MatmulBackend backend) {
@@ -19,13 +21,17 @@ GemmFamily SelectGemm(const GemmSummary& s, const GemmTarget& t, MatmulBackend b
   }
   const bool half = s.in == DType::BFloat16 || s.in == DType::Float16;
   if (half) {
-    // Hopper: the TMA + wgmma kernels, except skinny products (M <= 64), where cuBLASLt's
-    // GEMV-like kernels stream the weights as fast, and plain products above 2048^3 MACs,
-    // where cuBLASLt is measured 2-10% faster (H100, benchmarks/results/*-gemm.json); fused
-    // epilogues take the sm90 kernels at every size (one pass over D instead of two).
+    // Hopper: the TMA + wgmma kernels where they are measured ahead of cuBLASLt (H100,
+    // benchmarks/results/*-gemm.json): plain products up to 1.5 * 1024^3 MACs that fill at
+    // least 64 128x128 tiles (1.6-1.9x at 512^3-1024^3). Larger plain products are 0.74x
+    // (2048^3) to 0.95x (8192^3) of cuBLASLt, and few-tile long-K ones (128 x 4096 x 4096)
+    // 0.72x, so those stay on cuBLASLt. Fused epilogues take the sm90 kernels at every size
+    // with M > 64 (one pass over D instead of a product plus an epilogue pass).
     const bool hopper = t.sm_major == 9 && t.sm90a_built && s.tma_ok && s.m > 64;
-    const bool large = static_cast<double>(s.m) * s.n * s.k * s.batch > 2048.0 * 2048 * 2048;
-    if (hopper && (s.fused || !large)) return GemmFamily::kSm90;
+    const double macs = static_cast<double>(s.m) * s.n * s.k * s.batch;
+    const double tiles = std::ceil(s.m / 128.0) * std::ceil(s.n / 128.0) * s.batch;
+    const bool ours_faster = macs <= 1.5 * 1024 * 1024 * 1024 && tiles >= 64;
+    if (hopper && (s.fused || ours_faster)) return GemmFamily::kSm90;
     // Ampere / Ada (or a Hopper problem TMA cannot take): mma.sync kernels only when an
     // epilogue must be fused; cuBLASLt is faster for plain products.
     if (s.fused && t.sm_major >= 8 && s.sm80_ok) return GemmFamily::kSm80;

@@ -95,9 +95,11 @@ TEST(GemmSelect, ForcedBackendsReturnTheirFamilyWhateverTheProblem) {
 TEST(GemmSelect, HalfOnHopperUsesSm90AboveSixtyFourRows) {
   for (DType d : {DType::BFloat16, DType::Float16}) {
     for (bool fused : {false, true}) {
-      for (int64_t m : {int64_t{65}, int64_t{128}, int64_t{129}, int64_t{2048}, int64_t{8192}}) {
-        EXPECT_EQ(Auto(Problem(d, m, fused), kHopper), GemmFamily::kSm90)
-            << Describe(Problem(d, m, fused), kHopper);
+      for (int64_t m : {int64_t{65}, int64_t{128}, int64_t{129}, int64_t{512}, int64_t{1024}}) {
+        GemmSummary s = Problem(d, m, fused);
+        s.n = 8192;  // enough tiles to fill the GPU
+        s.k = 128;
+        EXPECT_EQ(Auto(s, kHopper), GemmFamily::kSm90) << Describe(s, kHopper);
       }
     }
     // Batch, n and k do not move the choice.
@@ -115,16 +117,24 @@ TEST(GemmSelect, HalfOnHopperUsesSm90AboveSixtyFourRows) {
 
 TEST(GemmSelect, LargePlainHalfOnHopperGoesToCublasLtFusedStaysOnSm90) {
   for (DType d : {DType::BFloat16, DType::Float16}) {
-    GemmSummary s = Problem(d, 2048);
-    s.n = s.k = 2048;
-    EXPECT_EQ(Auto(s, kHopper), GemmFamily::kSm90) << "2048^3 is the largest plain sm90 size";
-    s.k = 2056;
+    GemmSummary s = Problem(d, 1024);  // 1024^3: 64 tiles of 128 x 128
+    EXPECT_EQ(Auto(s, kHopper), GemmFamily::kSm90);
+    s.k = 1536;
+    EXPECT_EQ(Auto(s, kHopper), GemmFamily::kSm90) << "1.5 * 1024^3 is the largest plain sm90";
+    s.k = 1544;
     EXPECT_EQ(Auto(s, kHopper), GemmFamily::kCublasLt);
-    s.k = 2048;
+    s.k = 1024;
     s.batch = 2;
     EXPECT_EQ(Auto(s, kHopper), GemmFamily::kCublasLt) << "batch counts toward the size";
     s.fused = true;
     EXPECT_EQ(Auto(s, kHopper), GemmFamily::kSm90);
+    // Few output tiles (a long-K skinny product) leave SMs idle: cuBLASLt splits K.
+    s = Problem(d, 128);
+    s.n = 4096;
+    s.k = 256;
+    EXPECT_EQ(Auto(s, kHopper), GemmFamily::kCublasLt) << "32 tiles";
+    s.n = 8192;
+    EXPECT_EQ(Auto(s, kHopper), GemmFamily::kSm90) << "64 tiles";
   }
 }
 
@@ -274,7 +284,9 @@ TEST(GemmSelect, AutoNeverPicksAFamilyOutsideItsPreconditions) {
                     // Only where none of ours is the rule's pick.
                     EXPECT_FALSE(fused && !tf32 && (d == DType::Float32 || d == DType::Float64))
                         << what;
-                    EXPECT_FALSE(half && t.sm_major == 9 && t.sm90a_built && tma_ok && m > 64)
+                    // (plain Hopper products go to cuBLASLt where it measured faster)
+                    EXPECT_FALSE(half && t.sm_major == 9 && t.sm90a_built && tma_ok && m > 64 &&
+                                 fused)
                         << what;
                     EXPECT_FALSE(fused && sm80_ok && t.sm_major >= 8 && (half || tf32)) << what;
                     break;
