@@ -22,15 +22,16 @@ GemmFamily SelectGemm(const GemmSummary& s, const GemmTarget& t, MatmulBackend b
   const bool half = s.in == DType::BFloat16 || s.in == DType::Float16;
   if (half) {
     // Hopper: the TMA + wgmma kernels where they are measured ahead of cuBLASLt (H100,
-    // benchmarks/results/*-gemm.json): plain products up to 1.5 * 1024^3 MACs that fill at
-    // least 64 128x128 tiles (1.6-1.9x at 512^3-1024^3). Larger plain products are 0.74x
-    // (2048^3) to 0.95x (8192^3) of cuBLASLt, and few-tile long-K ones (128 x 4096 x 4096)
-    // 0.72x, so those stay on cuBLASLt. Fused epilogues take the sm90 kernels at every size
-    // with M > 64 (one pass over D instead of a product plus an epilogue pass).
+    // benchmarks/results/NVIDIA-H100-80GB-HBM3-sm90-gemm.json, column sm90): plain products up
+    // to 1.5 * 1024^3 MACs that fill at least 64 128x128 tiles or have K <= 1024 (1.6-1.9x at
+    // 256^3-1024^3). Larger plain products are 0.75x (2048^3) to 0.96x (8192^3) of cuBLASLt,
+    // and few-tile long-K ones (128 x 4096 x 4096) 0.72x, so those stay on cuBLASLt. Fused
+    // epilogues take the sm90 kernels at every size with M > 64 (one pass over D instead of a
+    // product plus an epilogue pass).
     const bool hopper = t.sm_major == 9 && t.sm90a_built && s.tma_ok && s.m > 64;
     const double macs = static_cast<double>(s.m) * s.n * s.k * s.batch;
     const double tiles = std::ceil(s.m / 128.0) * std::ceil(s.n / 128.0) * s.batch;
-    const bool ours_faster = macs <= 1.5 * 1024 * 1024 * 1024 && tiles >= 64;
+    const bool ours_faster = macs <= 1.5 * 1024 * 1024 * 1024 && (tiles >= 64 || s.k <= 1024);
     if (hopper && (s.fused || ours_faster)) return GemmFamily::kSm90;
     // Ampere / Ada (or a Hopper problem TMA cannot take): mma.sync kernels only when an
     // epilogue must be fused; cuBLASLt is faster for plain products.

@@ -131,10 +131,14 @@ TEST(GemmSelect, LargePlainHalfOnHopperGoesToCublasLtFusedStaysOnSm90) {
     // Few output tiles (a long-K skinny product) leave SMs idle: cuBLASLt splits K.
     s = Problem(d, 128);
     s.n = 4096;
-    s.k = 256;
-    EXPECT_EQ(Auto(s, kHopper), GemmFamily::kCublasLt) << "32 tiles";
+    s.k = 2048;
+    EXPECT_EQ(Auto(s, kHopper), GemmFamily::kCublasLt) << "32 tiles, long K";
     s.n = 8192;
+    s.k = 1024;
     EXPECT_EQ(Auto(s, kHopper), GemmFamily::kSm90) << "64 tiles";
+    s = Problem(d, 512);  // 512^3: 16 tiles but short K
+    s.n = s.k = 512;
+    EXPECT_EQ(Auto(s, kHopper), GemmFamily::kSm90);
   }
 }
 
