@@ -199,6 +199,53 @@ __device__ __forceinline__ Out ToOut(float v) {
   }
 }
 
+template <typename Out>
+__device__ __forceinline__ uint32_t Pack(float x, float y) {
+  uint32_t u;
+  if constexpr (std::is_same_v<Out, pygpukit::bfloat16>) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(x, y);
+    memcpy(&u, &v, 4);
+  } else {
+    __half2 v = __floats2half2_rn(x, y);
+    memcpy(&u, &v, 4);
+  }
+  return u;
+}
+
+// 16-bit output through 16-byte stores: for each pair of 8-column groups, the four lanes of a
+// quad (which hold rows r and r+8, two columns each) exchange values so that each lane owns 8
+// consecutive columns of one row; a warp store then covers 16 rows x 32 bytes in full sectors
+// instead of 8 rows x 16 bytes. Round t: lane q reads from lane (q+t)%4, which supplies the
+// value that lane needs (selected by plain compares, so nothing is indexed at run time).
+template <typename Out, int BN>
+__device__ __forceinline__ void StoreTile16(Out* d, int64_t ld, const float (&acc)[BN / 2],
+                                            int row0, int n0) {
+  const int q = threadIdx.x % 4;
+  const int64_t row = row0 + 8 * (q / 2);
+#pragma unroll
+  for (int j = 0; j < BN / 8; j += 2) {
+    // P[jj][h]: cols 8(j+jj) + 2q (+1) of row r + 8h.
+    const uint32_t p00 = Pack<Out>(acc[4 * j], acc[4 * j + 1]);
+    const uint32_t p01 = Pack<Out>(acc[4 * j + 2], acc[4 * j + 3]);
+    const uint32_t p10 = Pack<Out>(acc[4 * j + 4], acc[4 * j + 5]);
+    const uint32_t p11 = Pack<Out>(acc[4 * j + 6], acc[4 * j + 7]);
+    uint32_t o0 = 0, o1 = 0, o2 = 0, o3 = 0;
+#pragma unroll
+    for (int t = 0; t < 4; ++t) {
+      const int reader = (q - t) & 3;  // the lane that reads this lane's value this round
+      const int jj = reader & 1, h = reader >> 1;
+      const uint32_t give = jj == 0 ? (h == 0 ? p00 : p01) : (h == 0 ? p10 : p11);
+      const int src = (q + t) & 3;
+      const uint32_t got = __shfl_sync(0xffffffffu, give, (threadIdx.x & ~3) | src);
+      o0 = src == 0 ? got : o0;
+      o1 = src == 1 ? got : o1;
+      o2 = src == 2 ? got : o2;
+      o3 = src == 3 ? got : o3;
+    }
+    *reinterpret_cast<uint4*>(d + row * ld + n0 + 8 * (j + (q & 1))) = make_uint4(o0, o1, o2, o3);
+  }
+}
+
 // Writes one consumer warpgroup's 64 x BN accumulator block. Thread (warp w, lane l) holds, for
 // each 8-column group j, rows w*16 + l/4 (+8) and columns 8j + 2(l%4) (+1).
 template <typename Out, int BN>
@@ -214,6 +261,14 @@ __device__ __forceinline__ void Epilogue(const pk::GemmParams& p, const float (&
                       (reinterpret_cast<uintptr_t>(p.d) % (2 * sizeof(Out))) == 0 &&
                       (p.d_batch % 2) == 0;
   const bool full = tile.m0 + kBM <= p.m && tile.n0 + BN <= p.n;
+  if constexpr (sizeof(Out) == 2) {
+    const bool wide = paired && full && (p.d_row % 8) == 0 && (p.d_batch % 8) == 0 &&
+                      (reinterpret_cast<uintptr_t>(p.d) % 16) == 0;
+    if (wide) {
+      StoreTile16<Out, BN>(d, p.d_row, acc, row0, tile.n0);
+      return;
+    }
+  }
   if (paired && full) {
 #pragma unroll
     for (int j = 0; j < BN / 8; ++j) {
