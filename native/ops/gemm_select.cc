@@ -24,8 +24,9 @@ GemmFamily SelectGemm(const GemmSummary& s, const GemmTarget& t, MatmulBackend b
     // Hopper: the TMA + wgmma kernels where they are measured ahead of cuBLASLt (H100,
     // benchmarks/results/NVIDIA-H100-80GB-HBM3-sm90-gemm.json, column sm90): plain products up
     // to 1.5 * 1024^3 MACs that fill at least 64 128x128 tiles or have K <= 1024 (1.6-1.9x at
-    // 256^3-1024^3). Larger plain products are 0.75x (2048^3) to 0.96x (8192^3) of cuBLASLt,
-    // and few-tile long-K ones (128 x 4096 x 4096) 0.72x, so those stay on cuBLASLt. Fused
+    // 256^3-1024^3). Larger plain products are 0.88x (2048^3) to 1.01x (8192^3) of cuBLASLt
+    // (...-gemm-square.json), and few-tile long-K ones (128 x 4096 x 4096) 0.72x, so those stay
+    // on cuBLASLt. Fused
     // epilogues take the sm90 kernels at every size with M > 64 (one pass over D instead of a
     // product plus an epilogue pass).
     const bool hopper = t.sm_major == 9 && t.sm90a_built && s.tma_ok && s.m > 64;
