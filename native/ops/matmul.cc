@@ -275,7 +275,8 @@ absl::StatusOr<GPUArray> GemmNamed(const GPUArray& a, const GPUArray& b, const G
   }
   const Shape cshape = prod.out_shape();
   std::optional<Mat> c;
-  if (e.c.has_value() && e.beta != 0.0) {
+  // C is validated whenever it is given; it is read only when beta != 0 (BLAS convention).
+  if (e.c.has_value()) {
     if (e.c->device() != a.device()) {
       return ValueError(absl::StrCat(op, ": C is on ", e.c->device().ToString(),
                                      ", the operands on ", a.device().ToString()));
@@ -288,9 +289,11 @@ absl::StatusOr<GPUArray> GemmNamed(const GPUArray& a, const GPUArray& b, const G
                                      " cannot be broadcast to the output shape ",
                                      ShapeToString(final_shape)));
     }
-    PGK_ASSIGN_OR_RETURN(GPUArray c_full, Reshape(*c_b, cshape));
-    PGK_ASSIGN_OR_RETURN(GPUArray c_cast, AsType(c_full, out, false));
-    PGK_ASSIGN_OR_RETURN(c, Prepare(c_cast, static_cast<int>(prod.batch.size()), false));
+    if (e.beta != 0.0) {
+      PGK_ASSIGN_OR_RETURN(GPUArray c_full, Reshape(*c_b, cshape));
+      PGK_ASSIGN_OR_RETURN(GPUArray c_cast, AsType(c_full, out, false));
+      PGK_ASSIGN_OR_RETURN(c, Prepare(c_cast, static_cast<int>(prod.batch.size()), false));
+    }
   }
   std::optional<GPUArray> bias;
   if (e.bias.has_value()) {

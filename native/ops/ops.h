@@ -115,7 +115,7 @@ enum class Activation { kNone, kRelu, kGelu, kSilu };
 struct GemmEpilogue {
   double alpha = 1.0, beta = 0.0;
   std::optional<GPUArray> c;     // broadcast to D's shape; required when beta != 0
-  std::optional<GPUArray> bias;  // 1-D of length N (or broadcastable to (..., 1, N))
+  std::optional<GPUArray> bias;  // 1-D of length N
   Activation activation = Activation::kNone;
   std::optional<DType> out_dtype;  // default: the operands' dtype; float32 allowed for 16-bit
 };

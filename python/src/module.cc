@@ -99,6 +99,27 @@ ops::Activation ParseActivation(const pyb::handle& act, absl::string_view op) {
                                       "' (expected None, 'relu', 'gelu' or 'silu')"));
 }
 
+// A real Python number (int, float, NumPy real scalar) as a double; TypeError for anything else
+// (complex, arrays, strings), ValueError when it does not fit a double.
+double RealArg(const pyb::handle& x, absl::string_view name, absl::string_view op) {
+  auto type_name = [&] { return pyb::str(pyb::type::handle_of(x)).cast<std::string>(); };
+  const bool numpy_complex =
+      pyb::hasattr(x, "dtype") && pyb::str(x.attr("dtype").attr("kind")).cast<std::string>() == "c";
+  if (PyComplex_Check(x.ptr()) || numpy_complex || !PyNumber_Check(x.ptr())) {
+    throw pyb::type_error(
+        absl::StrCat(op, ": ", name, " must be a real number, got ", type_name()));
+  }
+  const double v = PyFloat_AsDouble(x.ptr());
+  if (v == -1.0 && PyErr_Occurred()) {
+    const bool overflow = PyErr_ExceptionMatches(PyExc_OverflowError);
+    PyErr_Clear();
+    if (overflow) throw pyb::value_error(absl::StrCat(op, ": ", name, " does not fit a double"));
+    throw pyb::type_error(
+        absl::StrCat(op, ": ", name, " must be a real number, got ", type_name()));
+  }
+  return v;
+}
+
 std::optional<GPUArray> OptionalArray(const pyb::handle& x, absl::string_view op) {
   if (x.is_none()) return std::nullopt;
   return AsArray(x, op);
@@ -310,20 +331,13 @@ PYBIND11_MODULE(_core, m) {
       "problem raises NotImplementedError.");
   m.def(
       "gemm",
-      [](const pyb::handle& a, const pyb::handle& b, const pyb::handle& c, double alpha,
+      [](const pyb::handle& a, const pyb::handle& b, const pyb::handle& c, const pyb::handle& alpha,
          const pyb::handle& beta, const pyb::handle& bias, const pyb::handle& activation,
          const pyb::handle& out_dtype, const std::string& precision, const std::string& backend) {
         ops::GemmEpilogue e;
-        e.alpha = alpha;
+        e.alpha = RealArg(alpha, "alpha", "gemm");
         e.c = OptionalArray(c, "gemm");
-        e.beta = e.c.has_value() ? 1.0 : 0.0;
-        if (!beta.is_none()) {
-          if (PyComplex_Check(beta.ptr()) || !PyNumber_Check(beta.ptr())) {
-            throw pyb::type_error(absl::StrCat("gemm: beta must be a real number, got ",
-                                               pyb::str(pyb::type::handle_of(beta)).cast<std::string>()));
-          }
-          e.beta = beta.cast<double>();
-        }
+        e.beta = beta.is_none() ? (e.c.has_value() ? 1.0 : 0.0) : RealArg(beta, "beta", "gemm");
         e.bias = OptionalArray(bias, "gemm");
         e.activation = ParseActivation(activation, "gemm");
         if (!out_dtype.is_none()) e.out_dtype = ToDType(out_dtype, "gemm");
@@ -342,9 +356,10 @@ PYBIND11_MODULE(_core, m) {
       "linear",
       [](const pyb::handle& x, const pyb::handle& w, const pyb::handle& bias,
          const pyb::handle& activation, const std::string& precision, const std::string& backend) {
-        return Unwrap(ops::Linear(
-            AsArray(x, "linear"), AsArray(w, "linear"), OptionalArray(bias, "linear"),
-            ParseActivation(activation, "linear"), ParseMatmulOptions(precision, backend, "linear")));
+        return Unwrap(ops::Linear(AsArray(x, "linear"), AsArray(w, "linear"),
+                                  OptionalArray(bias, "linear"),
+                                  ParseActivation(activation, "linear"),
+                                  ParseMatmulOptions(precision, backend, "linear")));
       },
       pyb::arg("x"), pyb::arg("weight"), pyb::arg("bias") = pyb::none(), pyb::kw_only(),
       pyb::arg("activation") = pyb::none(), pyb::arg("precision") = "highest",

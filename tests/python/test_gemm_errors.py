@@ -88,18 +88,35 @@ def test_beta_without_c(beta):
     gp.gemm(a, a, beta=0.0)  # beta = 0 without C is the plain product
 
 
-@pytest.mark.parametrize("beta", ["x", 1j, [1.0]], ids=repr)
+NOT_REAL = ["x", 1j, [1.0], np.complex64(1), np.array([1.0, 2.0])]
+
+
+@pytest.mark.parametrize("beta", NOT_REAL, ids=repr)
 def test_beta_not_a_number(beta):
     a = ones((2, 2))
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="gemm: beta"):
         gp.gemm(a, a, a, beta=beta)
 
 
-@pytest.mark.parametrize("alpha", ["x", None, 1j], ids=repr)
+@pytest.mark.parametrize("alpha", NOT_REAL + [None], ids=repr)
 def test_alpha_not_a_number(alpha):
     a = ones((2, 2))
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="gemm: alpha"):
         gp.gemm(a, a, alpha=alpha)
+
+
+@pytest.mark.parametrize("name", ["alpha", "beta"])
+def test_scalar_beyond_double(name):
+    a = ones((2, 2))
+    with pytest.raises(ValueError, match=f"gemm: {name}"):
+        gp.gemm(a, a, a, **{name: 10**400})
+
+
+@pytest.mark.parametrize("value", [np.float32(0.5), np.float64(2.0), 3, True], ids=repr)
+def test_numpy_and_int_scalars_accepted(value):
+    a = ones((2, 2))
+    got = gp.to_numpy(gp.gemm(a, a, a, alpha=value, beta=value))
+    np.testing.assert_allclose(got, np.full((2, 2), 3.0 * float(value)))
 
 
 @pytest.mark.parametrize("op", list(OPS))
@@ -146,11 +163,13 @@ def test_gemm_batch_mismatch(sa, sb):
     assert str(sa) in str(e.value) and str(sb) in str(e.value)
 
 
+@pytest.mark.parametrize("beta", [None, 0.0], ids=repr)
 @pytest.mark.parametrize("cshape", [(3, 3), (3,), (3, 1, 2), (2, 3, 2), (4, 1)], ids=str)
-def test_c_not_broadcastable(cshape):
+def test_c_not_broadcastable(cshape, beta):
+    # Checked even with beta = 0, where C is not read.
     a, b = ones((3, 4)), ones((4, 2))
     with pytest.raises(ValueError, match="gemm") as e:
-        gp.gemm(a, b, ones(cshape))
+        gp.gemm(a, b, ones(cshape), beta=beta)
     msg = str(e.value)
     assert str(cshape) in msg and "(3, 2)" in msg, msg
 

@@ -46,11 +46,17 @@ absl::StatusOr<CUtensorMap> EncodeMap(const cuda::DriverApi* api, const Operand&
   cuuint64_t strides[2] = {static_cast<cuuint64_t>(o.ld * 2), static_cast<cuuint64_t>(bstride * 2)};
   cuuint32_t box[3] = {static_cast<cuuint32_t>(kBK), box_outer, 1};
   cuuint32_t elem[3] = {1, 1, 1};
-  PGK_CU_RETURN_IF_ERROR(api->cuTensorMapEncodeTiled(
-                             &map, type, 3, const_cast<void*>(o.ptr), dims, strides, box, elem,
-                             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
-                         "matmul: cuTensorMapEncodeTiled");
+  const CUresult r = api->cuTensorMapEncodeTiled(
+      &map, type, 3, const_cast<void*>(o.ptr), dims, strides, box, elem,
+      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) {
+    // A layout TMA cannot describe (e.g. overlapping batches): another family serves it.
+    return NotImplementedError(absl::StrCat(
+        "matmul: sm90 kernels cannot describe an operand of ", o.outer, " x ", o.inner,
+        " (leading dim ", o.ld, ", batch stride ", o.batch_stride,
+        ") with a TMA tensor map: ", cuda::DriverStatus(r, "cuTensorMapEncodeTiled").message()));
+  }
   return map;
 }
 
@@ -82,7 +88,7 @@ absl::StatusOr<std::pair<Operand, Operand>> Operands(const kernels::GemmParams& 
   return std::make_pair(a, b);
 }
 
-absl::Status CheckProblem(const GemmLaunch& g) {
+absl::Status CheckProblemCore(const GemmLaunch& g) {
   const kernels::GemmParams& p = g.params;
   if (g.in != DType::BFloat16 && g.in != DType::Float16) {
     return NotImplementedError(
@@ -99,6 +105,17 @@ absl::Status CheckProblem(const GemmLaunch& g) {
     return NotImplementedError("matmul: sm90 kernels index dims with 32-bit TMA coordinates");
   }
   return Operands(p).status();
+}
+
+// The reason a problem is declined, with the problem it was (messages name shapes).
+absl::Status CheckProblem(const GemmLaunch& g) {
+  absl::Status st = CheckProblemCore(g);
+  if (st.ok()) return st;
+  const kernels::GemmParams& p = g.params;
+  return NotImplementedError(absl::StrCat(st.message(), " (", DTypeName(g.in), " batch ", p.batch,
+                                          ", m ", p.m, ", n ", p.n, ", k ", p.k,
+                                          "; element strides A (", p.a_row, ", ", p.a_col, "), B (",
+                                          p.b_row, ", ", p.b_col, "))"));
 }
 
 }  // namespace

@@ -260,7 +260,7 @@ __device__ __forceinline__ void Epilogue(const pk::GemmParams& p, const float (&
   const bool paired = plain && (p.d_row % 2) == 0 &&
                       (reinterpret_cast<uintptr_t>(p.d) % (2 * sizeof(Out))) == 0 &&
                       (p.d_batch % 2) == 0;
-  const bool full = tile.m0 + kBM <= p.m && tile.n0 + BN <= p.n;
+  const bool full = int64_t{tile.m0} + kBM <= p.m && int64_t{tile.n0} + BN <= p.n;
   if constexpr (sizeof(Out) == 2) {
     const bool wide = paired && full && (p.d_row % 8) == 0 && (p.d_batch % 8) == 0 &&
                       (reinterpret_cast<uintptr_t>(p.d) % 16) == 0;
@@ -433,6 +433,8 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
     }
   }
   // Peers may still multicast into this CTA or arrive on its barriers until they are done.
+  // (Warp 0 diverged around the producer loop: reconverge it for the aligned barrier.)
+  __syncwarp();
   if constexpr (kCluster > 1) ClusterSync();
 #else
   (void)tma_a;
