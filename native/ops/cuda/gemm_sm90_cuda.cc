@@ -148,14 +148,26 @@ absl::Status GemmSm90(hal::Stream& s, const GemmLaunch& g) {
   const int64_t tiles_m = (p.m + kBM - 1) / kBM;
   // 128 x 256 tiles reuse each A row over twice the columns; narrower ones only pay when the
   // wide grid would leave most SMs idle.
-  const int bn = tiles_m * ((p.n + 255) / 256) * p.batch >= sms / 2 ? 256 : 128;
+  const int bn = g.sm90_bn != 0                                       ? g.sm90_bn
+                 : tiles_m * ((p.n + 255) / 256) * p.batch >= sms / 2 ? 256
+                                                                      : 128;
+  if (bn != 128 && bn != 256) {
+    return NotImplementedError(absl::StrCat("matmul: sm90 tile width ", bn, " is not 128 or 256"));
+  }
   // Wide tiles run in 2-CTA clusters that share each B tile through TMA multicast (half the B
   // traffic from L2). PYGPUKIT_SM90_CLUSTER=0 turns that off (for measurements).
   static const bool cluster_env = [] {
     const char* v = std::getenv("PYGPUKIT_SM90_CLUSTER");
     return v == nullptr || std::string(v) != "0";
   }();
-  const int cluster = bn == 256 && cluster_env && sms >= 2 ? 2 : 1;
+  const int cluster = g.sm90_cluster != 0                    ? g.sm90_cluster
+                      : bn == 256 && cluster_env && sms >= 2 ? 2
+                                                             : 1;
+  if (cluster != 1 && !(cluster == 2 && bn == 256 && sms >= 2)) {
+    return NotImplementedError(absl::StrCat("matmul: sm90 cluster size ", cluster,
+                                            " with tile width ", bn,
+                                            " is not built (1, or 2 with 256)"));
+  }
   kernels::GemmParams params = p;
   // Tile counts are in cluster tiles (cluster CTAs stacked along M).
   params.tiles_m = static_cast<int32_t>((tiles_m + cluster - 1) / cluster);
