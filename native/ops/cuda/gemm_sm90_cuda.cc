@@ -19,11 +19,13 @@ namespace {
 
 constexpr int kBM = 128, kBK = 64, kThreads = 384;
 
-// Shared memory of one launch: operand stages plus their mbarriers and the 1 KiB the kernel may
-// skip to align the stages to the swizzle atom.
+// Shared memory of one launch: operand stages, the epilogue's TMA-store staging (two 64 x 64
+// 16-bit slabs per consumer warpgroup), the mbarriers and the 1 KiB the kernel may skip to align
+// the stages to the swizzle atom.
 unsigned SharedBytes(int bn) {
   const int stages = bn == 256 ? 4 : 6;
-  return static_cast<unsigned>(stages * (kBM + bn) * kBK * 2 + stages * 16 + 1024);
+  constexpr int kStaging = 2 * 2 * 64 * 64 * 2;
+  return static_cast<unsigned>(stages * (kBM + bn) * kBK * 2 + kStaging + stages * 16 + 1024);
 }
 
 // One operand as TMA sees it: `inner` is the unit-stride dim, `outer` the other matrix dim.
@@ -148,7 +150,12 @@ absl::Status GemmSm90(hal::Stream& s, const GemmLaunch& g) {
   const int64_t tiles_m = (p.m + kBM - 1) / kBM;
   // 128 x 256 tiles reuse each A row over twice the columns; narrower ones only pay when the
   // wide grid would leave most SMs idle.
+  static const int bn_env = [] {
+    const char* v = std::getenv("PYGPUKIT_SM90_BN");
+    return v == nullptr ? 0 : std::atoi(v);
+  }();
   const int bn = g.sm90_bn != 0                                       ? g.sm90_bn
+                 : bn_env != 0                                        ? bn_env
                  : tiles_m * ((p.n + 255) / 256) * p.batch >= sms / 2 ? 256
                                                                       : 128;
   if (bn != 128 && bn != 256) {
@@ -159,6 +166,11 @@ absl::Status GemmSm90(hal::Stream& s, const GemmLaunch& g) {
   static const bool cluster_env = [] {
     const char* v = std::getenv("PYGPUKIT_SM90_CLUSTER");
     return v == nullptr || std::string(v) != "0";
+  }();
+  // Tile rows walked together (PYGPUKIT_SM90_GROUP_M, for measurements).
+  static const int group_env = [] {
+    const char* v = std::getenv("PYGPUKIT_SM90_GROUP_M");
+    return v == nullptr ? 0 : std::max(0, std::atoi(v));
   }();
   const int cluster = g.sm90_cluster != 0                    ? g.sm90_cluster
                       : bn == 256 && cluster_env && sms >= 2 ? 2
@@ -172,7 +184,7 @@ absl::Status GemmSm90(hal::Stream& s, const GemmLaunch& g) {
   // Tile counts are in cluster tiles (cluster CTAs stacked along M).
   params.tiles_m = static_cast<int32_t>((tiles_m + cluster - 1) / cluster);
   params.tiles_n = static_cast<int32_t>((p.n + bn - 1) / bn);
-  params.group_m = 8 / cluster;
+  params.group_m = group_env > 0 ? std::max(1, group_env / cluster) : 8 / cluster;
   const int64_t units = int64_t{params.tiles_m} * params.tiles_n * p.batch;
 
   PGK_ASSIGN_OR_RETURN(const cuda::DriverApi* api, cuda::LoadDriverApi());
@@ -182,6 +194,22 @@ absl::Status GemmSm90(hal::Stream& s, const GemmLaunch& g) {
   // ones 64 (MN) x 64 (K), several per tile.
   PGK_ASSIGN_OR_RETURN(CUtensorMap map_a, EncodeMap(api, a, type, a_kmajor ? kBM : kBK));
   PGK_ASSIGN_OR_RETURN(CUtensorMap map_b, EncodeMap(api, b, type, b_kmajor ? bn / cluster : kBK));
+
+  // Plain 16-bit results leave through TMA stores (asynchronous, clipped at the edges) when D is
+  // a layout TMA can write; the rest use the register epilogue.
+  const bool plain =
+      p.alpha == 1.0 && p.beta == 0.0 && p.bias == nullptr && p.activation == kernels::kActNone;
+  int tma_store = 0;
+  CUtensorMap map_d;
+  std::memset(&map_d, 0, sizeof(map_d));
+  if (plain && g.out == g.in && TmaFriendly(p.d, p.d_row, p.batch > 1 ? p.d_batch : 0)) {
+    const Operand d{p.d, p.n, p.m, p.d_row, p.batch > 1 ? p.d_batch : 0, p.batch, true};
+    absl::StatusOr<CUtensorMap> m = EncodeMap(api, d, type, 64);
+    if (m.ok()) {
+      map_d = *m;
+      tma_store = 1;
+    }
+  }
 
   hal::LaunchDims dims;
   dims.grid[0] = static_cast<unsigned>(std::min<int64_t>(units, sms / cluster) * cluster);
@@ -194,7 +222,7 @@ absl::Status GemmSm90(hal::Stream& s, const GemmLaunch& g) {
   const std::string kernel =
       absl::StrCat("pgk_gemm_sm90_128x", bn, cluster > 1 ? "_c2" : "", "_", a_kmajor ? "k" : "m",
                    b_kmajor ? "k" : "n", "_", DTypeCode(g.in), "_", DTypeCode(g.out));
-  void* args[] = {&map_a, &map_b, &params};
+  void* args[] = {&map_a, &map_b, &map_d, &params, &tma_store};
   return rt.dispatcher().LaunchDevice(s, kernel, dims, args);
 }
 

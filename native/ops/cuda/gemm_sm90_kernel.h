@@ -48,6 +48,10 @@ constexpr int kBK = 64;   // 64 16-bit elements = one 128-byte swizzle row
 constexpr int kThreads = 384;
 constexpr int kConsumerWarps = 8;
 constexpr uint32_t kBox = 64 * 64 * 2;  // bytes of one 64 x 64 MN-major TMA box
+// Epilogue staging for TMA stores: per consumer warpgroup two 64 x 64 16-bit slabs (a slab is
+// written while the previous one is still being read by its store).
+constexpr uint32_t kSlab = 64 * 64 * 2;
+constexpr uint32_t kEpilogueBytes = 2 * 2 * kSlab;
 
 template <int BN>
 struct Config {
@@ -115,6 +119,21 @@ __device__ __forceinline__ void MbarArriveCluster(uint64_t* bar, uint32_t cta) {
       "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(SmemAddr(bar)),
       "r"(cta)
       : "memory");
+}
+
+// 3-D tiled TMA store of the box at `src` (committed as its own bulk group).
+__device__ __forceinline__ void TmaStore(const CUtensorMap* map, const void* src, int c0, int c1,
+                                         int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];\n"
+      "cp.async.bulk.commit_group;" ::"l"(reinterpret_cast<uint64_t>(map)),
+      "r"(SmemAddr(src)), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+
+// Named barrier over one warpgroup (id 0 is __syncthreads').
+__device__ __forceinline__ void WarpgroupBarrier(int id) {
+  asm volatile("bar.sync %0, 128;" ::"r"(id) : "memory");
 }
 
 __device__ __forceinline__ void ClusterSync() {
@@ -298,9 +317,48 @@ __device__ __forceinline__ void Epilogue(const pk::GemmParams& p, const float (&
   }
 }
 
+// Plain 16-bit output through TMA stores: the warpgroup's 64 x BN block leaves as 64 x 64 slabs
+// staged in shared memory in the 128-byte-swizzled layout (16-byte chunk c of row r sits at
+// chunk c ^ (r % 8), which also makes the fragment writes bank-conflict free). The stores run
+// asynchronously while the warpgroup starts the next tile; TMA clips rows / columns past the
+// matrix, so tails need no masking. `staging` holds two slabs used alternately: before one is
+// rewritten, the store issued from it two slabs ago must have finished reading it.
+template <typename Out, int BN>
+__device__ __forceinline__ void EpilogueTma(const CUtensorMap* tma_d, const float (&acc)[BN / 2],
+                                            const Tile& tile, int consumer, uint8_t* staging) {
+  const int t = threadIdx.x % 128;
+  const int lane = t % 32;
+  const int row_base = (t / 32) * 16 + lane / 4;
+#pragma unroll
+  for (int slab = 0; slab < BN / 64; ++slab) {
+    uint8_t* buf = staging + (slab & 1) * kSlab;
+    if (t == 0) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
+    WarpgroupBarrier(1 + consumer);
+#pragma unroll
+    for (int jj = 0; jj < 8; ++jj) {
+      const int j = slab * 8 + jj;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = row_base + 8 * h;
+        const uint32_t off = row * 128 + ((jj ^ (row & 7)) << 4) + (lane % 4) * 4;
+        const uint32_t v = Pack<Out>(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+        asm volatile("st.shared.u32 [%0], %1;" ::"r"(SmemAddr(buf + off)), "r"(v) : "memory");
+      }
+    }
+    // Generic-proxy writes must be visible to the async proxy (TMA) before the store reads them.
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    WarpgroupBarrier(1 + consumer);
+    if (t == 0) {
+      TmaStore(tma_d, buf, tile.n0 + 64 * slab, tile.m0 + 64 * consumer,
+               static_cast<int>(tile.batch));
+    }
+  }
+}
+
 template <typename In, typename Out, int BN, int TA, int TB, int kCluster>
 __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtensorMap* tma_b,
-                                         const pk::GemmParams& p) {
+                                         const CUtensorMap* tma_d, const pk::GemmParams& p,
+                                         int tma_store) {
 #if PGK_SM90A
   using Cfg = Config<BN>;
   constexpr int kStages = Cfg::kStages;
@@ -310,7 +368,8 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
       reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   uint8_t* stage_a = smem;
   uint8_t* stage_b = smem + kStages * Cfg::kABytes;
-  uint64_t* full = reinterpret_cast<uint64_t*>(smem + kStages * Cfg::kStageBytes);
+  uint8_t* staging = smem + kStages * Cfg::kStageBytes;
+  uint64_t* full = reinterpret_cast<uint64_t*>(staging + kEpilogueBytes);
   uint64_t* empty = full + kStages;
 
   if (threadIdx.x == 0) {
@@ -332,6 +391,12 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
 
   if (warpgroup == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    if (threadIdx.x == 0) {
+      // The descriptors live in kernel parameter space: fetch them before the first copy needs
+      // them.
+      asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(tma_a)) : "memory");
+      asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(tma_b)) : "memory");
+    }
     int stage = 0;
     uint32_t phase = 0;
     for (int64_t t = first; threadIdx.x == 0 && t < total; t += step) {
@@ -429,7 +494,17 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
       asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
       FenceAcc(acc);
       release(prev);
+      if constexpr (sizeof(Out) == 2) {
+        if (tma_store) {
+          EpilogueTma<Out, BN>(tma_d, acc, tile, consumer, staging + consumer * 2 * kSlab);
+          continue;
+        }
+      }
       Epilogue<Out, BN>(p, acc, tile, consumer);
+    }
+    // Shared memory must outlive the reads of the last stores.
+    if (tma_store && threadIdx.x % 128 == 0) {
+      asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
     }
   }
   // Peers may still multicast into this CTA or arrive on its barriers until they are done.
@@ -439,7 +514,9 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
 #else
   (void)tma_a;
   (void)tma_b;
+  (void)tma_d;
   (void)p;
+  (void)tma_store;
 #endif
 }
 
@@ -452,8 +529,8 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
   extern "C" __global__ void __launch_bounds__(kThreads, 1)                                     \
       pgk_gemm_sm90_128x##BN##SUFFIX##_##LA##LB##_##INC##_##OUTC(                               \
           const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b, \
-          const pk::GemmParams p) {                                                             \
-    GemmBody<IN, OUT, BN, TA, TB, CL>(&tma_a, &tma_b, p);                                       \
+          const __grid_constant__ CUtensorMap tma_d, const pk::GemmParams p, int tma_store) {   \
+    GemmBody<IN, OUT, BN, TA, TB, CL>(&tma_a, &tma_b, &tma_d, p, tma_store);                    \
   }
 
 #define PGK_SM90_LAYOUTS(BN, CL, SUFFIX, IN, INC, OUT, OUTC)      \
