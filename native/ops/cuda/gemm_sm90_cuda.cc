@@ -172,9 +172,13 @@ absl::Status GemmSm90(hal::Stream& s, const GemmLaunch& g) {
     const char* v = std::getenv("PYGPUKIT_SM90_GROUP_M");
     return v == nullptr ? 0 : std::max(0, std::atoi(v));
   }();
-  const int cluster = g.sm90_cluster != 0                    ? g.sm90_cluster
-                      : bn == 256 && cluster_env && sms >= 2 ? 2
-                                                             : 1;
+  // Clusters pay once each CTA runs several tiles (H200: 4096^3 1.01x vs 0.98x of cuBLASLt);
+  // with about one tile per CTA their coupled pipelines cost more than the L2 traffic they save
+  // (2048^3 0.94x vs 0.98x).
+  const int64_t wide_tiles = tiles_m * ((p.n + 255) / 256) * p.batch;
+  const int cluster = g.sm90_cluster != 0 ? g.sm90_cluster
+                      : bn == 256 && cluster_env && sms >= 2 && wide_tiles >= 3 * int64_t{sms} ? 2
+                                                                                               : 1;
   if (cluster != 1 && !(cluster == 2 && bn == 256 && sms >= 2)) {
     return NotImplementedError(absl::StrCat("matmul: sm90 cluster size ", cluster,
                                             " with tile width ", bn,
