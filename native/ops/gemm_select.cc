@@ -45,8 +45,11 @@ GemmFamily SelectGemm(const GemmSummary& s, const GemmTarget& t, MatmulBackend b
   if (s.fused && (s.in == DType::Float32 || s.in == DType::Float64) && !s.tf32) {
     return GemmFamily::kSimt;
   }
-  if (s.fused && s.in == DType::Float32 && s.tf32 && t.sm_major >= 8 && s.sm80_ok) {
-    return GemmFamily::kSm80;
+  // Fused TF32: the Hopper kernels when both operands are K-major (tf32 wgmma has no transpose;
+  // s.tma_ok says so), else the mma.sync ones (about 0.35x of sm90 on an H100, gemm.json).
+  if (s.fused && s.in == DType::Float32 && s.tf32) {
+    if (t.sm_major == 9 && t.sm90a_built && s.tma_ok && s.m > 64) return GemmFamily::kSm90;
+    if (t.sm_major >= 8 && s.sm80_ok) return GemmFamily::kSm80;
   }
   return GemmFamily::kCublasLt;
 }

@@ -215,11 +215,17 @@ TEST(GemmSelect, Float32) {
       EXPECT_EQ(Auto(s, t), GemmFamily::kSimt) << Describe(s, t);
     }
   }
-  // TF32 fused epilogues: sm80 from SM 8.0 on, where the layout suits it.
+  // TF32 fused epilogues: sm90 on Hopper when both operands are K-major (tma_ok) and M > 64,
+  // else sm80 from SM 8.0 on, where the layout suits it.
+  EXPECT_EQ(Auto(Tf32(1024, true), kHopper), GemmFamily::kSm90);
   for (const GemmTarget& t : {kHopper, kHopperNoSm90a, kAmpere, kAda, kBlackwell}) {
-    EXPECT_EQ(Auto(Tf32(1024, true), t), GemmFamily::kSm80) << Describe(Tf32(1024, true), t);
-    EXPECT_EQ(Auto(Tf32(1, true), t), GemmFamily::kSm80) << Describe(Tf32(1, true), t);
     GemmSummary s = Tf32(1024, true);
+    s.tma_ok = false;
+    EXPECT_EQ(Auto(s, t), GemmFamily::kSm80) << Describe(s, t);
+    if (!(t.sm_major == 9 && t.sm90a_built)) {
+      EXPECT_EQ(Auto(Tf32(1024, true), t), GemmFamily::kSm80) << Describe(Tf32(1024, true), t);
+    }
+    EXPECT_EQ(Auto(Tf32(1, true), t), GemmFamily::kSm80) << Describe(Tf32(1, true), t);
     s.sm80_ok = false;
     EXPECT_EQ(Auto(s, t), GemmFamily::kCublasLt) << Describe(s, t);
   }
@@ -273,7 +279,9 @@ TEST(GemmSelect, AutoNeverPicksAFamilyOutsideItsPreconditions) {
                 const std::string what = Describe(s, t);
                 switch (f) {
                   case GemmFamily::kSm90:
-                    EXPECT_TRUE(half && t.sm_major == 9 && t.sm90a_built && tma_ok) << what;
+                    EXPECT_TRUE((half || tf32) && t.sm_major == 9 && t.sm90a_built && tma_ok)
+                        << what;
+                    EXPECT_TRUE(half || fused) << what;  // plain TF32 stays on cuBLASLt
                     EXPECT_TRUE(m > 64 || fused) << what;
                     break;
                   case GemmFamily::kSm80:
@@ -293,6 +301,9 @@ TEST(GemmSelect, AutoNeverPicksAFamilyOutsideItsPreconditions) {
                                  fused)
                         << what;
                     EXPECT_FALSE(fused && sm80_ok && t.sm_major >= 8 && (half || tf32)) << what;
+                    EXPECT_FALSE(fused && tf32 && t.sm_major == 9 && t.sm90a_built && tma_ok &&
+                                 m > 64)
+                        << what;
                     break;
                 }
               }

@@ -83,13 +83,20 @@ def documented_support(family, device, dtype, precision, la, lb, batch, m, k, n)
     b_row, b_col = _strides(k, n, lb)
     a_batch = 0 if batch is None else m * k
     b_batch = 0 if batch is None else k * n
-    if family == "sm90":  # Hopper, sm_90a build, 16-bit, unit-stride operands, 16-byte strides
-        if major != 9 or not sm90_built() or dtype not in HALF:
+    if family == "sm90":  # Hopper, sm_90a build, 16-bit or TF32, unit-stride operands, 16-byte
+        # strides; TF32 only with K-major A and B
+        tf32 = dtype == "float32" and precision == "tf32"
+        if major != 9 or not sm90_built() or not (dtype in HALF or tf32):
             return False
+        if tf32 and (a_col != 1 or b_row != 1):
+            return False
+        elems = 4 if tf32 else 8
         a_ld = a_row if a_col == 1 else a_col if a_row == 1 else None
         b_ld = b_col if b_row == 1 else b_row if b_col == 1 else None
         strides = (a_ld, b_ld, a_batch, b_batch)
-        return None not in strides and a_ld > 0 and b_ld > 0 and all(s % 8 == 0 for s in strides)
+        return (
+            None not in strides and a_ld > 0 and b_ld > 0 and all(s % elems == 0 for s in strides)
+        )
     assert family == "sm80"  # SM 8.0+, 16-bit or TF32, row-major A, 16-byte strides
     if major < 8 or not (dtype in HALF or (dtype == "float32" and precision == "tf32")):
         return False
@@ -110,6 +117,7 @@ def documented_support(family, device, dtype, precision, la, lb, batch, m, k, n)
 CASES = [
     ("sm90", "bfloat16", "highest"),
     ("sm90", "float16", "highest"),
+    ("sm90", "float32", "tf32"),
     ("sm80", "bfloat16", "highest"),
     ("sm80", "float16", "highest"),
     ("sm80", "float32", "tf32"),
@@ -313,6 +321,20 @@ def test_auto_fused_tf32_uses_sm80(rng, cuda):
     x, launched = launched_by(lambda: gp.gemm(ga, gb, bias=gbias, precision="tf32"), cuda)
     assert launched == {"sm80"}, launched
     spot_check(x, a, b, "float32", bias=bias, extra=2 * TF32_ROUNDOFF)
+
+
+def test_auto_fused_tf32_with_k_major_operands_uses_sm90_on_hopper(rng, cuda):
+    if sm(cuda)[0] != 9 or not sm90_built():
+        pytest.skip(f"needs an sm_90a build on SM 9.x; this GPU is SM {sm(cuda)}")
+    # A linear layer: x (m, k) @ w.T with w (n, k), both K-major, as tf32 wgmma requires.
+    x32, w32 = randn(rng, (256, 192), "float32"), randn(rng, (320, 192), "float32")
+    bias = randn(rng, (320,), "float32", np.sqrt(192))
+    gx, gw, gbias = (gp.asarray(v, device=cuda) for v in (x32, w32, bias))
+    y, launched = launched_by(
+        lambda: gp.linear(gx, gw, gbias, activation="gelu", precision="tf32"), cuda
+    )
+    assert launched == {"sm90"}, launched
+    spot_check(y, x32, w32.T, "float32", bias=bias, activation="gelu", extra=2 * TF32_ROUNDOFF)
 
 
 def test_forced_sm80_bf16_uses_sm80(rng, cuda):

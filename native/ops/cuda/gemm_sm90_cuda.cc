@@ -17,7 +17,10 @@
 namespace pygpukit::ops::cuda_kernels {
 namespace {
 
-constexpr int kBM = 128, kBK = 64, kThreads = 384;
+constexpr int kBM = 128, kThreads = 384;
+
+// Bytes per element of the operands: 2 (bf16 / fp16) or 4 (float32 read as TF32).
+int ElemBytes(DType in) { return in == DType::Float32 ? 4 : 2; }
 
 // Shared memory of one launch: operand stages, the epilogue's TMA-store staging (two 64 x 64
 // 16-bit slabs per consumer warpgroup), the mbarriers and the 1 KiB the kernel may skip to align
@@ -25,7 +28,8 @@ constexpr int kBM = 128, kBK = 64, kThreads = 384;
 unsigned SharedBytes(int bn) {
   const int stages = bn == 256 ? 4 : 6;
   constexpr int kStaging = 2 * 2 * 64 * 64 * 2;
-  return static_cast<unsigned>(stages * (kBM + bn) * kBK * 2 + kStaging + stages * 16 + 1024);
+  // A stage holds 128 bytes of K for every tile row and column.
+  return static_cast<unsigned>(stages * (kBM + bn) * 128 + kStaging + stages * 16 + 1024);
 }
 
 // One operand as TMA sees it: `inner` is the unit-stride dim, `outer` the other matrix dim.
@@ -33,6 +37,7 @@ struct Operand {
   const void* ptr;
   int64_t inner, outer, ld, batch_stride, batch;
   bool kmajor;
+  int esize;  // bytes per element
 };
 
 absl::StatusOr<CUtensorMap> EncodeMap(const cuda::DriverApi* api, const Operand& o,
@@ -45,8 +50,10 @@ absl::StatusOr<CUtensorMap> EncodeMap(const cuda::DriverApi* api, const Operand&
   // A broadcast batch dim has extent 1; its stride only has to be a valid one.
   const int64_t bstride =
       o.batch_stride != 0 ? o.batch_stride : o.ld * std::max<int64_t>(o.outer, 1);
-  cuuint64_t strides[2] = {static_cast<cuuint64_t>(o.ld * 2), static_cast<cuuint64_t>(bstride * 2)};
-  cuuint32_t box[3] = {static_cast<cuuint32_t>(kBK), box_outer, 1};
+  cuuint64_t strides[2] = {static_cast<cuuint64_t>(o.ld * o.esize),
+                           static_cast<cuuint64_t>(bstride * o.esize)};
+  // The inner extent of every box is one 128-byte swizzle row.
+  cuuint32_t box[3] = {static_cast<cuuint32_t>(128 / o.esize), box_outer, 1};
   cuuint32_t elem[3] = {1, 1, 1};
   const CUresult r = api->cuTensorMapEncodeTiled(
       &map, type, 3, const_cast<void*>(o.ptr), dims, strides, box, elem,
@@ -63,38 +70,56 @@ absl::StatusOr<CUtensorMap> EncodeMap(const cuda::DriverApi* api, const Operand&
 }
 
 // TMA wants 16-byte aligned bases and strides that are multiples of 16 bytes below 2^40.
-bool TmaFriendly(const void* ptr, int64_t ld, int64_t batch_stride) {
-  auto ok = [](int64_t s) { return s >= 0 && (s % 8) == 0 && s * 2 < (int64_t{1} << 40); };
+bool TmaFriendly(const void* ptr, int64_t ld, int64_t batch_stride, int esize) {
+  auto ok = [esize](int64_t s) {
+    return s >= 0 && (s * esize) % 16 == 0 && s * esize < (int64_t{1} << 40);
+  };
   return reinterpret_cast<uintptr_t>(ptr) % 16 == 0 && ld > 0 && ok(ld) && ok(batch_stride);
 }
 
 // Layouts: A K-major (a_col == 1) or M-major (a_row == 1); B K-major (b_row == 1) or N-major
 // (b_col == 1). K-major wins when a dim of size 1 makes both true.
-absl::StatusOr<std::pair<Operand, Operand>> Operands(const kernels::GemmParams& p) {
+// TF32 (esize 4) reads K-major operands only.
+absl::StatusOr<std::pair<Operand, Operand>> Operands(const kernels::GemmParams& p, int esize) {
   const bool a_kmajor = p.a_col == 1, b_kmajor = p.b_row == 1;
+  if (esize == 4 && (!a_kmajor || !b_kmajor)) {
+    return NotImplementedError(
+        "matmul: sm90 tf32 kernels need K-major A and B (A row-major, B a transposed row-major "
+        "matrix such as a linear layer's weight)");
+  }
   if (!a_kmajor && p.a_row != 1) {
     return NotImplementedError("matmul: sm90 kernels need A with a unit stride");
   }
   if (!b_kmajor && p.b_col != 1) {
     return NotImplementedError("matmul: sm90 kernels need B with a unit stride");
   }
-  Operand a = a_kmajor ? Operand{p.a, p.k, p.m, p.a_row, p.a_batch, p.batch, true}
-                       : Operand{p.a, p.m, p.k, p.a_col, p.a_batch, p.batch, false};
-  Operand b = b_kmajor ? Operand{p.b, p.k, p.n, p.b_col, p.b_batch, p.batch, true}
-                       : Operand{p.b, p.n, p.k, p.b_row, p.b_batch, p.batch, false};
-  if (!TmaFriendly(a.ptr, a.ld, a.batch_stride) || !TmaFriendly(b.ptr, b.ld, b.batch_stride)) {
+  Operand a = a_kmajor ? Operand{p.a, p.k, p.m, p.a_row, p.a_batch, p.batch, true, esize}
+                       : Operand{p.a, p.m, p.k, p.a_col, p.a_batch, p.batch, false, esize};
+  Operand b = b_kmajor ? Operand{p.b, p.k, p.n, p.b_col, p.b_batch, p.batch, true, esize}
+                       : Operand{p.b, p.n, p.k, p.b_row, p.b_batch, p.batch, false, esize};
+  if (!TmaFriendly(a.ptr, a.ld, a.batch_stride, esize) ||
+      !TmaFriendly(b.ptr, b.ld, b.batch_stride, esize)) {
     return NotImplementedError(
         "matmul: sm90 kernels need 16-byte aligned operands with leading dimensions and batch "
-        "strides that are multiples of 8 elements");
+        "strides that are multiples of 16 bytes");
   }
   return std::make_pair(a, b);
 }
 
 absl::Status CheckProblemCore(const GemmLaunch& g) {
   const kernels::GemmParams& p = g.params;
-  if (g.in != DType::BFloat16 && g.in != DType::Float16) {
-    return NotImplementedError(
-        absl::StrCat("matmul: sm90 kernels take bfloat16 or float16, not ", DTypeName(g.in)));
+  if (g.in == DType::Float32) {
+    if (!g.tf32) {
+      return NotImplementedError(
+          "matmul: sm90 kernels take float32 only as TF32 (precision=\"tf32\")");
+    }
+    if (g.out != DType::Float32) {
+      return NotImplementedError(
+          absl::StrCat("matmul: sm90 tf32 kernels write float32, not ", DTypeName(g.out)));
+    }
+  } else if (g.in != DType::BFloat16 && g.in != DType::Float16) {
+    return NotImplementedError(absl::StrCat(
+        "matmul: sm90 kernels take bfloat16, float16 or float32 (as tf32), not ", DTypeName(g.in)));
   }
   if (g.out != g.in && g.out != DType::Float32) {
     return NotImplementedError(absl::StrCat("matmul: sm90 kernels write ", DTypeName(g.in),
@@ -106,7 +131,7 @@ absl::Status CheckProblemCore(const GemmLaunch& g) {
   if (p.m > INT32_MAX || p.n > INT32_MAX || p.k > INT32_MAX || p.batch > INT32_MAX) {
     return NotImplementedError("matmul: sm90 kernels index dims with 32-bit TMA coordinates");
   }
-  return Operands(p).status();
+  return Operands(p, ElemBytes(g.in)).status();
 }
 
 // The reason a problem is declined, with the problem it was (messages name shapes).
@@ -142,7 +167,8 @@ absl::Status GemmSm90(hal::Stream& s, const GemmLaunch& g) {
                      props.sm_major, ".", props.sm_minor));
   }
   const kernels::GemmParams& p = g.params;
-  PGK_ASSIGN_OR_RETURN(auto operands, Operands(p));
+  const int esize = ElemBytes(g.in);
+  PGK_ASSIGN_OR_RETURN(auto operands, Operands(p, esize));
   const auto& [a, b] = operands;
   const bool a_kmajor = a.kmajor, b_kmajor = b.kmajor;
 
@@ -192,12 +218,14 @@ absl::Status GemmSm90(hal::Stream& s, const GemmLaunch& g) {
   const int64_t units = int64_t{params.tiles_m} * params.tiles_n * p.batch;
 
   PGK_ASSIGN_OR_RETURN(const cuda::DriverApi* api, cuda::LoadDriverApi());
-  const CUtensorMapDataType type =
-      g.in == DType::BFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-  // K-major boxes are 64 (K) x tile rows (a CTA's share of them when B is multicast); MN-major
-  // ones 64 (MN) x 64 (K), several per tile.
-  PGK_ASSIGN_OR_RETURN(CUtensorMap map_a, EncodeMap(api, a, type, a_kmajor ? kBM : kBK));
-  PGK_ASSIGN_OR_RETURN(CUtensorMap map_b, EncodeMap(api, b, type, b_kmajor ? bn / cluster : kBK));
+  // Float32 is loaded as is: the tf32 wgmma reads the top 19 bits of each element.
+  const CUtensorMapDataType type = g.in == DType::BFloat16  ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                   : g.in == DType::Float16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                                            : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  // K-major boxes are 128 bytes of K x tile rows (a CTA's share of them when B is multicast);
+  // MN-major ones (16-bit only) 64 (MN) x 64 (K), several per tile.
+  PGK_ASSIGN_OR_RETURN(CUtensorMap map_a, EncodeMap(api, a, type, a_kmajor ? kBM : 64));
+  PGK_ASSIGN_OR_RETURN(CUtensorMap map_b, EncodeMap(api, b, type, b_kmajor ? bn / cluster : 64));
 
   // Plain 16-bit results leave through TMA stores (asynchronous, clipped at the edges) when D is
   // a layout TMA can write; the rest use the register epilogue.
@@ -206,8 +234,9 @@ absl::Status GemmSm90(hal::Stream& s, const GemmLaunch& g) {
   int tma_store = 0;
   CUtensorMap map_d;
   std::memset(&map_d, 0, sizeof(map_d));
-  if (plain && g.out == g.in && TmaFriendly(p.d, p.d_row, p.batch > 1 ? p.d_batch : 0)) {
-    const Operand d{p.d, p.n, p.m, p.d_row, p.batch > 1 ? p.d_batch : 0, p.batch, true};
+  if (plain && g.out == g.in && esize == 2 &&
+      TmaFriendly(p.d, p.d_row, p.batch > 1 ? p.d_batch : 0, esize)) {
+    const Operand d{p.d, p.n, p.m, p.d_row, p.batch > 1 ? p.d_batch : 0, p.batch, true, esize};
     absl::StatusOr<CUtensorMap> m = EncodeMap(api, d, type, 64);
     if (m.ok()) {
       map_d = *m;

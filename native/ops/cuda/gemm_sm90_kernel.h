@@ -1,7 +1,9 @@
-// Hopper GEMM (sm_90a): D = epilogue(A @ B) for bf16 / fp16 inputs with fp32 accumulation.
+// Hopper GEMM (sm_90a): D = epilogue(A @ B) for bf16 / fp16 inputs with fp32 accumulation, and
+// for float32 inputs read as TF32 (K-major A and B only: tf32 wgmma has no transpose).
 //
 // Design (one CTA per SM, persistent):
-//   * Block tile 128 x BN x 64 (BN = 256 or 128). 384 threads = 3 warpgroups: warpgroup 0 is the
+//   * Block tile 128 x BN x 64 (BN = 256 or 128; x 32 for tf32: the same 128 bytes of K).
+//     384 threads = 3 warpgroups: warpgroup 0 is the
 //     producer (one thread issues TMA copies; the group gives registers back with setmaxnreg),
 //     warpgroups 1 and 2 are consumers, each owning 64 rows of the tile and issuing
 //     wgmma.m64nBNk16 with both operands in shared memory (accumulators: BN / 2 fp32 registers
@@ -18,8 +20,10 @@
 //     (B^T row-major, the linear-layer weight) or N-major (row-major). MN-major operands are
 //     loaded as 64-element-wide boxes and read with wgmma's transpose bit, so no copy is made.
 //   * Tails: TMA zero-fills out-of-bounds rows / columns / K, and the epilogue masks stores.
-//   * Epilogue: straight from the accumulator registers, through the shared GEMM epilogue
-//     (alpha, beta * C, bias, activation) when one is requested.
+//   * Epilogue: plain 16-bit results are staged in shared memory and leave through asynchronous
+//     TMA stores (EpilogueTma), so the consumers start the next tile at once; the rest go
+//     straight from the accumulator registers, through the shared GEMM epilogue (alpha,
+//     beta * C, bias, activation) when one is requested.
 //
 // Kernels compiled for other archs keep an empty body; the host launches them only on SM 9.x
 // devices from images built for sm_90a. gemm_sm90_128x256.cu and gemm_sm90_128x128.cu
@@ -44,7 +48,11 @@ namespace pk = pygpukit::kernels;
 namespace {
 
 constexpr int kBM = 128;  // tile rows: two consumer warpgroups of 64
-constexpr int kBK = 64;   // 64 16-bit elements = one 128-byte swizzle row
+// K extent of a stage: one 128-byte swizzle row (64 16-bit or 32 float32 elements). Every
+// k-step (k16 for 16-bit, k8 for tf32) advances 32 bytes, so the byte geometry below is the same
+// for all input dtypes.
+template <typename In>
+constexpr int kBK = 128 / static_cast<int>(sizeof(In));
 constexpr int kThreads = 384;
 constexpr int kConsumerWarps = 8;
 constexpr uint32_t kBox = 64 * 64 * 2;  // bytes of one 64 x 64 MN-major TMA box
@@ -56,8 +64,8 @@ constexpr uint32_t kEpilogueBytes = 2 * 2 * kSlab;
 template <int BN>
 struct Config {
   static constexpr int kStages = BN == 256 ? 4 : 6;  // ~192 KiB of operand stages either way
-  static constexpr uint32_t kABytes = kBM * kBK * 2;
-  static constexpr uint32_t kBBytes = BN * kBK * 2;
+  static constexpr uint32_t kABytes = kBM * 128;
+  static constexpr uint32_t kBBytes = BN * 128;
   static constexpr uint32_t kStageBytes = kABytes + kBBytes;
 };
 
@@ -164,7 +172,14 @@ __device__ __forceinline__ void FenceAcc(float (&acc)[N]) {
 
 template <typename In, int BN, int TA, int TB>
 __device__ __forceinline__ void Mma(float (&acc)[BN / 2], uint64_t da, uint64_t db, int scale) {
-  if constexpr (BN == 256 && std::is_same_v<In, __nv_bfloat16>) {
+  if constexpr (std::is_same_v<In, float>) {
+    static_assert(TA == 0 && TB == 0, "tf32 wgmma reads K-major operands only");
+    if constexpr (BN == 256) {
+      pygpukit::sm90::Wgmma256Tf32(acc, da, db, scale);
+    } else {
+      pygpukit::sm90::Wgmma128Tf32(acc, da, db, scale);
+    }
+  } else if constexpr (BN == 256 && std::is_same_v<In, __nv_bfloat16>) {
     pygpukit::sm90::Wgmma256Bf16<TA, TB>(acc, da, db, scale);
   } else if constexpr (BN == 256) {
     pygpukit::sm90::Wgmma256F16<TA, TB>(acc, da, db, scale);
@@ -386,7 +401,8 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
   const int64_t first = blockIdx.x / kCluster, step = gridDim.x / kCluster;
 
   const int64_t total = int64_t(p.tiles_m) * p.tiles_n * p.batch;
-  const int kblocks = static_cast<int>((p.k + kBK - 1) / kBK);
+  constexpr int BK = kBK<In>;
+  const int kblocks = static_cast<int>((p.k + BK - 1) / BK);
   const int warpgroup = threadIdx.x / 128;
 
   if (warpgroup == 0) {
@@ -408,7 +424,7 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
         MbarExpectTx(&full[stage], Cfg::kStageBytes);
         uint8_t* a = stage_a + stage * Cfg::kABytes;
         uint8_t* b = stage_b + stage * Cfg::kBBytes;
-        const int k0 = kb * kBK;
+        const int k0 = kb * BK;
         if constexpr (TA == 0) {
           TmaLoad(a, tma_a, &full[stage], k0, tile.m0, ba);
         } else {
@@ -477,7 +493,7 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
         FenceAcc(acc);
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
-        for (int kk = 0; kk < kBK / 16; ++kk) {
+        for (int kk = 0; kk < 4; ++kk) {
           Mma<In, BN, TA, TB>(acc, Desc(a + kk * kStepA, kBox), Desc(b + kk * kStepB, kBox),
                               (kb | kk) != 0);
         }
@@ -524,7 +540,8 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
 
 // pgk_gemm_sm90_128x<BN>[_c2]_<A layout><B layout>_<in>_<out>: _c2 runs in clusters of two CTAs
 // (stacked along M) sharing each B tile through TMA multicast; A layout k (K-major) or m
-// (M-major); B layout k (K-major, B^T row-major) or n (N-major, row-major).
+// (M-major); B layout k (K-major, B^T row-major) or n (N-major, row-major). Float32 inputs (TF32)
+// come in the kk layout only.
 #define PGK_SM90_KERNEL(BN, CL, SUFFIX, LA, LB, TA, TB, IN, INC, OUT, OUTC)                     \
   extern "C" __global__ void __launch_bounds__(kThreads, 1)                                     \
       pgk_gemm_sm90_128x##BN##SUFFIX##_##LA##LB##_##INC##_##OUTC(                               \
@@ -543,4 +560,5 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
   PGK_SM90_LAYOUTS(BN, CL, SUFFIX, __nv_bfloat16, bf2, pygpukit::bfloat16, bf2) \
   PGK_SM90_LAYOUTS(BN, CL, SUFFIX, __nv_bfloat16, bf2, float, f4)               \
   PGK_SM90_LAYOUTS(BN, CL, SUFFIX, __half, f2, pygpukit::float16, f2)           \
-  PGK_SM90_LAYOUTS(BN, CL, SUFFIX, __half, f2, float, f4)
+  PGK_SM90_LAYOUTS(BN, CL, SUFFIX, __half, f2, float, f4)                       \
+  PGK_SM90_KERNEL(BN, CL, SUFFIX, k, k, 0, 0, float, f4, float, f4)
