@@ -10,6 +10,7 @@
 #include "core/shape.h"
 #include "core/status.h"
 #include "ops/array.h"
+#include "ops/gemm_tune.h"
 #include "ops/ops.h"
 #include "runtime/runtime.h"
 #include "runtime/scheduler.h"

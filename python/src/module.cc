@@ -120,6 +120,41 @@ double RealArg(const pyb::handle& x, absl::string_view name, absl::string_view o
   return v;
 }
 
+// A Python (or NumPy) bool; anything else is a TypeError naming the function, so that a stray
+// 1 or "off" is not silently taken for a truth value.
+bool BoolArg(const pyb::handle& x, absl::string_view name, absl::string_view op) {
+  if (PyBool_Check(x.ptr())) return x.ptr() == Py_True;
+  if (pyb::isinstance(x, pyb::module_::import("numpy").attr("bool_"))) {
+    return PyObject_IsTrue(x.ptr()) == 1;
+  }
+  throw pyb::type_error(absl::StrCat(op, ": ", name, " must be a bool, got ",
+                                     pyb::str(pyb::type::handle_of(x)).cast<std::string>()));
+}
+
+pyb::object StrOrNone(const std::string& s) {
+  return s.empty() ? pyb::object(pyb::none()) : pyb::object(pyb::str(s));
+}
+
+pyb::dict TuneInfoDict(Device d) {
+  const ops::GemmTuneInfo i = Unwrap(ops::GemmTuneCacheInfo(d));
+  const ops::TuneCacheStats& c = i.cache;
+  pyb::dict out;
+  out["enabled"] = i.enabled;
+  out["device"] = d;
+  out["directory"] = StrOrNone(i.directory);
+  out["path"] = StrOrNone(c.path);
+  out["loaded"] = c.loaded;
+  out["file_status"] = std::string(ops::TuneFileStatusName(c.file_status));
+  out["entries"] = c.entries;
+  out["hits"] = c.hits;
+  out["misses"] = c.misses;
+  out["tuned"] = c.tuned;
+  out["skipped_lines"] = c.skipped_lines;
+  out["disk_usable"] = c.disk_usable;
+  out["disk_error"] = c.disk_error;
+  return out;
+}
+
 std::optional<GPUArray> OptionalArray(const pyb::handle& x, absl::string_view op) {
   if (x.is_none()) return std::nullopt;
   return AsArray(x, op);
@@ -366,6 +401,32 @@ PYBIND11_MODULE(_core, m) {
       pyb::arg("backend") = "auto",
       "Linear layer: activation(x @ weight.T + bias) with weight of shape (out_features, "
       "in_features), read without a copy; x may have leading batch dims.");
+  m.def(
+      "set_gemm_autotune",
+      [](const pyb::handle& enabled) {
+        ops::SetGemmAutotune(BoolArg(enabled, "enabled", "set_gemm_autotune"));
+      },
+      pyb::arg("enabled"),
+      "Turns GEMM autotuning on or off for auto-mode CUDA matmuls of this process (default off, "
+      "or PYGPUKIT_GEMM_AUTOTUNE=1): each new problem key times the applicable kernel "
+      "configurations once and reuses the fastest, cached per device in memory and on disk.");
+  m.def("gemm_autotune_enabled", &ops::GemmAutotuneEnabled,
+        "Whether GEMM autotuning is on (see set_gemm_autotune).");
+  m.def(
+      "gemm_tune_cache_info",
+      [](const pyb::object& d) { return TuneInfoDict(ToDevice(d, "gemm_tune_cache_info")); },
+      pyb::arg("device") = pyb::none(),
+      "The GEMM tune cache of a device: enabled, directory, path (None when memory only or on "
+      "the CPU), loaded, file_status, entries, hits, misses, tuned, skipped_lines, disk_usable, "
+      "disk_error.");
+  m.def(
+      "clear_gemm_tune_cache",
+      [](const pyb::handle& disk) {
+        Check(ops::ClearGemmTuneCache(BoolArg(disk, "disk", "clear_gemm_tune_cache")));
+      },
+      pyb::arg("disk") = false,
+      "Forgets the tuned GEMM choices and counters of every device (cache files are read again "
+      "on next use); disk=True also deletes this process's devices' cache files.");
   m.def(
       "astype",
       [](const pyb::handle& x, const pyb::object& dtype, bool copy) {

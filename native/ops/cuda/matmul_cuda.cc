@@ -1,12 +1,15 @@
 // CUDA matmul entry: summarizes the problem, asks ops/gemm_select.h for a kernel family and
 // launches it. In auto mode a family that declines the problem (NotImplementedError from its
 // launcher) hands plain products to cuBLASLt; fused epilogues then go back to the op layer,
-// which runs the product and the epilogue as two launches.
+// which runs the product and the epilogue as two launches. With autotuning on (ops/gemm_tune.h)
+// auto mode first asks the tuner, and the rules serve only what it leaves.
 #include "absl/strings/str_cat.h"
 #include "core/cuda/cuda_backend.h"
 #include "core/status.h"
+#include "ops/cuda/gemm_autotune.h"
 #include "ops/cuda/gemm_cuda.h"
 #include "ops/gemm_select.h"
+#include "ops/gemm_tune.h"
 #include "ops/kernel_launch.h"
 #include "runtime/runtime.h"
 
@@ -18,6 +21,10 @@ absl::Status Matmul(hal::Stream& s, const MatmulProblem& p, Device device) {
                GemmParamsOf(p)};
   PGK_ASSIGN_OR_RETURN(hal::DeviceProperties props,
                        Runtime::Get().cuda_backend()->properties(device.index));
+  if (p.options.backend == MatmulBackend::kAuto && GemmAutotuneEnabled()) {
+    PGK_ASSIGN_OR_RETURN(bool ran, MatmulAutotuned(s, p, g, device, props));
+    if (ran) return absl::OkStatus();
+  }
   GemmSummary sum;
   sum.in = p.dtype;
   sum.out = p.epilogue.out;
