@@ -23,6 +23,7 @@ cancellation; max and mean over the subset are reported. TF32 rounding counts as
 Rows with M <= 128 also report effective weight bandwidth K * N * itemsize / time (TB/s).
 
     python benchmarks/gemm.py [--quick] [--sections square,llm] [--dtypes bf16,fp16]
+    python benchmarks/gemm.py --dtypes tf32 --b-layout t   # B = W.T (a linear layer's weight)
     python benchmarks/gemm.py --device cpu          # tiny smoke run of the whole pipeline
     python benchmarks/gemm.py --dry-run             # print the plan only
 """
@@ -72,6 +73,13 @@ def parse_args():
     p.add_argument("--err-rows", type=int, default=64, help="rows checked against float64")
     p.add_argument("--cold-l2", action="store_true", help="rotate operand copies (HBM reads)")
     p.add_argument("--backend-compare", default="", help="extra columns, e.g. sm90,sm80,simt")
+    p.add_argument(
+        "--b-layout",
+        choices=("row", "t"),
+        default="row",
+        help="B row-major (default) or 't': the transposed view of an (N, K) row-major array, "
+        "a linear layer's weight (K-major B, which TF32 wgmma needs)",
+    )
     p.add_argument("--no-torch", action="store_true")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--dry-run", action="store_true", help="print the planned rows and exit")
@@ -178,7 +186,11 @@ class Ctx:
 def measure(ctx, section, m, k, n, dt, a32, b32):
     storage, precision = DTYPES[dt]
     A = gp.asarray(a32, device=ctx.dev).astype(getattr(gp, storage))
-    B = gp.asarray(b32, device=ctx.dev).astype(getattr(gp, storage))
+    if ctx.args.b_layout == "t":
+        W = gp.asarray(np.ascontiguousarray(b32.T), device=ctx.dev).astype(getattr(gp, storage))
+        B = gp.matrix_transpose(W)
+    else:
+        B = gp.asarray(b32, device=ctx.dev).astype(getattr(gp, storage))
     copies = min(4096, max(1, math.ceil(ctx.cold_bytes / (A.nbytes + B.nbytes))))
     pairs = [(A, B)] + [(A.copy(), B.copy()) for _ in range(copies - 1)]
     flops, wbytes = 2.0 * m * k * n, float(k * n * A.itemsize)
@@ -237,7 +249,9 @@ def measure(ctx, section, m, k, n, dt, a32, b32):
     try:
         if torch is not None:
             torch.backends.cuda.matmul.allow_tf32 = dt == "tf32"
-            fn, errs["torch"] = torch_prepare(torch, storage, len(pairs), a32, b32, rows, err)
+            fn, errs["torch"] = torch_prepare(
+                torch, storage, len(pairs), a32, b32, rows, err, ctx.args.b_layout == "t"
+            )
             cands["torch"] = (fn, True)
         times = interleaved(ctx, cands)
     finally:
@@ -256,10 +270,12 @@ def measure(ctx, section, m, k, n, dt, a32, b32):
     return row
 
 
-def torch_prepare(torch, storage, copies, a32, b32, rows, err):
+def torch_prepare(torch, storage, copies, a32, b32, rows, err, b_t=False):
     """torch.matmul on the same values (allow_tf32 is set by the caller): (fn, errors)."""
     tdt = getattr(torch, storage)
     ta, tb = (torch.from_numpy(x).to(tdt).cuda() for x in (a32, b32))
+    if b_t:  # same values, K-major: the transposed view of a contiguous (N, K) tensor
+        tb = tb.t().contiguous().t()
     tpairs = [(ta, tb)] + [(ta.clone(), tb.clone()) for _ in range(copies - 1)]
     c = torch.matmul(ta, tb)[torch.from_numpy(rows).cuda()]
     mx = err(c.double().cpu().numpy())[0]
@@ -429,6 +445,7 @@ def main():
         "settings": {
             "sections": args.sections.split(","),
             "quick": args.quick,
+            "b_layout": args.b_layout,
             "l2": "cold" if args.cold_l2 else "warm",
             "cold_l2_bytes": ctx.cold_bytes or None,
             "iters": args.iters or f"adaptive (batch >= {ctx.batch_ms} ms)",
@@ -451,6 +468,7 @@ def main():
         return 0
     name = "cpu" if cpu else f"{props['name'].replace(' ', '-')}-sm{props['sm']}"
     suffix = ("-quick" if args.quick else "") + ("-cold-l2" if args.cold_l2 else "")
+    suffix += "-bt" if args.b_layout == "t" else ""
     os.makedirs(out, exist_ok=True)
     path = os.path.join(out, f"{name}-gemm{suffix}.json")
     with open(path, "w") as fh:

@@ -20,7 +20,11 @@ GemmFamily SelectGemm(const GemmSummary& s, const GemmTarget& t, MatmulBackend b
       break;
   }
   const bool half = s.in == DType::BFloat16 || s.in == DType::Float16;
-  if (half) {
+  // TF32 with K-major operands (s.tma_ok) follows the 16-bit rules on Hopper: H200,
+  // benchmarks/results/NVIDIA-H200-sm90-gemm-bt.json, column sm90: 1.3-1.8x of cuBLASLt at
+  // 256^3-1024^3, 0.96-1.02x above.
+  const bool tf32_kmajor = s.in == DType::Float32 && s.tf32 && s.tma_ok;
+  if (half || (tf32_kmajor && t.sm_major == 9 && t.sm90a_built && s.m > 64)) {
     // Hopper: the TMA + wgmma kernels where they are measured ahead of cuBLASLt (H100,
     // benchmarks/results/NVIDIA-H100-80GB-HBM3-sm90-gemm.json, column sm90): plain products up
     // to 1.5 * 1024^3 MACs that fill at least 64 128x128 tiles or have K <= 1024 (1.6-1.9x at
@@ -45,11 +49,10 @@ GemmFamily SelectGemm(const GemmSummary& s, const GemmTarget& t, MatmulBackend b
   if (s.fused && (s.in == DType::Float32 || s.in == DType::Float64) && !s.tf32) {
     return GemmFamily::kSimt;
   }
-  // Fused TF32: the Hopper kernels when both operands are K-major (tf32 wgmma has no transpose;
-  // s.tma_ok says so), else the mma.sync ones (about 0.35x of sm90 on an H100, gemm.json).
-  if (s.fused && s.in == DType::Float32 && s.tf32) {
-    if (t.sm_major == 9 && t.sm90a_built && s.tma_ok && s.m > 64) return GemmFamily::kSm90;
-    if (t.sm_major >= 8 && s.sm80_ok) return GemmFamily::kSm80;
+  // Fused TF32 that the Hopper kernels do not take (an N-major B: tf32 wgmma has no transpose):
+  // the mma.sync kernels.
+  if (s.fused && s.in == DType::Float32 && s.tf32 && t.sm_major >= 8 && s.sm80_ok) {
+    return GemmFamily::kSm80;
   }
   return GemmFamily::kCublasLt;
 }

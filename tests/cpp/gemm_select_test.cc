@@ -204,9 +204,11 @@ TEST(GemmSelect, HalfOnOtherArchs) {
 
 TEST(GemmSelect, Float32) {
   for (const GemmTarget& t : {kHopper, kHopperNoSm90a, kAmpere, kAda, kTuring, kBlackwell}) {
-    // Plain products: cuBLASLt, exact or TF32.
+    // Plain products: cuBLASLt, exact or TF32 (TF32 with K-major operands on Hopper: below).
     EXPECT_EQ(Auto(Problem(DType::Float32), t), GemmFamily::kCublasLt) << Describe(Tf32(), t);
-    EXPECT_EQ(Auto(Tf32(), t), GemmFamily::kCublasLt) << Describe(Tf32(), t);
+    GemmSummary nmajor = Tf32();
+    nmajor.tma_ok = false;
+    EXPECT_EQ(Auto(nmajor, t), GemmFamily::kCublasLt) << Describe(nmajor, t);
     // Exact fused epilogues: SIMT on every arch, whatever the layout flags say.
     for (int64_t m : {1, 64, 65, 4096}) {
       GemmSummary s = Problem(DType::Float32, m, true);
@@ -215,6 +217,14 @@ TEST(GemmSelect, Float32) {
       EXPECT_EQ(Auto(s, t), GemmFamily::kSimt) << Describe(s, t);
     }
   }
+  // Plain TF32 with K-major operands on Hopper: the 16-bit size rules (sm90 up to 1.5 * 1024^3
+  // MACs, cuBLASLt above and for M <= 64).
+  EXPECT_EQ(Auto(Tf32(), kHopper), GemmFamily::kSm90);
+  EXPECT_EQ(Auto(Tf32(64), kHopper), GemmFamily::kCublasLt);
+  GemmSummary big = Tf32(4096);
+  big.n = big.k = 4096;
+  EXPECT_EQ(Auto(big, kHopper), GemmFamily::kCublasLt);
+  EXPECT_EQ(Auto(Tf32(), kHopperNoSm90a), GemmFamily::kCublasLt);
   // TF32 fused epilogues: sm90 on Hopper when both operands are K-major (tma_ok) and M > 64,
   // else sm80 from SM 8.0 on, where the layout suits it.
   EXPECT_EQ(Auto(Tf32(1024, true), kHopper), GemmFamily::kSm90);
@@ -281,7 +291,7 @@ TEST(GemmSelect, AutoNeverPicksAFamilyOutsideItsPreconditions) {
                   case GemmFamily::kSm90:
                     EXPECT_TRUE((half || tf32) && t.sm_major == 9 && t.sm90a_built && tma_ok)
                         << what;
-                    EXPECT_TRUE(half || fused) << what;  // plain TF32 stays on cuBLASLt
+                    EXPECT_TRUE(half || tf32) << what;
                     EXPECT_TRUE(m > 64 || fused) << what;
                     break;
                   case GemmFamily::kSm80:

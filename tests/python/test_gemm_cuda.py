@@ -323,7 +323,7 @@ def test_auto_fused_tf32_uses_sm80(rng, cuda):
     spot_check(x, a, b, "float32", bias=bias, extra=2 * TF32_ROUNDOFF)
 
 
-def test_auto_fused_tf32_with_k_major_operands_uses_sm90_on_hopper(rng, cuda):
+def test_auto_tf32_with_k_major_operands_uses_sm90_on_hopper(rng, cuda):
     if sm(cuda)[0] != 9 or not sm90_built():
         pytest.skip(f"needs an sm_90a build on SM 9.x; this GPU is SM {sm(cuda)}")
     # A linear layer: x (m, k) @ w.T with w (n, k), both K-major, as tf32 wgmma requires.
@@ -335,6 +335,16 @@ def test_auto_fused_tf32_with_k_major_operands_uses_sm90_on_hopper(rng, cuda):
     )
     assert launched == {"sm90"}, launched
     spot_check(y, x32, w32.T, "float32", bias=bias, activation="gelu", extra=2 * TF32_ROUNDOFF)
+    # The plain product too (small enough for the sm90 size rule), but not an N-major B.
+    y, launched = launched_by(
+        lambda: gp.matmul(gx, gp.matrix_transpose(gw), precision="tf32"), cuda
+    )
+    assert launched == {"sm90"}, launched
+    spot_check(y, x32, w32.T, "float32", extra=2 * TF32_ROUNDOFF)
+    gb = gp.asarray(np.ascontiguousarray(w32.T), device=cuda)
+    y, launched = launched_by(lambda: gp.matmul(gx, gb, precision="tf32"), cuda)
+    assert launched == {"cublaslt"}, launched
+    spot_check(y, x32, w32.T, "float32", extra=2 * TF32_ROUNDOFF)
 
 
 def test_forced_sm80_bf16_uses_sm80(rng, cuda):
