@@ -192,7 +192,9 @@ def measure(ctx, section, m, k, n, dt, a32, b32):
     else:
         B = gp.asarray(b32, device=ctx.dev).astype(getattr(gp, storage))
     copies = min(4096, max(1, math.ceil(ctx.cold_bytes / (A.nbytes + B.nbytes))))
-    pairs = [(A, B)] + [(A.copy(), B.copy()) for _ in range(copies - 1)]
+    # Copies keep B's layout (a copy of the transposed view would come back row-major).
+    copy_b = (lambda: gp.matrix_transpose(W.copy())) if ctx.args.b_layout == "t" else B.copy
+    pairs = [(A, B)] + [(A.copy(), copy_b()) for _ in range(copies - 1)]
     flops, wbytes = 2.0 * m * k * n, float(k * n * A.itemsize)
     row = {"section": section, "m": m, "k": k, "n": n, "dtype": dt, "storage": storage}
     row.update({"precision": precision, "flops": flops, "l2_copies": copies, "iters": {}})

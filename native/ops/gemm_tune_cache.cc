@@ -220,8 +220,8 @@ TuneFileContents ParseTuneCacheFile(absl::string_view text, const TuneCacheHeade
 std::string FormatTuneCacheFile(const TuneCacheHeader& header, const TuneEntries& entries) {
   std::string out = absl::StrCat(TuneCacheHeaderLine(header), "\n");
   for (const auto& [key, e] : entries) {
-    absl::StrAppend(&out, key, " ", TuneChoiceText(e.choice), " ", absl::StrFormat("%.3f", e.us),
-                    "\n");
+    absl::StrAppend(&out, key, " ", TuneChoiceText(e.choice), " ",
+                    absl::StrFormat("%.3f", std::max(e.us, 0.001)), "\n");
   }
   return out;
 }
@@ -330,6 +330,8 @@ void GemmTuneCache::Load(const TuneCacheHeader& header, const std::string& path)
     file_status_ = TuneFileStatus::kMissing;
     return;
   }
+  // A file at our own name in our cache directory that does not parse is a corrupt one of ours:
+  // nothing in it is trusted, and the next save replaces it.
   TuneFileContents c = ParseTuneCacheFile(**text, header);
   file_status_ = c.status;
   skipped_lines_ = c.skipped_lines;
@@ -372,8 +374,10 @@ void GemmTuneCache::Store(const std::string& key, const TuneEntry& entry) {
     std::lock_guard<std::mutex> l(mu_);
     if (generation != generation_ || !disk_ok_) return;  // cleared, or failed, meanwhile
   }
-  // Other processes (and earlier snapshots of this one) may have saved since: keep their
-  // entries, ours win on the same key.
+  // Other processes (and earlier snapshots of this one) may have saved since: keep the entries
+  // on disk when this save reads them, ours win on the same key. There is no file lock, so two
+  // processes saving at the same moment can drop one's newest entry (it is tuned again later).
+  // Each save rewrites the whole file: tuning runs once per problem key, so this stays small.
   if (auto text = ReadSmallFile(path, kMaxFileBytes); text.ok() && text->has_value()) {
     TuneFileContents on_disk = ParseTuneCacheFile(**text, header);
     snapshot.merge(on_disk.entries);

@@ -8,9 +8,11 @@
 #include <cmath>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "ops/gemm_tune.h"
@@ -27,6 +29,26 @@ constexpr double kTargetUs = 1000.0;
 // The scratch output keeps the real output's address modulo this, so that kernels with
 // alignment-dependent store paths take the same path while timed.
 constexpr uintptr_t kAlignSpan = 256;
+
+// Keys whose tuning failed in this process (not persisted: memory may be free next time).
+struct UntunableKeys {
+  std::mutex mu;
+  absl::flat_hash_set<std::string> keys;
+};
+UntunableKeys& Untunables() {
+  static auto* u = new UntunableKeys;
+  return *u;
+}
+bool Untunable(const std::string& key) {
+  UntunableKeys& u = Untunables();
+  std::lock_guard<std::mutex> l(u.mu);
+  return u.keys.contains(key);
+}
+void MarkUntunable(const std::string& key) {
+  UntunableKeys& u = Untunables();
+  std::lock_guard<std::mutex> l(u.mu);
+  u.keys.insert(key);
+}
 
 absl::Status WaitFor(hal::Backend& b, hal::Event& e) {
   BlockingRegion unlocked;  // no lock is held here; lets other Python threads run meanwhile
@@ -46,6 +68,10 @@ absl::StatusOr<double> TimeLaunches(hal::Backend& b, hal::Stream& s,
   PGK_ASSIGN_OR_RETURN(float first_ms, b.ElapsedMs(*ev[0], *ev[1]));
   std::vector<double> us{std::max(1e3 * first_ms, 1e-3)};
   const int reps = std::clamp(static_cast<int>(std::ceil(kTargetUs / us[0])), kMinReps, kMaxReps);
+  // The stream went idle during the wait: queue an untimed launch before the first timed
+  // interval starts, so that no interval includes the host's wake-up and launch latency.
+  PGK_RETURN_IF_ERROR(launch());
+  PGK_RETURN_IF_ERROR(b.Record(*ev[1], s));
   for (int i = 1; i < reps; ++i) {
     PGK_RETURN_IF_ERROR(launch());
     PGK_RETURN_IF_ERROR(b.Record(*ev[i + 1], s));
@@ -68,12 +94,9 @@ absl::StatusOr<TuneEntry> Tune(hal::Stream& s, const MatmulProblem& p, const Gem
   PGK_ASSIGN_OR_RETURN(hal::Backend * backend, rt.backend(DeviceType::kCUDA));
   const int64_t plane = p.m * p.n;
   const size_t bytes = static_cast<size_t>(p.batch * plane * ItemSize(p.epilogue.out)) + kAlignSpan;
-  std::shared_ptr<Buffer> scratch;
-  {
-    // Transient runtime scratch, like the cuBLASLt workspace: not charged to a tenant's quota.
-    QuotaScope uncharged(nullptr);
-    PGK_ASSIGN_OR_RETURN(scratch, pool->Allocate(bytes, s));
-  }
+  // Charged like any temporary of the op (it is as large as the output): a tenant's quota
+  // bounds it, and a refusal means the problem is not tuned.
+  PGK_ASSIGN_OR_RETURN(std::shared_ptr<Buffer> scratch, pool->Allocate(bytes, s));
   void* d = static_cast<char*>(scratch->data()) + reinterpret_cast<uintptr_t>(p.c) % kAlignSpan;
   MatmulProblem tp = p;
   tp.c = d;
@@ -185,11 +208,20 @@ absl::StatusOr<bool> MatmulAutotuned(hal::Stream& s, const MatmulProblem& p, con
   if (std::optional<TuneEntry> hit = (*cache)->Lookup(key)) {
     return RunChoice(s, p, g, hit->choice, device);
   }
+  if (Untunable(key)) return false;
   // Two threads missing the same key both tune it; the cache keeps the later result, and each
   // thread runs its own winner (both correct).
   absl::StatusOr<TuneEntry> best = Tune(s, p, g, device, candidates);
-  if (!best.ok()) return false;
-  (*cache)->Store(key, *best);
+  if (!best.ok()) {
+    // No scratch memory, or no candidate served it: the rules serve this key from now on,
+    // instead of paying for a scratch allocation and every candidate on each call.
+    MarkUntunable(key);
+    return false;
+  }
+  {
+    BlockingRegion unlocked;  // file I/O: other Python threads run meanwhile (no lock held)
+    (*cache)->Store(key, *best);
+  }
   return RunChoice(s, p, g, best->choice, device);
 }
 

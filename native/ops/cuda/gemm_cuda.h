@@ -22,8 +22,9 @@ struct GemmLaunch {
 };
 
 /// Hopper wgmma + TMA kernels (sm_90a): bf16 / fp16 in, fp32 accumulate, same dtype or float32
-/// out. Operands K-major or MN-major, 16-byte aligned, leading dims and batch strides multiples
-/// of 8 elements; any m, n, k >= 1.
+/// out, operands K-major or MN-major; or float32 in as TF32 (g.tf32), float32 out, K-major A and
+/// B only. Operands 16-byte aligned, leading dims and batch strides multiples of 16 bytes; any
+/// m, n, k >= 1.
 absl::Status GemmSm90(hal::Stream& s, const GemmLaunch& g);
 /// Whether GemmSm90 accepts `g`'s dtypes, layouts and alignment (the device aside).
 bool Sm90Accepts(const GemmLaunch& g);

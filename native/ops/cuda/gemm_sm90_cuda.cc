@@ -1,6 +1,7 @@
 // Host side of the Hopper GEMM (gemm_sm90_kernel.h): checks the TMA preconditions, encodes one
 // tensor map per operand, picks the tile width and launches a persistent grid of one CTA per SM.
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -178,7 +179,11 @@ absl::Status GemmSm90(hal::Stream& s, const GemmLaunch& g) {
   // wide grid would leave most SMs idle.
   static const int bn_env = [] {
     const char* v = std::getenv("PYGPUKIT_SM90_BN");
-    return v == nullptr ? 0 : std::atoi(v);
+    if (v == nullptr || *v == '\0') return 0;
+    const std::string s(v);
+    if (s == "128" || s == "256") return std::stoi(s);
+    std::fprintf(stderr, "pygpukit: ignoring PYGPUKIT_SM90_BN=%s (expected 128 or 256)\n", v);
+    return 0;
   }();
   const int bn = g.sm90_bn != 0                                       ? g.sm90_bn
                  : bn_env != 0                                        ? bn_env

@@ -6,9 +6,10 @@
 //     384 threads = 3 warpgroups: warpgroup 0 is the
 //     producer (one thread issues TMA copies; the group gives registers back with setmaxnreg),
 //     warpgroups 1 and 2 are consumers, each owning 64 rows of the tile and issuing
-//     wgmma.m64nBNk16 with both operands in shared memory (accumulators: BN / 2 fp32 registers
-//     per thread).
+//     wgmma.m64nBNk16 (k8 for tf32) with both operands in shared memory (accumulators: BN / 2
+//     fp32 registers per thread).
 //   * Pipeline: kStages shared-memory stages, each holding a 128 x 64 A tile and a BN x 64 B tile
+//     (x 32 for tf32)
 //     in the 128-byte-swizzled layout TMA writes and wgmma reads. Per stage, a `full` mbarrier
 //     (TMA transaction bytes) and an `empty` mbarrier (one arrive per consumer warp once its
 //     wgmmas have read the stage). Consumers keep one wgmma group in flight: a stage is
@@ -412,6 +413,10 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
       // them.
       asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(tma_a)) : "memory");
       asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(tma_b)) : "memory");
+      if (tma_store) {
+        asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(tma_d))
+                     : "memory");
+      }
     }
     int stage = 0;
     uint32_t phase = 0;
