@@ -228,11 +228,9 @@ def measure(ctx, section, m, k, n, dt, a32, b32):
     cands, errs = {}, {}
     fn, errs["ours"] = gp_prepare("auto")
     cands["ours"] = (fn, False)
-    kfor = getattr(gp, "matmul_kernel_for", None)
-    try:
-        row["ours_kernel"] = str(kfor(A, B, precision=precision, backend="auto")) if kfor else "-"
-    except Exception as e:  # noqa: BLE001 - informational column
-        row["ours_kernel"] = f"? ({type(e).__name__})"
+    row["ours_kernel"] = kernels_launched(
+        ctx.dev, lambda: gp.matmul(A, B, precision=precision, backend="auto")
+    )
     if ctx.lt_ok:
         try:
             fn, errs["cublaslt"] = gp_prepare("cublaslt")
@@ -270,6 +268,18 @@ def measure(ctx, section, m, k, n, dt, a32, b32):
         if fam in cands:
             row["backends"][fam] = {**result(fam, errs[fam]), "iters": row["iters"].pop(fam)}
     return row
+
+
+def kernels_launched(dev, fn):
+    """The kernels one call of `fn` launched (dispatcher statistics), shortened for the table:
+    "sm90_128x256_c2_kn_bf2_bf2", "cublaslt", "simt_128x128_rr_f4+epilogue_f4_f4"."""
+    gp.synchronize(dev)
+    gp.reset_dispatch_stats()
+    fn()
+    gp.synchronize(dev)
+    names = sorted(gp.dispatch_stats()["per_kernel"])
+    short = [k.removeprefix("pgk_gemm_").removeprefix("matmul_") for k in names]
+    return "+".join(short) or "-"
 
 
 def torch_prepare(torch, storage, copies, a32, b32, rows, err, b_t=False):
