@@ -389,10 +389,21 @@ void GemmTuneCache::Store(const std::string& key, const TuneEntry& entry) {
   }
 }
 
+void GemmTuneCache::MarkUntunable(const std::string& key) {
+  std::lock_guard<std::mutex> l(mu_);
+  untunable_.insert(key);
+}
+
+bool GemmTuneCache::Untunable(const std::string& key) const {
+  std::lock_guard<std::mutex> l(mu_);
+  return untunable_.contains(key);
+}
+
 absl::Status GemmTuneCache::Clear(bool disk) {
   std::lock_guard<std::mutex> save(save_mu_);
   std::lock_guard<std::mutex> l(mu_);
   entries_.clear();
+  untunable_.clear();
   hits_ = misses_ = tuned_ = skipped_lines_ = 0;
   loaded_ = false;
   file_status_ = TuneFileStatus::kNotRead;

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -165,8 +166,14 @@ class GemmTuneCache {
   /// Records a tuned choice in memory and, while the disk is usable, rewrites the file with it
   /// (keeping entries other processes saved meanwhile).
   void Store(const std::string& key, const TuneEntry& entry);
-  /// Forgets the entries, the counters and the load (the file is read again on next use);
-  /// `disk` also deletes the loaded file. Errors only for a file that could not be deleted.
+  /// Remembers, in memory only, that tuning `key` failed (no scratch memory, or no candidate
+  /// served it): the rules serve it from then on, without a scratch allocation per call.
+  void MarkUntunable(const std::string& key);
+  /// Whether MarkUntunable(key) was called since construction or the last Clear.
+  bool Untunable(const std::string& key) const;
+  /// Forgets the entries, the untunable keys, the counters and the load (the file is read again on
+  /// next use); `disk` also deletes the loaded file. Errors only for a file that could not be
+  /// deleted.
   absl::Status Clear(bool disk);
   /// A snapshot of the counters and the disk state.
   TuneCacheStats stats() const;
@@ -177,6 +184,7 @@ class GemmTuneCache {
   std::mutex save_mu_;  // serializes file rewrites and Clear; taken before mu_
   mutable std::mutex mu_;
   absl::flat_hash_map<std::string, TuneEntry> entries_;
+  absl::flat_hash_set<std::string> untunable_;
   TuneCacheHeader header_;
   std::string path_;
   bool loaded_ = false;

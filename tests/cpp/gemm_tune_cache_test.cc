@@ -499,6 +499,20 @@ TEST(GemmTuneCacheTest, UnreadableFileMeansMemoryOnly) {
   EXPECT_TRUE(cache.Lookup(TuneKeyText(Key())).has_value());
 }
 
+TEST(GemmTuneCacheTest, UntunableKeysStayInMemoryUntilClear) {
+  const std::string path = TestDir() + "/gemm-tune.txt";
+  GemmTuneCache cache;
+  cache.Load(Header(), path);
+  const std::string key = TuneKeyText(Key());
+  EXPECT_FALSE(cache.Untunable(key));
+  cache.MarkUntunable(key);
+  EXPECT_TRUE(cache.Untunable(key));
+  EXPECT_FALSE(cache.Lookup(key).has_value());  // not an entry, and never written
+  EXPECT_FALSE(fs::exists(path));
+  ASSERT_OK(cache.Clear(false));
+  EXPECT_FALSE(cache.Untunable(key));
+}
+
 TEST(GemmTuneCacheTest, ClearForgetsMemoryAndOptionallyTheFile) {
   const std::string path = TestDir() + "/gemm-tune.txt";
   GemmTuneCache cache;

@@ -8,11 +8,9 @@
 #include <cmath>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "ops/gemm_tune.h"
@@ -29,26 +27,6 @@ constexpr double kTargetUs = 1000.0;
 // The scratch output keeps the real output's address modulo this, so that kernels with
 // alignment-dependent store paths take the same path while timed.
 constexpr uintptr_t kAlignSpan = 256;
-
-// Keys whose tuning failed in this process (not persisted: memory may be free next time).
-struct UntunableKeys {
-  std::mutex mu;
-  absl::flat_hash_set<std::string> keys;
-};
-UntunableKeys& Untunables() {
-  static auto* u = new UntunableKeys;
-  return *u;
-}
-bool Untunable(const std::string& key) {
-  UntunableKeys& u = Untunables();
-  std::lock_guard<std::mutex> l(u.mu);
-  return u.keys.contains(key);
-}
-void MarkUntunable(const std::string& key) {
-  UntunableKeys& u = Untunables();
-  std::lock_guard<std::mutex> l(u.mu);
-  u.keys.insert(key);
-}
 
 absl::Status WaitFor(hal::Backend& b, hal::Event& e) {
   BlockingRegion unlocked;  // no lock is held here; lets other Python threads run meanwhile
@@ -208,14 +186,14 @@ absl::StatusOr<bool> MatmulAutotuned(hal::Stream& s, const MatmulProblem& p, con
   if (std::optional<TuneEntry> hit = (*cache)->Lookup(key)) {
     return RunChoice(s, p, g, hit->choice, device);
   }
-  if (Untunable(key)) return false;
+  if ((*cache)->Untunable(key)) return false;
   // Two threads missing the same key both tune it; the cache keeps the later result, and each
   // thread runs its own winner (both correct).
   absl::StatusOr<TuneEntry> best = Tune(s, p, g, device, candidates);
   if (!best.ok()) {
     // No scratch memory, or no candidate served it: the rules serve this key from now on,
     // instead of paying for a scratch allocation and every candidate on each call.
-    MarkUntunable(key);
+    (*cache)->MarkUntunable(key);
     return false;
   }
   {

@@ -146,6 +146,27 @@ absl::Status CheckProblem(const GemmLaunch& g) {
                                           p.b_row, ", ", p.b_col, "))"));
 }
 
+// Measurement knobs, read once: PYGPUKIT_SM90_BN=128|256 fixes the tile width,
+// PYGPUKIT_SM90_CLUSTER=0 turns clusters off. A malformed value is reported once and ignored.
+struct Sm90Env {
+  int bn = 0;  // 0: chosen per problem
+  bool clusters = true;
+};
+
+Sm90Env ReadSm90Env() {
+  Sm90Env e;
+  if (const char* v = std::getenv("PYGPUKIT_SM90_BN"); v != nullptr && *v != '\0') {
+    const std::string s(v);
+    if (s == "128" || s == "256") {
+      e.bn = std::stoi(s);
+    } else {
+      std::fprintf(stderr, "pygpukit: ignoring PYGPUKIT_SM90_BN=%s (expected 128 or 256)\n", v);
+    }
+  }
+  if (const char* v = std::getenv("PYGPUKIT_SM90_CLUSTER")) e.clusters = std::string(v) != "0";
+  return e;
+}
+
 }  // namespace
 
 bool Sm90KernelsBuilt() { return absl::StrContains(EmbeddedKernelArchs(), "90a"); }
@@ -175,41 +196,24 @@ absl::Status GemmSm90(hal::Stream& s, const GemmLaunch& g) {
 
   const int sms = std::max(props.multiprocessors, 1);
   const int64_t tiles_m = (p.m + kBM - 1) / kBM;
+  static const Sm90Env env = ReadSm90Env();
   // 128 x 256 tiles reuse each A row over twice the columns; narrower ones only pay when the
   // wide grid would leave most SMs idle.
-  static const int bn_env = [] {
-    const char* v = std::getenv("PYGPUKIT_SM90_BN");
-    if (v == nullptr || *v == '\0') return 0;
-    const std::string s(v);
-    if (s == "128" || s == "256") return std::stoi(s);
-    std::fprintf(stderr, "pygpukit: ignoring PYGPUKIT_SM90_BN=%s (expected 128 or 256)\n", v);
-    return 0;
-  }();
   const int bn = g.sm90_bn != 0                                       ? g.sm90_bn
-                 : bn_env != 0                                        ? bn_env
+                 : env.bn != 0                                        ? env.bn
                  : tiles_m * ((p.n + 255) / 256) * p.batch >= sms / 2 ? 256
                                                                       : 128;
   if (bn != 128 && bn != 256) {
     return NotImplementedError(absl::StrCat("matmul: sm90 tile width ", bn, " is not 128 or 256"));
   }
   // Wide tiles run in 2-CTA clusters that share each B tile through TMA multicast (half the B
-  // traffic from L2). PYGPUKIT_SM90_CLUSTER=0 turns that off (for measurements).
-  static const bool cluster_env = [] {
-    const char* v = std::getenv("PYGPUKIT_SM90_CLUSTER");
-    return v == nullptr || std::string(v) != "0";
-  }();
-  // Tile rows walked together (PYGPUKIT_SM90_GROUP_M, for measurements).
-  static const int group_env = [] {
-    const char* v = std::getenv("PYGPUKIT_SM90_GROUP_M");
-    return v == nullptr ? 0 : std::max(0, std::atoi(v));
-  }();
-  // Clusters pay once each CTA runs several tiles (H200: 4096^3 1.01x vs 0.98x of cuBLASLt);
-  // with about one tile per CTA their coupled pipelines cost more than the L2 traffic they save
-  // (2048^3 0.94x vs 0.98x).
+  // traffic from L2). Clusters pay once each CTA runs several tiles (H200: 4096^3 1.01x vs 0.98x of
+  // cuBLASLt); with about one tile per CTA their coupled pipelines cost more than the L2 traffic
+  // they save (2048^3 0.94x vs 0.98x).
   const int64_t wide_tiles = tiles_m * ((p.n + 255) / 256) * p.batch;
   const int cluster = g.sm90_cluster != 0 ? g.sm90_cluster
-                      : bn == 256 && cluster_env && sms >= 2 && wide_tiles >= 3 * int64_t{sms} ? 2
-                                                                                               : 1;
+                      : bn == 256 && env.clusters && sms >= 2 && wide_tiles >= 3 * int64_t{sms} ? 2
+                                                                                                : 1;
   if (cluster != 1 && !(cluster == 2 && bn == 256 && sms >= 2)) {
     return NotImplementedError(absl::StrCat("matmul: sm90 cluster size ", cluster,
                                             " with tile width ", bn,
@@ -219,7 +223,7 @@ absl::Status GemmSm90(hal::Stream& s, const GemmLaunch& g) {
   // Tile counts are in cluster tiles (cluster CTAs stacked along M).
   params.tiles_m = static_cast<int32_t>((tiles_m + cluster - 1) / cluster);
   params.tiles_n = static_cast<int32_t>((p.n + bn - 1) / bn);
-  params.group_m = group_env > 0 ? std::max(1, group_env / cluster) : 8 / cluster;
+  params.group_m = 8 / cluster;  // H200: 4, 16 or 32 tile rows measured the same
   const int64_t units = int64_t{params.tiles_m} * params.tiles_n * p.batch;
 
   PGK_ASSIGN_OR_RETURN(const cuda::DriverApi* api, cuda::LoadDriverApi());
