@@ -1,8 +1,8 @@
 """Representative GEMM launches for compute-sanitizer (run by scripts/gpu.sh sanitize-gemm).
 
 Each kernel family, both operand layouts, tails in M/N/K, batches and the fused epilogue (and,
-for sm90, the plain product, which leaves through TMA stores), with results checked against
-NumPy so that a launch the sanitizer passes is also a correct one.
+for sm90, the plain product, which leaves through TMA stores, and split-K), with results checked
+against NumPy so that a launch the sanitizer passes is also a correct one.
     compute-sanitizer --tool memcheck python3 scripts/gemm_sanitize.py
 """
 
@@ -20,6 +20,8 @@ CASES = [  # (backend, dtype, precision, batch, m, k, n): tails inside tiles, 8-
     ("sm90", "bfloat16", "highest", 2, 200, 64, 1000),  # TMA-store epilogue with M / N tails
     ("sm90", "bfloat16", "highest", 1, 136, 64, 130),  # D rows not 16-byte aligned: no TMA store
     ("sm90", "float32", "tf32", 1, 200, 72, 136),  # K-major A and B only
+    ("sm90", "bfloat16", "highest", 1, 65, 1000, 200),  # split-K: partial sums, tails
+    ("sm90", "float32", "tf32", 2, 16, 3000, 72),  # split-K, batched, rows past M skipped
     ("sm80", "bfloat16", "highest", 2, 72, 40, 96),
     ("sm80", "float32", "tf32", 1, 132, 36, 68),
     ("simt", "float32", "highest", 2, 67, 33, 129),

@@ -16,9 +16,9 @@ struct GemmLaunch {
   DType out;          // dtype of D, C and bias (== in, or float32 for 16-bit inputs)
   bool tf32 = false;  // float32 inputs may run as TF32 on tensor cores
   kernels::GemmParams params;
-  // sm90 tile width (128 or 256) and cluster size (1 or 2); 0 lets GemmSm90 choose. The
-  // autotuner sets them to time each configuration.
-  int sm90_bn = 0, sm90_cluster = 0;
+  // sm90 tile width (128 or 256), cluster size (1 or 2) and K splits (1 = none); 0 lets
+  // GemmSm90 choose (ops/gemm_sm90_plan.h). The autotuner sets them to time each configuration.
+  int sm90_bn = 0, sm90_cluster = 0, sm90_splits = 0;
 };
 
 /// Hopper wgmma + TMA kernels (sm_90a): bf16 / fp16 in, fp32 accumulate, same dtype or float32

@@ -12,7 +12,9 @@
 #include "core/cuda/driver_api.h"
 #include "core/status.h"
 #include "ops/cuda/gemm_cuda.h"
+#include "ops/gemm_sm90_plan.h"
 #include "runtime/embedded_kernels.h"
+#include "runtime/memory_pool.h"
 #include "runtime/runtime.h"
 
 namespace pygpukit::ops::cuda_kernels {
@@ -24,13 +26,13 @@ constexpr int kBM = 128, kThreads = 384;
 int ElemBytes(DType in) { return in == DType::Float32 ? 4 : 2; }
 
 // Shared memory of one launch: operand stages, the epilogue's TMA-store staging (two 64 x 64
-// 16-bit slabs per consumer warpgroup), the mbarriers and the 1 KiB the kernel may skip to align
-// the stages to the swizzle atom.
+// 16-bit slabs per consumer warpgroup), the mbarriers, the consumers' split-K arrival flags and
+// the 1 KiB the kernel may skip to align the stages to the swizzle atom.
 unsigned SharedBytes(int bn) {
   const int stages = bn == 256 ? 4 : 6;
   constexpr int kStaging = 2 * 2 * 64 * 64 * 2;
   // A stage holds 128 bytes of K for every tile row and column.
-  return static_cast<unsigned>(stages * (kBM + bn) * 128 + kStaging + stages * 16 + 1024);
+  return static_cast<unsigned>(stages * (kBM + bn) * 128 + kStaging + stages * 16 + 16 + 1024);
 }
 
 // One operand as TMA sees it: `inner` is the unit-stride dim, `outer` the other matrix dim.
@@ -147,10 +149,12 @@ absl::Status CheckProblem(const GemmLaunch& g) {
 }
 
 // Measurement knobs, read once: PYGPUKIT_SM90_BN=128|256 fixes the tile width,
-// PYGPUKIT_SM90_CLUSTER=0 turns clusters off. A malformed value is reported once and ignored.
+// PYGPUKIT_SM90_CLUSTER=0 turns clusters off, PYGPUKIT_SM90_SPLITS=1..16 fixes the K splits
+// (1: split-K off). A malformed value is reported once and ignored.
 struct Sm90Env {
   int bn = 0;  // 0: chosen per problem
   bool clusters = true;
+  int splits = 0;  // 0: chosen per problem
 };
 
 Sm90Env ReadSm90Env() {
@@ -164,6 +168,15 @@ Sm90Env ReadSm90Env() {
     }
   }
   if (const char* v = std::getenv("PYGPUKIT_SM90_CLUSTER")) e.clusters = std::string(v) != "0";
+  if (const char* v = std::getenv("PYGPUKIT_SM90_SPLITS"); v != nullptr && *v != '\0') {
+    char* end = nullptr;
+    const long n = std::strtol(v, &end, 10);
+    if (*end == '\0' && n >= 1 && n <= 16) {
+      e.splits = static_cast<int>(n);
+    } else {
+      std::fprintf(stderr, "pygpukit: ignoring PYGPUKIT_SM90_SPLITS=%s (expected 1..16)\n", v);
+    }
+  }
   return e;
 }
 
@@ -194,37 +207,52 @@ absl::Status GemmSm90(hal::Stream& s, const GemmLaunch& g) {
   const auto& [a, b] = operands;
   const bool a_kmajor = a.kmajor, b_kmajor = b.kmajor;
 
-  const int sms = std::max(props.multiprocessors, 1);
-  const int64_t tiles_m = (p.m + kBM - 1) / kBM;
   static const Sm90Env env = ReadSm90Env();
-  // 128 x 256 tiles reuse each A row over twice the columns; narrower ones only pay when the
-  // wide grid would leave most SMs idle.
-  const int bn = g.sm90_bn != 0                                       ? g.sm90_bn
-                 : env.bn != 0                                        ? env.bn
-                 : tiles_m * ((p.n + 255) / 256) * p.batch >= sms / 2 ? 256
-                                                                      : 128;
-  if (bn != 128 && bn != 256) {
-    return NotImplementedError(absl::StrCat("matmul: sm90 tile width ", bn, " is not 128 or 256"));
-  }
-  // Wide tiles run in 2-CTA clusters that share each B tile through TMA multicast (half the B
-  // traffic from L2). Clusters pay once each CTA runs several tiles (H200: 4096^3 1.01x vs 0.98x of
-  // cuBLASLt); with about one tile per CTA their coupled pipelines cost more than the L2 traffic
-  // they save (2048^3 0.94x vs 0.98x).
-  const int64_t wide_tiles = tiles_m * ((p.n + 255) / 256) * p.batch;
-  const int cluster = g.sm90_cluster != 0 ? g.sm90_cluster
-                      : bn == 256 && env.clusters && sms >= 2 && wide_tiles >= 3 * int64_t{sms} ? 2
-                                                                                                : 1;
-  if (cluster != 1 && !(cluster == 2 && bn == 256 && sms >= 2)) {
-    return NotImplementedError(absl::StrCat("matmul: sm90 cluster size ", cluster,
-                                            " with tile width ", bn,
-                                            " is not built (1, or 2 with 256)"));
-  }
+  Sm90PlanInput plan_in;
+  plan_in.m = p.m;
+  plan_in.n = p.n;
+  plan_in.k = p.k;
+  plan_in.batch = p.batch;
+  plan_in.elem_bytes = esize;
+  plan_in.sms = props.multiprocessors;
+  plan_in.force_bn = g.sm90_bn != 0 ? g.sm90_bn : env.bn;
+  plan_in.force_cluster = g.sm90_cluster;
+  // A cluster fixed by the caller (autotuner) keeps its plan unsplit unless splits are asked.
+  plan_in.force_splits = g.sm90_splits != 0 ? g.sm90_splits : g.sm90_cluster > 1 ? 1 : env.splits;
+  plan_in.clusters = env.clusters;
+  PGK_ASSIGN_OR_RETURN(const Sm90Plan plan, PlanSm90(plan_in));
+  const int bn = plan.bn, cluster = plan.cluster;
   kernels::GemmParams params = p;
   // Tile counts are in cluster tiles (cluster CTAs stacked along M).
-  params.tiles_m = static_cast<int32_t>((tiles_m + cluster - 1) / cluster);
-  params.tiles_n = static_cast<int32_t>((p.n + bn - 1) / bn);
-  params.group_m = 8 / cluster;  // H200: 4, 16 or 32 tile rows measured the same
-  const int64_t units = int64_t{params.tiles_m} * params.tiles_n * p.batch;
+  params.tiles_m = static_cast<int32_t>(plan.tiles_m);
+  params.tiles_n = static_cast<int32_t>(plan.tiles_n);
+  params.group_m = plan.group_m;
+  params.splits = plan.splits;
+  params.split_kblocks = plan.split_kblocks;
+  const int64_t units = plan.units(p.batch);
+  const int sms = std::max(props.multiprocessors, 1);
+
+  // Split-K workspace: partial sums and arrival counters, transient runtime scratch from the
+  // pool on this stream (not charged to the tenant's quota, like cuBLASLt's workspace); the
+  // counters are zeroed in stream order before the kernel runs.
+  std::shared_ptr<Buffer> workspace;
+  if (plan.splits > 1) {
+    const int64_t partial_bytes = plan.partial_floats(p.batch) * int64_t{sizeof(float)};
+    const int64_t counter_bytes = plan.counters(p.batch) * int64_t{sizeof(int32_t)};
+    PGK_ASSIGN_OR_RETURN(MemoryPool * pool, rt.pool(s.device()));
+    {
+      QuotaScope uncharged(nullptr);
+      PGK_ASSIGN_OR_RETURN(workspace,
+                           pool->Allocate(static_cast<size_t>(partial_bytes + counter_bytes), s));
+    }
+    auto* base = static_cast<uint8_t*>(workspace->data());
+    params.partials = reinterpret_cast<float*>(base);
+    params.counters = reinterpret_cast<int32_t*>(base + partial_bytes);
+    PGK_RETURN_IF_ERROR(rt.dispatcher().LaunchLibrary(s, "gemm_sm90_split_counters", [&] {
+      return rt.cuda_backend()->MemsetAsync(params.counters, 0, static_cast<size_t>(counter_bytes),
+                                            s);
+    }));
+  }
 
   PGK_ASSIGN_OR_RETURN(const cuda::DriverApi* api, cuda::LoadDriverApi());
   // Float32 operands are rounded to TF32 by the copy (TFLOAT32 maps): the wgmma would otherwise
@@ -256,6 +284,8 @@ absl::Status GemmSm90(hal::Stream& s, const GemmLaunch& g) {
 
   hal::LaunchDims dims;
   dims.grid[0] = static_cast<unsigned>(std::min<int64_t>(units, sms / cluster) * cluster);
+  // The workspace goes back to the pool at return: stream-ordered, so no later work on `s`
+  // gets it before this kernel has finished with it.
   dims.block[0] = kThreads;
   dims.shared_bytes = SharedBytes(bn);
   if (cluster > 1) {

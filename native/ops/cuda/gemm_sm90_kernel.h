@@ -20,7 +20,14 @@
 //   * Operand layouts: A is K-major (row-major) or M-major (a transposed view); B is K-major
 //     (B^T row-major, the linear-layer weight) or N-major (row-major). MN-major operands are
 //     loaded as 64-element-wide boxes and read with wgmma's transpose bit, so no copy is made.
-//   * Tails: TMA zero-fills out-of-bounds rows / columns / K, and the epilogue masks stores.
+//   * Tails: TMA zero-fills out-of-bounds rows / columns / K, and the epilogue masks stores. A
+//     consumer whose 64 rows lie wholly past M (skinny products) keeps the pipeline turning but
+//     issues no wgmma and writes nothing.
+//   * Split-K (p.splits > 1, for grids that would leave SMs idle): a work unit is a (tile, split)
+//     pair covering split_kblocks k-blocks. Each consumer writes its 64 x BN float32 partial
+//     block (rows past M skipped) to the workspace and counts itself in at its tile half's
+//     counter; the last to arrive adds all the splits' blocks in split order (so the bits do
+//     not depend on arrival order) and runs the epilogue.
 //   * Epilogue: plain 16-bit results are staged in shared memory and leave through asynchronous
 //     TMA stores (EpilogueTma), so the consumers start the next tile at once; the rest go
 //     straight from the accumulator registers, through the shared GEMM epilogue (alpha,
@@ -247,40 +254,6 @@ __device__ __forceinline__ uint32_t Pack(float x, float y) {
   return u;
 }
 
-// 16-bit output through 16-byte stores: for each pair of 8-column groups, the four lanes of a
-// quad (which hold rows r and r+8, two columns each) exchange values so that each lane owns 8
-// consecutive columns of one row; a warp store then covers 16 rows x 32 bytes in full sectors
-// instead of 8 rows x 16 bytes. Round t: lane q reads from lane (q+t)%4, which supplies the
-// value that lane needs (selected by plain compares, so nothing is indexed at run time).
-template <typename Out, int BN>
-__device__ __forceinline__ void StoreTile16(Out* d, int64_t ld, const float (&acc)[BN / 2],
-                                            int row0, int n0) {
-  const int q = threadIdx.x % 4;
-  const int64_t row = row0 + 8 * (q / 2);
-#pragma unroll
-  for (int j = 0; j < BN / 8; j += 2) {
-    // P[jj][h]: cols 8(j+jj) + 2q (+1) of row r + 8h.
-    const uint32_t p00 = Pack<Out>(acc[4 * j], acc[4 * j + 1]);
-    const uint32_t p01 = Pack<Out>(acc[4 * j + 2], acc[4 * j + 3]);
-    const uint32_t p10 = Pack<Out>(acc[4 * j + 4], acc[4 * j + 5]);
-    const uint32_t p11 = Pack<Out>(acc[4 * j + 6], acc[4 * j + 7]);
-    uint32_t o0 = 0, o1 = 0, o2 = 0, o3 = 0;
-#pragma unroll
-    for (int t = 0; t < 4; ++t) {
-      const int reader = (q - t) & 3;  // the lane that reads this lane's value this round
-      const int jj = reader & 1, h = reader >> 1;
-      const uint32_t give = jj == 0 ? (h == 0 ? p00 : p01) : (h == 0 ? p10 : p11);
-      const int src = (q + t) & 3;
-      const uint32_t got = __shfl_sync(0xffffffffu, give, (threadIdx.x & ~3) | src);
-      o0 = src == 0 ? got : o0;
-      o1 = src == 1 ? got : o1;
-      o2 = src == 2 ? got : o2;
-      o3 = src == 3 ? got : o3;
-    }
-    *reinterpret_cast<uint4*>(d + row * ld + n0 + 8 * (j + (q & 1))) = make_uint4(o0, o1, o2, o3);
-  }
-}
-
 // Writes one consumer warpgroup's 64 x BN accumulator block. Thread (warp w, lane l) holds, for
 // each 8-column group j, rows w*16 + l/4 (+8) and columns 8j + 2(l%4) (+1).
 template <typename Out, int BN>
@@ -296,14 +269,6 @@ __device__ __forceinline__ void Epilogue(const pk::GemmParams& p, const float (&
                       (reinterpret_cast<uintptr_t>(p.d) % (2 * sizeof(Out))) == 0 &&
                       (p.d_batch % 2) == 0;
   const bool full = int64_t{tile.m0} + kBM <= p.m && int64_t{tile.n0} + BN <= p.n;
-  if constexpr (sizeof(Out) == 2) {
-    const bool wide = paired && full && (p.d_row % 8) == 0 && (p.d_batch % 8) == 0 &&
-                      (reinterpret_cast<uintptr_t>(p.d) % 16) == 0;
-    if (wide) {
-      StoreTile16<Out, BN>(d, p.d_row, acc, row0, tile.n0);
-      return;
-    }
-  }
   if (paired && full) {
 #pragma unroll
     for (int j = 0; j < BN / 8; ++j) {
@@ -371,6 +336,68 @@ __device__ __forceinline__ void EpilogueTma(const CUtensorMap* tma_d, const floa
   }
 }
 
+// Split-K: writes this unit's partial sums and reports whether it arrived last at its tile
+// half; the last one returns with the total of every split in `acc`. Partial blocks are
+// row-major 64 x BN float32, one per split, for each 64-row half of each tile; `rows` (1..64) of
+// the half lie inside the matrix, and only those are written and read. Ordering: each thread's
+// stores are fenced device-wide before the warpgroup barrier that precedes the arrival atomic,
+// and the last arriver fences again before reading the other splits' blocks (through L2:
+// ld.global.cg, nothing stale in L1).
+template <int BN>
+__device__ __forceinline__ bool SplitReduce(const pk::GemmParams& p, float (&acc)[BN / 2],
+                                            int64_t half, int split, int rows, int consumer,
+                                            volatile int* last) {
+  // Read here, not hoisted above the main loop: the compiler would keep these per-thread
+  // offsets live across it and spill them.
+  uint32_t tid;
+  asm volatile("mov.u32 %0, %%tid.x;" : "=r"(tid));
+  const int t = static_cast<int>(tid % 128);
+  const int row0 = (t / 32) * 16 + (t % 32) / 4;
+  const int col0 = (t % 4) * 2;
+  float* blocks = p.partials + half * p.splits * (64 * BN);
+  float* mine = blocks + int64_t{split} * (64 * BN);
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = row0 + 8 * h;
+      if (row < rows) {
+        __stcg(reinterpret_cast<float2*>(mine + row * BN + 8 * j + col0),
+               make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]));
+      }
+    }
+  }
+  __threadfence();
+  WarpgroupBarrier(1 + consumer);
+  if (t == 0) *last = atomicAdd(p.counters + half, 1) == p.splits - 1;
+  WarpgroupBarrier(1 + consumer);
+  if (!*last) return false;
+  __threadfence();
+  // Eight column groups at a time: 16 loads in flight per thread without crowding out the
+  // accumulators.
+#pragma unroll
+  for (int j0 = 0; j0 < BN / 8; j0 += 8) {
+    for (int s = 0; s < p.splits; ++s) {
+      const float* block = blocks + int64_t{s} * (64 * BN);
+#pragma unroll
+      for (int j = j0; j < j0 + 8; ++j) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int row = row0 + 8 * h;
+          if (row < rows) {
+            const float2 v =
+                __ldcg(reinterpret_cast<const float2*>(block + row * BN + 8 * j + col0));
+            // Split 0 starts the sum, so the total is ((p0 + p1) + p2) + ... whoever adds it.
+            acc[4 * j + 2 * h] = s == 0 ? v.x : acc[4 * j + 2 * h] + v.x;
+            acc[4 * j + 2 * h + 1] = s == 0 ? v.y : acc[4 * j + 2 * h + 1] + v.y;
+          }
+        }
+      }
+    }
+  }
+  return true;
+}
+
 template <typename In, typename Out, int BN, int TA, int TB, int kCluster>
 __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtensorMap* tma_b,
                                          const CUtensorMap* tma_d, const pk::GemmParams& p,
@@ -387,6 +414,7 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
   uint8_t* staging = smem + kStages * Cfg::kStageBytes;
   uint64_t* full = reinterpret_cast<uint64_t*>(staging + kEpilogueBytes);
   uint64_t* empty = full + kStages;
+  int* last_arrival = reinterpret_cast<int*>(empty + kStages);  // per consumer (split-K)
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
@@ -401,9 +429,12 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
   const uint32_t rank = kCluster > 1 ? ClusterRank() : 0;
   const int64_t first = blockIdx.x / kCluster, step = gridDim.x / kCluster;
 
-  const int64_t total = int64_t(p.tiles_m) * p.tiles_n * p.batch;
+  // Work units: (tile, split) pairs, the splits of a tile adjacent so that they run together.
+  const int splits = p.splits > 1 ? p.splits : 1;
+  const int64_t total = int64_t(p.tiles_m) * p.tiles_n * p.batch * splits;
   constexpr int BK = kBK<In>;
   const int kblocks = static_cast<int>((p.k + BK - 1) / BK);
+  const int split_kblocks = splits > 1 ? p.split_kblocks : kblocks;
   const int warpgroup = threadIdx.x / 128;
 
   if (warpgroup == 0) {
@@ -421,10 +452,12 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
     int stage = 0;
     uint32_t phase = 0;
     for (int64_t t = first; threadIdx.x == 0 && t < total; t += step) {
-      const Tile tile = TileOf<kCluster>(p, t, BN, rank);
+      const Tile tile = TileOf<kCluster>(p, t / splits, BN, rank);
       const int ba = p.a_batch != 0 ? static_cast<int>(tile.batch) : 0;
       const int bb = p.b_batch != 0 ? static_cast<int>(tile.batch) : 0;
-      for (int kb = 0; kb < kblocks; ++kb) {
+      const int kb_begin = static_cast<int>(t % splits) * split_kblocks;
+      const int kb_end = min(kblocks, kb_begin + split_kblocks);
+      for (int kb = kb_begin; kb < kb_end; ++kb) {
         MbarWait(&empty[stage], phase ^ 1);
         MbarExpectTx(&full[stage], Cfg::kStageBytes);
         uint8_t* a = stage_a + stage * Cfg::kABytes;
@@ -489,22 +522,29 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
       }
     };
     for (int64_t t = first; t < total; t += step) {
-      const Tile tile = TileOf<kCluster>(p, t, BN, rank);
+      const Tile tile = TileOf<kCluster>(p, t / splits, BN, rank);
+      const int kb_begin = static_cast<int>(t % splits) * split_kblocks;
+      const int kb_end = min(kblocks, kb_begin + split_kblocks);
+      // A half wholly past M: the pipeline still turns (the producer counts on every consumer
+      // warp's release) but no wgmma is issued.
+      const bool active = int64_t{tile.m0} + consumer * 64 < p.m;
       int prev = -1;
-      for (int kb = 0; kb < kblocks; ++kb) {
+      for (int kb = kb_begin; kb < kb_end; ++kb) {
         MbarWait(&full[stage], phase);
-        const uint8_t* a = stage_a + stage * Cfg::kABytes + a_offset;
-        const uint8_t* b = stage_b + stage * Cfg::kBBytes;
-        FenceAcc(acc);
-        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+        if (active) {
+          const uint8_t* a = stage_a + stage * Cfg::kABytes + a_offset;
+          const uint8_t* b = stage_b + stage * Cfg::kBBytes;
+          FenceAcc(acc);
+          asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
-        for (int kk = 0; kk < 4; ++kk) {
-          Mma<In, BN, TA, TB>(acc, Desc(a + kk * kStepA, kBox), Desc(b + kk * kStepB, kBox),
-                              (kb | kk) != 0);
+          for (int kk = 0; kk < 4; ++kk) {
+            Mma<In, BN, TA, TB>(acc, Desc(a + kk * kStepA, kBox), Desc(b + kk * kStepB, kBox),
+                                (kb != kb_begin) | (kk != 0));
+          }
+          asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+          asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+          FenceAcc(acc);
         }
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-        FenceAcc(acc);
         if (prev >= 0) release(prev);
         prev = stage;
         if (++stage == kStages) {
@@ -515,6 +555,16 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
       asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
       FenceAcc(acc);
       release(prev);
+      if (!active) continue;
+      if (splits > 1) {
+        // Recomputed here rather than kept live across the main loop (register pressure).
+        const int64_t rows = p.m - (int64_t{tile.m0} + consumer * 64);
+        if (!SplitReduce<BN>(p, acc, (t / splits) * 2 + consumer, static_cast<int>(t % splits),
+                             rows < 64 ? static_cast<int>(rows) : 64, consumer,
+                             last_arrival + consumer)) {
+          continue;
+        }
+      }
       if constexpr (sizeof(Out) == 2) {
         if (tma_store) {
           EpilogueTma<Out, BN>(tma_d, acc, tile, consumer, staging + consumer * 2 * kSlab);
