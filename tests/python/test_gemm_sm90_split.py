@@ -46,8 +46,8 @@ def hopper():
 # (batch, m, k, n): each splits on a 132-SM GPU (gemm_sm90_plan_test SplitsTheTestShapes).
 SPLIT_SHAPES = [
     (None, 1, 4096, 4096),
-    (None, 65, 1000, 200),
-    (None, 130, 2048, 136),
+    (None, 65, 6000, 200),
+    (None, 130, 8192, 136),
     (2, 16, 3000, 72),
 ]
 
@@ -98,7 +98,7 @@ CHILD = textwrap.dedent(
     from helpers import host, rand
 
     rng = np.random.default_rng(7)
-    for m, k, n in [(1, 640, 300), (100, 704, 136), (129, 1000, 8)]:
+    for m, k, n in [(1, 640, 296), (100, 704, 136), (129, 1016, 8)]:
         a = rand(rng, (m, k), "bfloat16")
         b = rand(rng, (k, n), "bfloat16")
         bias = rand(rng, (n,), "bfloat16", scale=float(np.sqrt(k)))
@@ -114,7 +114,8 @@ CHILD = textwrap.dedent(
 
 @pytest.mark.parametrize("splits", ["1", "3", "4", "16"])
 def test_forced_split_counts(hopper, splits):
-    # 10, 11 and 16 k-blocks: 3 and 4 splits leave a shorter last split, 16 one k-block each.
+    # 10, 11 and 16 k-blocks: 3 and 4 splits leave a shorter last split, 16 one k-block each
+    # (and 1 turns split-K off).
     here = Path(__file__).parent
     env = dict(os.environ, PYGPUKIT_SM90_SPLITS=splits, PYGPUKIT_DEVICE="cuda")
     env["PYTHONPATH"] = os.pathsep.join([str(here), env.get("PYTHONPATH", "")])

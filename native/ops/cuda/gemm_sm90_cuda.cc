@@ -214,6 +214,7 @@ absl::Status GemmSm90(hal::Stream& s, const GemmLaunch& g) {
   plan_in.k = p.k;
   plan_in.batch = p.batch;
   plan_in.elem_bytes = esize;
+  plan_in.out_bytes = ItemSize(g.out);
   plan_in.sms = props.multiprocessors;
   plan_in.force_bn = g.sm90_bn != 0 ? g.sm90_bn : env.bn;
   plan_in.force_cluster = g.sm90_cluster;
@@ -229,16 +230,17 @@ absl::Status GemmSm90(hal::Stream& s, const GemmLaunch& g) {
   params.group_m = plan.group_m;
   params.splits = plan.splits;
   params.split_kblocks = plan.split_kblocks;
-  const int64_t units = plan.units(p.batch);
+  params.dp_tiles = plan.dp_tiles;
+  const int64_t units = plan.units();
   const int sms = std::max(props.multiprocessors, 1);
 
   // Split-K workspace: partial sums and arrival counters, transient runtime scratch from the
   // pool on this stream (not charged to the tenant's quota, like cuBLASLt's workspace); the
   // counters are zeroed in stream order before the kernel runs.
   std::shared_ptr<Buffer> workspace;
-  if (plan.splits > 1) {
-    const int64_t partial_bytes = plan.partial_floats(p.batch) * int64_t{sizeof(float)};
-    const int64_t counter_bytes = plan.counters(p.batch) * int64_t{sizeof(int32_t)};
+  if (plan.split_tiles() > 0) {
+    const int64_t partial_bytes = plan.partial_floats() * int64_t{sizeof(float)};
+    const int64_t counter_bytes = plan.counters() * int64_t{sizeof(int32_t)};
     PGK_ASSIGN_OR_RETURN(MemoryPool * pool, rt.pool(s.device()));
     {
       QuotaScope uncharged(nullptr);

@@ -23,11 +23,12 @@
 //   * Tails: TMA zero-fills out-of-bounds rows / columns / K, and the epilogue masks stores. A
 //     consumer whose 64 rows lie wholly past M (skinny products) keeps the pipeline turning but
 //     issues no wgmma and writes nothing.
-//   * Split-K (p.splits > 1, for grids that would leave SMs idle): a work unit is a (tile, split)
-//     pair covering split_kblocks k-blocks. Each consumer writes its 64 x BN float32 partial
-//     block (rows past M skipped) to the workspace and counts itself in at its tile half's
-//     counter; the last to arrive adds all the splits' blocks in split order (so the bits do
-//     not depend on arrival order) and runs the epilogue.
+//   * Split-K (p.splits > 1, where the last wave would leave SMs idle): the tiles of the full
+//     waves run whole, then each later tile as (tile, split) units of split_kblocks k-blocks.
+//     Each consumer writes its 64 x BN float32 partial block (rows past M skipped) to the
+//     workspace and counts itself in at its tile half's counter; the last to arrive adds all
+//     the splits' blocks in split order (so the bits do not depend on arrival order) and runs
+//     the epilogue.
 //   * Epilogue: plain 16-bit results are staged in shared memory and leave through asynchronous
 //     TMA stores (EpilogueTma), so the consumers start the next tile at once; the rest go
 //     straight from the accumulator registers, through the shared GEMM epilogue (alpha,
@@ -219,6 +220,23 @@ __device__ __forceinline__ Tile TileOf(const pk::GemmParams& p, int64_t t, int B
   tile.m0 = (first_m + static_cast<int>(in_group % rows)) * kBM * kCluster + rank * kBM;
   tile.n0 = static_cast<int>(in_group / rows) * BN;
   return tile;
+}
+
+// One work unit of the persistent grid: the first p.dp_tiles tiles run whole, then each later
+// tile as p.splits consecutive units, one per K range (see GemmParams).
+struct Unit {
+  int64_t tile;  // in tile order (TileOf)
+  int split;     // 0 for a whole tile
+  int kb_begin;  // k-blocks [kb_begin, kb_end)
+  int kb_end;
+};
+
+__device__ __forceinline__ Unit UnitOf(const pk::GemmParams& p, int64_t t, int kblocks) {
+  if (p.splits <= 1 || t < p.dp_tiles) return Unit{t, 0, 0, kblocks};
+  const int64_t u = t - p.dp_tiles;
+  const int split = static_cast<int>(u % p.splits);
+  const int begin = split * p.split_kblocks;
+  return Unit{p.dp_tiles + u / p.splits, split, begin, min(kblocks, begin + p.split_kblocks)};
 }
 
 template <typename Out>
@@ -429,12 +447,12 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
   const uint32_t rank = kCluster > 1 ? ClusterRank() : 0;
   const int64_t first = blockIdx.x / kCluster, step = gridDim.x / kCluster;
 
-  // Work units: (tile, split) pairs, the splits of a tile adjacent so that they run together.
-  const int splits = p.splits > 1 ? p.splits : 1;
-  const int64_t total = int64_t(p.tiles_m) * p.tiles_n * p.batch * splits;
+  // Work units (UnitOf): whole tiles, then (tile, split) pairs, the splits of a tile adjacent
+  // so that they run together.
+  const int64_t tiles = int64_t(p.tiles_m) * p.tiles_n * p.batch;
+  const int64_t total = p.splits > 1 ? p.dp_tiles + (tiles - p.dp_tiles) * p.splits : tiles;
   constexpr int BK = kBK<In>;
   const int kblocks = static_cast<int>((p.k + BK - 1) / BK);
-  const int split_kblocks = splits > 1 ? p.split_kblocks : kblocks;
   const int warpgroup = threadIdx.x / 128;
 
   if (warpgroup == 0) {
@@ -452,12 +470,11 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
     int stage = 0;
     uint32_t phase = 0;
     for (int64_t t = first; threadIdx.x == 0 && t < total; t += step) {
-      const Tile tile = TileOf<kCluster>(p, t / splits, BN, rank);
+      const Unit unit = UnitOf(p, t, kblocks);
+      const Tile tile = TileOf<kCluster>(p, unit.tile, BN, rank);
       const int ba = p.a_batch != 0 ? static_cast<int>(tile.batch) : 0;
       const int bb = p.b_batch != 0 ? static_cast<int>(tile.batch) : 0;
-      const int kb_begin = static_cast<int>(t % splits) * split_kblocks;
-      const int kb_end = min(kblocks, kb_begin + split_kblocks);
-      for (int kb = kb_begin; kb < kb_end; ++kb) {
+      for (int kb = unit.kb_begin; kb < unit.kb_end; ++kb) {
         MbarWait(&empty[stage], phase ^ 1);
         MbarExpectTx(&full[stage], Cfg::kStageBytes);
         uint8_t* a = stage_a + stage * Cfg::kABytes;
@@ -522,14 +539,13 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
       }
     };
     for (int64_t t = first; t < total; t += step) {
-      const Tile tile = TileOf<kCluster>(p, t / splits, BN, rank);
-      const int kb_begin = static_cast<int>(t % splits) * split_kblocks;
-      const int kb_end = min(kblocks, kb_begin + split_kblocks);
+      const Unit unit = UnitOf(p, t, kblocks);
+      const Tile tile = TileOf<kCluster>(p, unit.tile, BN, rank);
       // A half wholly past M: the pipeline still turns (the producer counts on every consumer
       // warp's release) but no wgmma is issued.
       const bool active = int64_t{tile.m0} + consumer * 64 < p.m;
       int prev = -1;
-      for (int kb = kb_begin; kb < kb_end; ++kb) {
+      for (int kb = unit.kb_begin; kb < unit.kb_end; ++kb) {
         MbarWait(&full[stage], phase);
         if (active) {
           const uint8_t* a = stage_a + stage * Cfg::kABytes + a_offset;
@@ -539,7 +555,7 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
 #pragma unroll
           for (int kk = 0; kk < 4; ++kk) {
             Mma<In, BN, TA, TB>(acc, Desc(a + kk * kStepA, kBox), Desc(b + kk * kStepB, kBox),
-                                (kb != kb_begin) | (kk != 0));
+                                (kb != unit.kb_begin) | (kk != 0));
           }
           asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
           asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
@@ -556,10 +572,11 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
       FenceAcc(acc);
       release(prev);
       if (!active) continue;
-      if (splits > 1) {
+      if (p.splits > 1 && t >= p.dp_tiles) {
         // Recomputed here rather than kept live across the main loop (register pressure).
+        const Unit u = UnitOf(p, t, kblocks);
         const int64_t rows = p.m - (int64_t{tile.m0} + consumer * 64);
-        if (!SplitReduce<BN>(p, acc, (t / splits) * 2 + consumer, static_cast<int>(t % splits),
+        if (!SplitReduce<BN>(p, acc, (u.tile - p.dp_tiles) * 2 + consumer, u.split,
                              rows < 64 ? static_cast<int>(rows) : 64, consumer,
                              last_arrival + consumer)) {
           continue;

@@ -30,15 +30,17 @@ struct GemmParams {
   int32_t activation;        // GemmActivation
   int32_t tiles_m, tiles_n;  // output tiles per matrix, filled by the host for tiled kernels
   int32_t group_m;           // rows of tiles walked together by persistent tile orders
-  // Split-K (sm90): each tile's K is cut into `splits` ranges of `split_kblocks` k-blocks, run
-  // by different CTAs. Each writes its float32 partial sums to `partials`; the last to arrive
-  // at the tile's counter (`counters`, zeroed before the launch) adds them in split order and
-  // runs the epilogue. splits <= 1: no split, the two pointers unused.
+  // Split-K (sm90): the first `dp_tiles` tiles (in tile order) run whole; the K of each later
+  // tile is cut into `splits` ranges of `split_kblocks` k-blocks, run by different CTAs. Each
+  // writes its float32 partial sums to `partials`; the last to arrive at the tile's counter
+  // (`counters`, zeroed before the launch) adds them in split order and runs the epilogue.
+  // splits <= 1: no split, dp_tiles and the two pointers unused.
   int32_t splits, split_kblocks;
+  int64_t dp_tiles;
   float* partials;
   int32_t* counters;
 };
 
-static_assert(sizeof(GemmParams) == 224, "GemmParams layout changed");
+static_assert(sizeof(GemmParams) == 232, "GemmParams layout changed");
 
 }  // namespace pygpukit::kernels
