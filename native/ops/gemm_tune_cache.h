@@ -76,8 +76,9 @@ struct TuneEntry {
 /// Entries by key text, sorted (so that files are written in a stable order).
 using TuneEntries = std::map<std::string, TuneEntry>;
 
-/// Version of the cache file format; a file of another version is ignored.
-inline constexpr int kTuneCacheFormat = 1;
+/// Version of the cache file format; a file of another version is ignored. 2: "sm90:<bn>:1"
+/// runs the launch plan's split-K (ops/gemm_sm90_plan.h), so version-1 timings are stale.
+inline constexpr int kTuneCacheFormat = 2;
 
 /// Everything besides the key a tuned choice depends on. A file whose header differs from the
 /// running one in any field is ignored whole (and rewritten at the next tuning).

@@ -241,7 +241,7 @@ TEST(GemmTuneFile, RoundTrips) {
 
 TEST(GemmTuneFile, HeaderLineNamesEveryVersion) {
   EXPECT_EQ(TuneCacheHeaderLine(Header()),
-            "pygpukit-gemm-tune\tformat=1\tpygpukit=0.1.0\tdevice=NVIDIA H100 80GB HBM3\tsm=90\t"
+            "pygpukit-gemm-tune\tformat=2\tpygpukit=0.1.0\tdevice=NVIDIA H100 80GB HBM3\tsm=90\t"
             "driver=13000\tcublaslt=130000\tkernels=90a");
   TuneCacheHeader h = Header();
   h.device_name = "weird\tname\nwith breaks";

@@ -310,7 +310,7 @@ def test_tuned_products_are_correct_cached_and_replayed(rng, cuda, dtype, precis
         return
     assert counters() == (0, 1, 1, 1)
     header, cached = read_cache(path)
-    assert header.startswith("pygpukit-gemm-tune\tformat=1\t")
+    assert header.startswith("pygpukit-gemm-tune\tformat=2\t")
     props, info = gp.device_properties(cuda), gp.runtime_info()
     for field in (
         f"pygpukit={gp.__version__}",
