@@ -227,27 +227,41 @@ TEST(Sm90Plan, InvariantsOverAShapeSweep) {
       for (int64_t k : {1, 63, 64, 1000, 4096, 14336}) {
         for (int eb : {2, 4}) {
           for (int sms : {1, 8, 132}) {
-            Sm90PlanInput in = Input(m, n, k, 1, eb);
-            in.sms = sms;
-            const Sm90Plan p = Plan(in);
-            const int64_t kblocks = Sm90KBlocks(k, eb);
-            SCOPED_TRACE(::testing::Message()
-                         << m << "x" << n << "x" << k << " eb " << eb << " sms " << sms);
-            EXPECT_TRUE(p.bn == 128 || p.bn == 256);
-            EXPECT_GE(p.splits, 1);
-            EXPECT_LE(p.splits, 16);
-            EXPECT_GE(p.split_kblocks, 1);
-            // Every split covers at least one k-block and together they cover K exactly.
-            EXPECT_LT(int64_t{p.splits - 1} * p.split_kblocks, kblocks);
-            EXPECT_GE(int64_t{p.splits} * p.split_kblocks, kblocks);
-            if (p.splits > 1) {
-              EXPECT_EQ(p.cluster, 1);
-              EXPECT_GE(p.split_kblocks, 4);
-              // Only grids that would leave SMs idle split.
-              EXPECT_LT(((m + 127) / 128) * ((n + p.bn - 1) / p.bn), sms * 2);
+            for (int64_t batch : {1, 3}) {
+              Sm90PlanInput in = Input(m, n, k, batch, eb);
+              in.sms = sms;
+              const Sm90Plan p = Plan(in);
+              const int64_t kblocks = Sm90KBlocks(k, eb);
+              SCOPED_TRACE(::testing::Message() << batch << "x" << m << "x" << n << "x" << k
+                                                << " eb " << eb << " sms " << sms);
+              EXPECT_TRUE(p.bn == 128 || p.bn == 256);
+              EXPECT_GE(p.splits, 1);
+              EXPECT_LE(p.splits, 16);
+              EXPECT_GE(p.split_kblocks, 1);
+              // Every split covers at least one k-block and together they cover K exactly.
+              EXPECT_LT(int64_t{p.splits - 1} * p.split_kblocks, kblocks);
+              EXPECT_GE(int64_t{p.splits} * p.split_kblocks, kblocks);
+              if (p.splits > 1) {
+                EXPECT_EQ(p.cluster, 1);
+                EXPECT_GE(p.split_kblocks, 4);
+                // Only grids that would leave SMs idle split, in one wave of units.
+                EXPECT_EQ(p.dp_tiles, 0);
+                EXPECT_LE(p.units(), sms);
+              }
+              // Forced splits: every split non-empty, only the last wave's tiles split.
+              in.force_splits = 5;
+              const Sm90Plan f = Plan(in);
+              EXPECT_LT(int64_t{f.splits - 1} * f.split_kblocks, kblocks);
+              EXPECT_GE(int64_t{f.splits} * f.split_kblocks, kblocks);
+              EXPECT_EQ(f.cluster, 1);
+              if (f.splits > 1) {
+                EXPECT_EQ(f.dp_tiles % sms, 0);
+                EXPECT_LT(f.tiles - f.dp_tiles, sms);
+              }
+              EXPECT_EQ(p.tiles_n, (n + p.bn - 1) / p.bn);
+              EXPECT_EQ(p.tiles_m, ((m + 127) / 128 + p.cluster - 1) / p.cluster);
+              EXPECT_EQ(p.tiles, p.tiles_m * p.tiles_n * batch);
             }
-            EXPECT_EQ(p.tiles_n, (n + p.bn - 1) / p.bn);
-            EXPECT_EQ(p.tiles_m, ((m + 127) / 128 + p.cluster - 1) / p.cluster);
           }
         }
       }

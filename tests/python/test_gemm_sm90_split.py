@@ -27,6 +27,7 @@ from test_gemm_cuda import (
 )
 
 import pygpukit as gp
+from pygpukit import memory as mem
 
 pytestmark = pytest.mark.gpu
 
@@ -73,13 +74,19 @@ def test_split_k_matches_reference(rng, hopper, dtype, precision, shape, layout,
     check_values(host(x), na, nb, dtype=dtype, out=out, extra=extra, **kw)
 
 
+def split_ran():
+    return "gemm_sm90_split_counters" in gp.dispatch_stats()["per_kernel"]
+
+
 def test_split_k_is_deterministic(rng, hopper):
-    # Arrival order at the tile counters varies from run to run; the sum order must not.
+    # Arrival order at the tile counters varies from run to run; the sum order must not. Float32
+    # output, so that no rounding to 16 bits hides a different order.
     _, a = operand(rng, "n", None, 16, 8192, "bfloat16", hopper)
     _, b = operand(rng, "t", None, 8192, 1024, "bfloat16", hopper)
-    first = host(gp.matmul(a, b, backend="sm90"))
-    for _ in range(5):
-        assert np.array_equal(host(gp.matmul(a, b, backend="sm90")), first)
+    f32 = {"backend": "sm90", "out_dtype": gp.float32}
+    first = host(gp.gemm(a, b, **f32))
+    for _ in range(10):
+        assert np.array_equal(host(gp.gemm(a, b, **f32)), first)
 
 
 def test_split_k_launches_one_sm90_kernel(rng, hopper):
@@ -87,6 +94,25 @@ def test_split_k_launches_one_sm90_kernel(rng, hopper):
     _, b = operand(rng, "n", None, 4096, 4096, "bfloat16", hopper)
     _, launched = launched_by(lambda: gp.matmul(a, b, backend="sm90"), hopper)
     assert launched == {"sm90"}, launched
+    if gp.device_properties(hopper)["multiprocessors"] == 132:  # the plan tests' SM count
+        assert split_ran(), gp.dispatch_stats()["per_kernel"]
+
+
+def test_split_k_without_memory_for_its_workspace_runs_unsplit(rng, hopper):
+    na, a = operand(rng, "n", None, 1, 4096, "bfloat16", hopper)
+    nb, b = operand(rng, "n", None, 4096, 4096, "bfloat16", hopper)
+    gp.synchronize(hopper)
+    mem.empty_cache(hopper)
+    # Room for the 8 KiB result, not for the 8 MiB of partial sums.
+    mem.set_limit(mem.stats(hopper)["reserved_bytes"] + (3 << 20), device=hopper)
+    try:
+        gp.reset_dispatch_stats()
+        x = gp.matmul(a, b, backend="sm90")
+        gp.synchronize(hopper)
+        assert not split_ran()
+    finally:
+        mem.set_limit(None, device=hopper)
+    check_values(host(x), na, nb, dtype="bfloat16", out="bfloat16")
 
 
 CHILD = textwrap.dedent(
@@ -98,7 +124,8 @@ CHILD = textwrap.dedent(
     from helpers import host, rand
 
     rng = np.random.default_rng(7)
-    for m, k, n in [(1, 640, 296), (100, 704, 136), (129, 1016, 8)]:
+    # The last shape has 136 tiles of 128 x 256 on 132 SMs: one wave whole, 4 tiles split.
+    for m, k, n in [(1, 640, 296), (100, 704, 136), (129, 1016, 8), (2176, 256, 2048)]:
         a = rand(rng, (m, k), "bfloat16")
         b = rand(rng, (k, n), "bfloat16")
         bias = rand(rng, (n,), "bfloat16", scale=float(np.sqrt(k)))
@@ -115,7 +142,7 @@ CHILD = textwrap.dedent(
 @pytest.mark.parametrize("splits", ["1", "3", "4", "16"])
 def test_forced_split_counts(hopper, splits):
     # 10, 11 and 16 k-blocks: 3 and 4 splits leave a shorter last split, 16 one k-block each
-    # (and 1 turns split-K off).
+    # (and 1 turns split-K off); the 4-k-block product splits only its last wave.
     here = Path(__file__).parent
     env = dict(os.environ, PYGPUKIT_SM90_SPLITS=splits, PYGPUKIT_DEVICE="cuda")
     env["PYTHONPATH"] = os.pathsep.join([str(here), env.get("PYTHONPATH", "")])

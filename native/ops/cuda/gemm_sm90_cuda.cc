@@ -221,7 +221,28 @@ absl::Status GemmSm90(hal::Stream& s, const GemmLaunch& g) {
   // A cluster fixed by the caller (autotuner) keeps its plan unsplit unless splits are asked.
   plan_in.force_splits = g.sm90_splits != 0 ? g.sm90_splits : g.sm90_cluster > 1 ? 1 : env.splits;
   plan_in.clusters = env.clusters;
-  PGK_ASSIGN_OR_RETURN(const Sm90Plan plan, PlanSm90(plan_in));
+  PGK_ASSIGN_OR_RETURN(Sm90Plan plan, PlanSm90(plan_in));
+
+  // Split-K workspace: partial sums and arrival counters, transient runtime scratch from the
+  // pool on this stream (not charged to the tenant's quota, like cuBLASLt's workspace; freed at
+  // return, stream-ordered, so no later work on `s` gets it before the kernel is done). Without
+  // the memory for it the product runs unsplit rather than failing.
+  std::shared_ptr<Buffer> workspace;
+  if (plan.split_tiles() > 0) {
+    const int64_t bytes =
+        plan.partial_floats() * int64_t{sizeof(float)} + plan.counters() * int64_t{sizeof(int32_t)};
+    PGK_ASSIGN_OR_RETURN(MemoryPool * pool, rt.pool(s.device()));
+    QuotaScope uncharged(nullptr);
+    absl::StatusOr<std::shared_ptr<Buffer>> got = pool->Allocate(static_cast<size_t>(bytes), s);
+    if (got.ok()) {
+      workspace = *std::move(got);
+    } else if (absl::IsResourceExhausted(got.status())) {
+      plan_in.force_splits = 1;
+      PGK_ASSIGN_OR_RETURN(plan, PlanSm90(plan_in));
+    } else {
+      return got.status();
+    }
+  }
   const int bn = plan.bn, cluster = plan.cluster;
   kernels::GemmParams params = p;
   // Tile counts are in cluster tiles (cluster CTAs stacked along M).
@@ -233,23 +254,11 @@ absl::Status GemmSm90(hal::Stream& s, const GemmLaunch& g) {
   params.dp_tiles = plan.dp_tiles;
   const int64_t units = plan.units();
   const int sms = std::max(props.multiprocessors, 1);
-
-  // Split-K workspace: partial sums and arrival counters, transient runtime scratch from the
-  // pool on this stream (not charged to the tenant's quota, like cuBLASLt's workspace); the
-  // counters are zeroed in stream order before the kernel runs.
-  std::shared_ptr<Buffer> workspace;
-  if (plan.split_tiles() > 0) {
-    const int64_t partial_bytes = plan.partial_floats() * int64_t{sizeof(float)};
+  if (workspace != nullptr) {
     const int64_t counter_bytes = plan.counters() * int64_t{sizeof(int32_t)};
-    PGK_ASSIGN_OR_RETURN(MemoryPool * pool, rt.pool(s.device()));
-    {
-      QuotaScope uncharged(nullptr);
-      PGK_ASSIGN_OR_RETURN(workspace,
-                           pool->Allocate(static_cast<size_t>(partial_bytes + counter_bytes), s));
-    }
     auto* base = static_cast<uint8_t*>(workspace->data());
     params.partials = reinterpret_cast<float*>(base);
-    params.counters = reinterpret_cast<int32_t*>(base + partial_bytes);
+    params.counters = reinterpret_cast<int32_t*>(base + plan.partial_floats() * sizeof(float));
     PGK_RETURN_IF_ERROR(rt.dispatcher().LaunchLibrary(s, "gemm_sm90_split_counters", [&] {
       return rt.cuda_backend()->MemsetAsync(params.counters, 0, static_cast<size_t>(counter_bytes),
                                             s);
@@ -286,8 +295,6 @@ absl::Status GemmSm90(hal::Stream& s, const GemmLaunch& g) {
 
   hal::LaunchDims dims;
   dims.grid[0] = static_cast<unsigned>(std::min<int64_t>(units, sms / cluster) * cluster);
-  // The workspace goes back to the pool at return: stream-ordered, so no later work on `s`
-  // gets it before this kernel has finished with it.
   dims.block[0] = kThreads;
   dims.shared_bytes = SharedBytes(bn);
   if (cluster > 1) {

@@ -357,10 +357,8 @@ __device__ __forceinline__ void EpilogueTma(const CUtensorMap* tma_d, const floa
 // Split-K: writes this unit's partial sums and reports whether it arrived last at its tile
 // half; the last one returns with the total of every split in `acc`. Partial blocks are
 // row-major 64 x BN float32, one per split, for each 64-row half of each tile; `rows` (1..64) of
-// the half lie inside the matrix, and only those are written and read. Ordering: each thread's
-// stores are fenced device-wide before the warpgroup barrier that precedes the arrival atomic,
-// and the last arriver fences again before reading the other splits' blocks (through L2:
-// ld.global.cg, nothing stale in L1).
+// the half lie inside the matrix, and only those are written and read. Blocks are written and
+// read through L2 (st/ld.global.cg), so nothing stale sits in L1.
 template <int BN>
 __device__ __forceinline__ bool SplitReduce(const pk::GemmParams& p, float (&acc)[BN / 2],
                                             int64_t half, int split, int rows, int consumer,
@@ -385,14 +383,21 @@ __device__ __forceinline__ bool SplitReduce(const pk::GemmParams& p, float (&acc
       }
     }
   }
-  __threadfence();
+  // Release / acquire through one thread (the semaphore pattern): the barrier orders the
+  // warpgroup's stores before thread 0's device-scope fence and arrival; after the arrival that
+  // completes the count, its second fence orders the other splits' stores before the
+  // warpgroup's reads, which the second barrier publishes with the flag.
   WarpgroupBarrier(1 + consumer);
-  if (t == 0) *last = atomicAdd(p.counters + half, 1) == p.splits - 1;
+  if (t == 0) {
+    __threadfence();
+    const int arrived = atomicAdd(p.counters + half, 1);
+    __threadfence();
+    *last = arrived == p.splits - 1;
+  }
   WarpgroupBarrier(1 + consumer);
   if (!*last) return false;
-  __threadfence();
-  // Eight column groups at a time: 16 loads in flight per thread without crowding out the
-  // accumulators.
+    // Eight column groups at a time: 16 loads in flight per thread without crowding out the
+    // accumulators.
 #pragma unroll
   for (int j0 = 0; j0 < BN / 8; j0 += 8) {
     for (int s = 0; s < p.splits; ++s) {
