@@ -13,6 +13,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
+#include "runtime/cache_files.h"
 #include "runtime/runtime.h"
 
 namespace pygpukit::ops {
@@ -78,7 +79,7 @@ absl::StatusOr<std::pair<TuneCacheHeader, std::string>> GemmTuneIdentity(Device 
   h.driver_version = props.driver_version;
   h.cublaslt_version = info.cublaslt_version;
   h.kernel_archs = info.kernel_archs;
-  const std::string dir = TuneCacheDirectory();
+  const std::string dir = CacheDirectory();
   std::string path;
   if (!dir.empty()) path = absl::StrCat(dir, "/", TuneCacheFileName(props.name, h.sm));
   return std::make_pair(std::move(h), std::move(path));
@@ -98,7 +99,7 @@ absl::StatusOr<GemmTuneCache*> GemmTuneCacheFor(Device device) {
 absl::StatusOr<GemmTuneInfo> GemmTuneCacheInfo(Device device) {
   GemmTuneInfo info;
   info.enabled = GemmAutotuneEnabled();
-  info.directory = TuneCacheDirectory();
+  info.directory = CacheDirectory();
   PGK_RETURN_IF_ERROR(Runtime::Get().CheckDevice(device));
   if (!device.is_cuda()) {
     info.cache.disk_usable = false;
@@ -111,7 +112,7 @@ absl::StatusOr<GemmTuneInfo> GemmTuneCacheInfo(Device device) {
     info.cache.path = identity.second;
     if (info.cache.path.empty()) {
       info.cache.disk_usable = false;
-      info.cache.disk_error = std::string(kNoTuneCacheDirectory);
+      info.cache.disk_error = std::string(kNoCacheDirectory);
     }
   }
   return info;

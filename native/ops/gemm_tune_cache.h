@@ -122,25 +122,9 @@ TuneFileContents ParseTuneCacheFile(absl::string_view text, const TuneCacheHeade
 /// A cache file's text: the header line, then one entry line per key in key order.
 std::string FormatTuneCacheFile(const TuneCacheHeader& header, const TuneEntries& entries);
 
-/// Environment lookup (std::getenv by default; injectable for tests).
-using GetEnv = std::function<const char*(const char*)>;
-/// Directory of the cache files: $PYGPUKIT_CACHE_DIR, else $XDG_CACHE_HOME/pygpukit (when
-/// absolute), else $HOME/.cache/pygpukit; "" when none of them is set.
-std::string TuneCacheDirectory(const GetEnv& getenv = nullptr);
-/// Why a cache is kept in memory only when TuneCacheDirectory finds no directory.
-inline constexpr absl::string_view kNoTuneCacheDirectory =
-    "no cache directory (set PYGPUKIT_CACHE_DIR, XDG_CACHE_HOME or HOME)";
 /// File name of a device model's cache: "gemm-tune-<device name>-sm<XY>.txt", the name reduced
 /// to [A-Za-z0-9._-] (other runs of characters become one '-').
 std::string TuneCacheFileName(absl::string_view device_name, int sm);
-
-/// The whole file at `path`: nullopt when it does not exist, an error when it cannot be read or
-/// is larger than `max_bytes`.
-absl::StatusOr<std::optional<std::string>> ReadSmallFile(const std::string& path, size_t max_bytes);
-/// Replaces `path` with `contents` atomically: written to a temporary file in the same directory
-/// (created when missing), flushed to disk, then renamed over `path`. Readers see the old or
-/// the new file, never a partial one.
-absl::Status WriteFileAtomic(const std::string& path, absl::string_view contents);
 
 /// Counters and state of one device's cache (gp.gemm_tune_cache_info).
 struct TuneCacheStats {

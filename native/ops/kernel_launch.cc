@@ -70,7 +70,7 @@ bool FitsInteger(int64_t v) {
 
 }  // namespace
 
-absl::StatusOr<ResidencyPin> Resident(std::initializer_list<const GPUArray*> arrays) {
+absl::StatusOr<ResidencyPin> Resident(absl::Span<const GPUArray* const> arrays) {
   ResidencyPin pin;
   for (const GPUArray* a : arrays) {
     if (a == nullptr) continue;

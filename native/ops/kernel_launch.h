@@ -4,10 +4,12 @@
 // to the dispatcher.
 #pragma once
 
+#include <initializer_list>
 #include <memory>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "core/hal/backend.h"
 #include "ops/array.h"
 #include "ops/kernels/gemm_params.h"
@@ -77,7 +79,10 @@ absl::Status LaunchGemmEpilogue(const MatmulProblem& problem, const GPUArray& sr
 
 /// Holds the arrays' buffers resident (paging spilled ones back in) while the caller reads
 /// their device addresses and enqueues work on them.
-absl::StatusOr<ResidencyPin> Resident(std::initializer_list<const GPUArray*> arrays);
+absl::StatusOr<ResidencyPin> Resident(absl::Span<const GPUArray* const> arrays);
+inline absl::StatusOr<ResidencyPin> Resident(std::initializer_list<const GPUArray*> arrays) {
+  return Resident(absl::MakeConstSpan(arrays.begin(), arrays.size()));
+}
 
 /// A new C-contiguous array from the device's memory pool; validation errors name `op`.
 absl::StatusOr<GPUArray> NewArray(absl::Span<const int64_t> shape, DType dtype, Device device,

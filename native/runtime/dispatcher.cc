@@ -99,26 +99,43 @@ absl::Status Dispatcher::LaunchDevice(hal::Stream& stream, absl::string_view ker
                                    stream.device().ToString(), " stream"));
   }
   PGK_ASSIGN_OR_RETURN(void* fn, DeviceFunction(kernel, stream.device().index));
+  return LaunchFunction(stream, kernel, fn, dims, args);
+#else
+  (void)dims;
+  (void)args;
+  (void)stream;
+  return NotImplementedError(absl::StrCat("dispatch ", kernel, ": built without CUDA kernels"));
+#endif
+}
+
+absl::Status Dispatcher::LaunchFunction(hal::Stream& stream, absl::string_view kernel,
+                                        void* function, const hal::LaunchDims& dims, void** args) {
+#if PGK_WITH_CUDA
+  if (cuda_ == nullptr || !stream.device().is_cuda()) {
+    return ValueError(absl::StrCat("dispatch ", kernel, ": device kernel on ",
+                                   stream.device().ToString(), " stream"));
+  }
   {
     std::lock_guard<std::mutex> l(mu_);
     ++stats_.device_kernels;
     Count(kernel);
     constexpr unsigned kDefaultSharedLimit = 48 * 1024;
     if (dims.shared_bytes > kDefaultSharedLimit) {
-      unsigned& limit = shared_limit_[fn];
+      unsigned& limit = shared_limit_[function];
       if (limit < dims.shared_bytes) {
-        PGK_RETURN_IF_ERROR(cuda_->SetMaxDynamicSharedMemory(fn, stream.device().index,
+        PGK_RETURN_IF_ERROR(cuda_->SetMaxDynamicSharedMemory(function, stream.device().index,
                                                              static_cast<int>(dims.shared_bytes)));
         limit = dims.shared_bytes;
       }
     }
   }
-  return Gated(stream, [&] { return cuda_->Launch(fn, dims, stream, args); });
+  return Gated(stream, [&] { return cuda_->Launch(function, dims, stream, args); });
 #else
+  (void)function;
   (void)dims;
   (void)args;
   (void)stream;
-  return NotImplementedError(absl::StrCat("dispatch ", kernel, ": built without CUDA kernels"));
+  return NotImplementedError(absl::StrCat("dispatch ", kernel, ": built without CUDA support"));
 #endif
 }
 

@@ -77,6 +77,10 @@ class Dispatcher {
   /// the kernel's parameters, as for cuLaunchKernel).
   absl::Status LaunchDevice(hal::Stream& stream, absl::string_view kernel,
                             const hal::LaunchDims& dims, void** args);
+  /// Launches `function`, a CUfunction resolved elsewhere (a JIT-compiled kernel), counted as
+  /// `kernel`.
+  absl::Status LaunchFunction(hal::Stream& stream, absl::string_view kernel, void* function,
+                              const hal::LaunchDims& dims, void** args);
   /// Runs `call`, which enqueues work on `stream` through a vendor library (cuBLASLt).
   absl::Status LaunchLibrary(hal::Stream& stream, absl::string_view what,
                              const std::function<absl::Status()>& call);

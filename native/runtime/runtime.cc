@@ -134,6 +134,7 @@ Runtime::Runtime() : cpu_(std::make_unique<cpu::CpuBackend>()) {
     default_device_ = Device{DeviceType::kCPU, 0};
   }
   dispatcher_ = std::make_unique<Dispatcher>(cpu_.get(), cuda_.get());
+  jit_ = std::make_unique<JitEngine>(cuda_.get());
 }
 
 std::vector<Device> Runtime::devices() const {

@@ -14,6 +14,7 @@
 #include "core/device.h"
 #include "core/hal/backend.h"
 #include "runtime/dispatcher.h"
+#include "runtime/jit.h"
 #include "runtime/memory_pool.h"
 #include "runtime/pinned_pool.h"
 #include "runtime/transfer.h"
@@ -93,6 +94,8 @@ class Runtime {
   /// Waits for all queued work on `d`'s current stream (see stream()).
   absl::Status Synchronize(Device d) const;
   Dispatcher& dispatcher() const { return *dispatcher_; }
+  /// The NVRTC JIT engine (compiles and caches kernels from CUDA C++ source).
+  JitEngine& jit() const { return *jit_; }
   cpu::CpuBackend& cpu_backend() const { return *cpu_; }
   /// The CUDA backend, or nullptr when CUDA is unavailable.
   cuda::CudaBackend* cuda_backend() const { return cuda_.get(); }
@@ -123,6 +126,7 @@ class Runtime {
   PerDevice cpu_device_;
   std::vector<PerDevice> cuda_devices_;
   std::unique_ptr<Dispatcher> dispatcher_;
+  std::unique_ptr<JitEngine> jit_;
 };
 
 /// Makes later work on `waiter` wait for the work queued on `producer` so far, without blocking

@@ -12,11 +12,12 @@ Default dtypes: float32 for floating values, int64 for integers, complex64 for c
 
 import numpy as _np
 
-from . import _core, memory, scheduler
+from . import _core, jit, memory, scheduler
 from ._core import (
     Device,
     Event,
     GPUArray,
+    RawKernel,
     Stream,
     arange,
     astype,
@@ -165,6 +166,7 @@ __all__ = [
     "Device",
     "Event",
     "GPUArray",
+    "RawKernel",
     "Stream",
     "arange",
     "asarray",
@@ -195,6 +197,7 @@ __all__ = [
     "int32",
     "int64",
     "gemm",
+    "jit",
     "gemm_autotune_enabled",
     "gemm_tune_cache_info",
     "linear",

@@ -17,6 +17,8 @@ pyb::object AsTypeOf(const pyb::object& self, const pyb::object& dtype, bool cop
 void BindMemory(pyb::module_& m);
 /// Registers gp.Stream and gp.stream_priority_range (stream_bindings.cc).
 void BindStream(pyb::module_& m);
+/// Registers gp.RawKernel and the JIT cache controls (jit_bindings.cc).
+void BindJit(pyb::module_& m);
 /// Registers pygpukit._core._scheduler (scheduler_bindings.cc).
 void BindScheduler(pyb::module_& m);
 /// Copies an array into a NumPy array: a new one, or `out` (C-contiguous, writeable, same shape

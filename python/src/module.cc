@@ -224,6 +224,7 @@ PYBIND11_MODULE(_core, m) {
   BindMemory(m);
   BindStream(m);
   BindScheduler(m);
+  BindJit(m);
 
   m.def(
       "devices", [] { return Runtime::Get().devices(); }, "All usable devices.");

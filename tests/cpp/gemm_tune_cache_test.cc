@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "ops/gemm_tune.h"
+#include "runtime/cache_files.h"
 #include "test_util.h"
 
 namespace pygpukit::ops {
@@ -325,22 +326,6 @@ TEST(GemmTuneFile, LastDuplicateWins) {
 
 // ---- paths ----
 
-TEST(GemmTunePaths, DirectoryFromEnvironment) {
-  auto with = [](std::map<std::string, std::string> env) {
-    return TuneCacheDirectory([env](const char* name) -> const char* {
-      auto it = env.find(name);
-      return it == env.end() ? nullptr : it->second.c_str();
-    });
-  };
-  EXPECT_EQ(with({{"PYGPUKIT_CACHE_DIR", "/x/cache"}, {"XDG_CACHE_HOME", "/xdg"}, {"HOME", "/h"}}),
-            "/x/cache");
-  EXPECT_EQ(with({{"PYGPUKIT_CACHE_DIR", ""}, {"XDG_CACHE_HOME", "/xdg"}, {"HOME", "/h"}}),
-            "/xdg/pygpukit");
-  EXPECT_EQ(with({{"XDG_CACHE_HOME", "relative/xdg"}, {"HOME", "/h"}}), "/h/.cache/pygpukit");
-  EXPECT_EQ(with({{"HOME", "/home/u"}}), "/home/u/.cache/pygpukit");
-  EXPECT_EQ(with({}), "");
-}
-
 TEST(GemmTunePaths, FileNameIsSanitized) {
   EXPECT_EQ(TuneCacheFileName("NVIDIA H100 80GB HBM3", 90),
             "gemm-tune-NVIDIA-H100-80GB-HBM3-sm90.txt");
@@ -352,41 +337,6 @@ TEST(GemmTunePaths, FileNameIsSanitized) {
   EXPECT_EQ(TuneCacheFileName("", 80), "gemm-tune-device-sm80.txt");
   EXPECT_EQ(TuneCacheFileName("..", 80), "gemm-tune-device-sm80.txt");
   EXPECT_LE(TuneCacheFileName(std::string(1000, 'a'), 90).size(), 120u);
-}
-
-// ---- file I/O ----
-
-TEST(GemmTuneIo, AtomicWriteCreatesTheDirectoryAndReplaces) {
-  const std::string dir = TestDir();
-  const std::string path = dir + "/a/b/cache.txt";
-  ASSERT_OK(WriteFileAtomic(path, "first\n"));
-  EXPECT_EQ(ReadAll(path), "first\n");
-  ASSERT_OK(WriteFileAtomic(path, "second\n"));
-  EXPECT_EQ(ReadAll(path), "second\n");
-  int files = 0;
-  for (const auto& e : fs::directory_iterator(dir + "/a/b")) {
-    ++files;
-    EXPECT_EQ(e.path().filename(), "cache.txt");  // no temporaries left behind
-  }
-  EXPECT_EQ(files, 1);
-  ASSERT_OK_AND_ASSIGN(std::optional<std::string> text, ReadSmallFile(path, 1 << 20));
-  ASSERT_TRUE(text.has_value());
-  EXPECT_EQ(*text, "second\n");
-}
-
-TEST(GemmTuneIo, FailuresAreStatuses) {
-  const std::string dir = TestDir();
-  WriteAll(dir + "/file", "not a directory");
-  // A path below a regular file cannot be created, whoever runs the test (root included).
-  absl::Status st = WriteFileAtomic(dir + "/file/sub/cache.txt", "x");
-  EXPECT_FALSE(st.ok());
-  EXPECT_EQ(ErrorTypeOf(st), ErrorType::kRuntime);
-  ASSERT_OK_AND_ASSIGN(std::optional<std::string> missing,
-                       ReadSmallFile(dir + "/missing.txt", 1 << 20));
-  EXPECT_FALSE(missing.has_value());
-  EXPECT_FALSE(ReadSmallFile(dir, 1 << 20).ok());  // a directory
-  WriteAll(dir + "/big", std::string(4096, 'x'));
-  EXPECT_FALSE(ReadSmallFile(dir + "/big", 1024).ok());
 }
 
 // ---- the cache ----
@@ -482,7 +432,7 @@ TEST(GemmTuneCacheTest, UnwritableDirectoryMeansMemoryOnly) {
   GemmTuneCache nowhere;  // no directory could be determined
   nowhere.Load(Header(), "");
   EXPECT_FALSE(nowhere.stats().disk_usable);
-  EXPECT_EQ(nowhere.stats().disk_error, kNoTuneCacheDirectory);
+  EXPECT_EQ(nowhere.stats().disk_error, kNoCacheDirectory);
   nowhere.Store(TuneKeyText(Key()), Entry(GemmFamily::kSm80));
   EXPECT_TRUE(nowhere.Lookup(TuneKeyText(Key())).has_value());
 }

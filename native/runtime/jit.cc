@@ -1,0 +1,252 @@
+#include "runtime/jit.h"
+
+#include <chrono>
+#include <filesystem>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/status.h"
+#include "runtime/cache_files.h"
+#if PGK_WITH_CUDA
+#include "core/cuda/cuda_backend.h"
+#include "core/cuda/nvrtc_api.h"
+#endif
+
+namespace pygpukit {
+namespace {
+
+constexpr size_t kMaxEntryBytes = size_t{256} << 20;
+
+#if PGK_WITH_CUDA
+// Runs NVRTC on `src`: the cubin, or the annotated log of the failure.
+absl::StatusOr<std::string> RunNvrtc(const cuda::NvrtcApi& api, const JitSource& src,
+                                     absl::string_view arch) {
+  const std::string program = JitProgramName(src.name);
+  const std::string file = absl::StrCat(program, ".cu");
+  nvrtcProgram prog = nullptr;
+  nvrtcResult r =
+      api.nvrtcCreateProgram(&prog, src.source.c_str(), file.c_str(), 0, nullptr, nullptr);
+  if (r != NVRTC_SUCCESS) {
+    return RuntimeError(
+        absl::StrCat("jit: nvrtcCreateProgram(", file, "): ", api.nvrtcGetErrorString(r)));
+  }
+  std::vector<std::string> options = {absl::StrCat("--gpu-architecture=", arch), "--std=c++17"};
+  options.insert(options.end(), src.options.begin(), src.options.end());
+  std::vector<const char*> argv;
+  for (const std::string& o : options) argv.push_back(o.c_str());
+  r = api.nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
+  size_t log_size = 0;
+  std::string log;
+  if (api.nvrtcGetProgramLogSize(prog, &log_size) == NVRTC_SUCCESS && log_size > 1) {
+    log.resize(log_size);
+    if (api.nvrtcGetProgramLog(prog, log.data()) != NVRTC_SUCCESS) log.clear();
+    while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+  }
+  std::string cubin;
+  if (r == NVRTC_SUCCESS) {
+    size_t size = 0;
+    r = api.nvrtcGetCUBINSize(prog, &size);
+    if (r == NVRTC_SUCCESS) {
+      cubin.resize(size);
+      r = api.nvrtcGetCUBIN(prog, cubin.data());
+    }
+    api.nvrtcDestroyProgram(&prog);
+    if (r != NVRTC_SUCCESS) {
+      return RuntimeError(absl::StrCat("jit: reading the cubin of ", file, " for ", arch, ": ",
+                                       api.nvrtcGetErrorString(r)));
+    }
+    return cubin;
+  }
+  api.nvrtcDestroyProgram(&prog);
+  return RuntimeError(absl::StrCat("jit: compiling ", file, " for ", arch, " failed (",
+                                   api.nvrtcGetErrorString(r),
+                                   "; options: ", absl::StrJoin(options, " "), "):\n",
+                                   JitAnnotateLog(log, program, src.source)));
+}
+#endif
+
+}  // namespace
+
+JitEngine::JitEngine(cuda::CudaBackend* cuda) : cuda_(cuda) {}
+JitEngine::~JitEngine() = default;
+
+std::string JitEngine::ArchOf(int major, int minor) { return absl::StrCat("sm_", major, minor); }
+
+void JitEngine::InitLocked() const {
+  if (initialized_) return;
+  initialized_ = true;
+#if PGK_WITH_CUDA
+  if (auto api = cuda::LoadNvrtc(); api.ok()) {
+    info_.nvrtc_available = true;
+    info_.nvrtc_version = absl::StrCat((*api)->major, ".", (*api)->minor);
+  } else {
+    info_.nvrtc_version = std::string(api.status().message());
+  }
+#else
+  info_.nvrtc_version = "built without CUDA support";
+#endif
+  const std::string base = CacheDirectory();
+  if (base.empty()) {
+    info_.disk_error = std::string(kNoCacheDirectory);
+    return;
+  }
+  info_.directory = base + "/jit";
+  info_.disk_usable = true;
+}
+
+JitEngine::ImageOr JitEngine::Build(const JitSource& src, absl::string_view arch,
+                                    const std::string& key) {
+#if PGK_WITH_CUDA
+  PGK_ASSIGN_OR_RETURN(const cuda::NvrtcApi* api, cuda::LoadNvrtc());
+  std::string path;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (info_.disk_usable) path = absl::StrCat(info_.directory, "/", JitEntryFileName(key));
+  }
+  if (!path.empty()) {
+    absl::StatusOr<std::optional<std::string>> file = ReadSmallFile(path, kMaxEntryBytes);
+    if (file.ok() && file->has_value()) {
+      if (std::optional<std::string> image = ParseJitEntry(**file, key)) {
+        std::lock_guard<std::mutex> l(mu_);
+        ++info_.disk_hits;
+        return std::make_shared<const std::string>(*std::move(image));
+      }
+      std::lock_guard<std::mutex> l(mu_);
+      ++info_.rejected_entries;  // recompiled and overwritten below
+    }
+  }
+  const auto start = std::chrono::steady_clock::now();
+  PGK_ASSIGN_OR_RETURN(std::string cubin, RunNvrtc(*api, src, arch));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  auto image = std::make_shared<const std::string>(std::move(cubin));
+  absl::Status wrote =
+      path.empty() ? absl::OkStatus() : WriteFileAtomic(path, FormatJitEntry(key, *image));
+  std::lock_guard<std::mutex> l(mu_);
+  ++info_.compiles;
+  info_.compile_seconds += seconds;
+  if (!path.empty()) {
+    if (wrote.ok()) {
+      ++info_.disk_writes;
+    } else {
+      info_.disk_error = std::string(wrote.message());  // the cache stays usable in memory
+    }
+  }
+  return image;
+#else
+  (void)src;
+  (void)arch;
+  (void)key;
+  return NotImplementedError("jit: pygpukit was built without CUDA support (no NVRTC)");
+#endif
+}
+
+absl::StatusOr<std::shared_ptr<const std::string>> JitEngine::Image(const JitSource& src,
+                                                                    absl::string_view arch) {
+#if PGK_WITH_CUDA
+  absl::StatusOr<const cuda::NvrtcApi*> api = cuda::LoadNvrtc();
+  if (!api.ok()) {
+    return NotImplementedError(absl::StrCat(
+        "jit: NVRTC is not available, so CUDA source cannot be compiled: ", api.status().message(),
+        " (install the CUDA toolkit's NVRTC library, libnvrtc.so)"));
+  }
+  const std::string key = JitKeyText(src, arch, absl::StrCat((*api)->major, ".", (*api)->minor));
+#else
+  const std::string key = JitKeyText(src, arch, "none");
+#endif
+  std::promise<ImageOr> promise;
+  std::shared_future<ImageOr> future;
+  bool builder = false;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    InitLocked();
+    auto it = images_.find(key);
+    if (it != images_.end()) {
+      ++info_.memory_hits;
+      future = it->second;
+    } else {
+      future = promise.get_future().share();
+      images_.emplace(key, future);
+      builder = true;
+    }
+  }
+  if (!builder) return future.get();  // compiled (or being compiled) by another call
+  ImageOr result = Build(src, arch, key);
+  if (!result.ok()) {
+    // Failures are not cached: the next request tries again (e.g. after a full disk).
+    std::lock_guard<std::mutex> l(mu_);
+    images_.erase(key);
+  }
+  promise.set_value(result);
+  return result;
+}
+
+absl::StatusOr<void*> JitEngine::Function(const JitSource& src, absl::string_view kernel,
+                                          int device) {
+#if PGK_WITH_CUDA
+  if (cuda_ == nullptr) return NotImplementedError("jit: no CUDA device to load kernels on");
+  PGK_ASSIGN_OR_RETURN(hal::DeviceProperties props, cuda_->properties(device));
+  const std::string arch = ArchOf(props.sm_major, props.sm_minor);
+  PGK_ASSIGN_OR_RETURN(std::shared_ptr<const std::string> image, Image(src, arch));
+  PGK_ASSIGN_OR_RETURN(const cuda::NvrtcApi* api, cuda::LoadNvrtc());
+  const std::string key = JitKeyText(src, arch, absl::StrCat(api->major, ".", api->minor));
+  std::lock_guard<std::mutex> l(mu_);
+  auto fkey = std::make_pair(absl::StrCat(key, "\n", kernel), device);
+  if (auto it = functions_.find(fkey); it != functions_.end()) return it->second;
+  void*& library = libraries_[key];
+  if (library == nullptr) {
+    absl::StatusOr<void*> lib = cuda_->LoadLibrary(image->data());
+    if (!lib.ok()) {
+      libraries_.erase(key);
+      return lib.status();
+    }
+    library = *lib;
+  }
+  absl::StatusOr<void*> fn = cuda_->GetFunction(library, std::string(kernel).c_str(), device);
+  if (absl::IsNotFound(fn.status())) {
+    return ValueError(absl::StrCat("jit: ", JitProgramName(src.name), ".cu defines no kernel '",
+                                   kernel,
+                                   "' (kernels need extern \"C\" __global__ to keep "
+                                   "their names)"));
+  }
+  PGK_RETURN_IF_ERROR(fn.status());
+  functions_.emplace(fkey, *fn);
+  return *fn;
+#else
+  (void)src;
+  (void)kernel;
+  (void)device;
+  return NotImplementedError("jit: pygpukit was built without CUDA support");
+#endif
+}
+
+JitCacheInfo JitEngine::info() const {
+  std::lock_guard<std::mutex> l(mu_);
+  InitLocked();
+  JitCacheInfo i = info_;
+  i.memory_entries = static_cast<int64_t>(images_.size());
+  return i;
+}
+
+absl::Status JitEngine::Clear(bool disk) {
+  std::lock_guard<std::mutex> l(mu_);
+  InitLocked();
+  images_.clear();
+  functions_.clear();
+  libraries_.clear();  // loaded code stays resident (queued launches may still use it)
+  if (!disk || !info_.disk_usable) return absl::OkStatus();
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (fs::directory_iterator it(info_.directory, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind("jit-", 0) == 0) fs::remove(it->path(), ec);
+    if (ec) break;
+  }
+  if (ec && ec != std::errc::no_such_file_or_directory) {
+    return RuntimeError(absl::StrCat("jit: clearing ", info_.directory, ": ", ec.message()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace pygpukit

@@ -1,0 +1,207 @@
+// gp.RawKernel (user kernels from CUDA C++ source) and the JIT cache controls (gp.jit).
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "array_bindings.h"
+#include "convert.h"
+#include "ops/raw_kernel.h"
+#include "runtime/runtime.h"
+
+namespace pygpukit::py {
+namespace {
+
+struct PyRawKernel {
+  JitSource src;
+  std::string kernel;
+};
+
+// An int or a sequence of 1..3 ints; missing dims are 1.
+std::array<int64_t, 3> ToDims(const pyb::handle& obj, const char* what, const std::string& op) {
+  std::array<int64_t, 3> out{1, 1, 1};
+  auto as_int = [&](const pyb::handle& v) -> int64_t {
+    if (pyb::isinstance<pyb::bool_>(v) || !pyb::isinstance<pyb::int_>(v)) {
+      Check(TypeError(absl::StrCat(op, ": ", what,
+                                   " must be an int or a tuple of up to 3 ints, "
+                                   "got ",
+                                   std::string(pyb::str(pyb::type::of(v).attr("__name__"))))));
+    }
+    return v.cast<int64_t>();
+  };
+  if (pyb::isinstance<pyb::int_>(obj) && !pyb::isinstance<pyb::bool_>(obj)) {
+    out[0] = as_int(obj);
+    return out;
+  }
+  if (!pyb::isinstance<pyb::sequence>(obj) || pyb::isinstance<pyb::str>(obj)) {
+    as_int(obj);  // raises the TypeError
+  }
+  const auto seq = obj.cast<pyb::sequence>();
+  if (seq.size() < 1 || seq.size() > 3) {
+    Check(ValueError(absl::StrCat(op, ": ", what, " has ", seq.size(), " dims (1 to 3 expected)")));
+  }
+  for (size_t i = 0; i < seq.size(); ++i) out[i] = as_int(seq[i]);
+  return out;
+}
+
+// Arrays pass their address; NumPy scalars their bytes; Python bool / int / float / complex
+// pass as bool / int64 / double / complex<double> (NumPy's defaults, as CuPy does): a kernel
+// taking an int or a float wants np.int32(...) / np.float32(...).
+ops::KernelArg ToArg(const pyb::handle& v, size_t i, const std::string& op) {
+  ops::KernelArg a;
+  if (pyb::isinstance<GPUArray>(v)) {
+    a.array = &v.cast<const GPUArray&>();
+    return a;
+  }
+  auto put = [&a](const auto& value) {
+    static_assert(sizeof(value) <= 16);
+    std::memcpy(a.bytes.data(), &value, sizeof(value));
+    a.size = sizeof(value);
+  };
+  static const pyb::object generic = pyb::module_::import("numpy").attr("generic");
+  if (pyb::isinstance(v, generic)) {
+    const pyb::object dt = v.attr("dtype");
+    const std::string kind = pyb::str(dt.attr("kind"));
+    const auto size = dt.attr("itemsize").cast<size_t>();
+    if (kind == "O" || kind == "U" || kind == "S" || kind == "M" || kind == "m" || size > 16 ||
+        size == 0) {
+      Check(TypeError(absl::StrCat(op, ": argument ", i, " is a NumPy ", std::string(pyb::str(dt)),
+                                   " scalar, not a number")));
+    }
+    const auto raw = v.attr("tobytes")().cast<std::string>();
+    std::memcpy(a.bytes.data(), raw.data(), raw.size());
+    a.size = static_cast<int>(raw.size());
+    return a;
+  }
+  if (pyb::isinstance<pyb::bool_>(v)) {
+    put(static_cast<bool>(v.cast<bool>()));
+  } else if (pyb::isinstance<pyb::int_>(v)) {
+    try {
+      put(v.cast<int64_t>());
+    } catch (const pyb::cast_error&) {
+      Check(OverflowError(absl::StrCat(op, ": argument ", i, " does not fit int64")));
+    }
+  } else if (pyb::isinstance<pyb::float_>(v)) {
+    put(v.cast<double>());
+  } else if (PyComplex_Check(v.ptr())) {
+    const double c[2] = {PyComplex_RealAsDouble(v.ptr()), PyComplex_ImagAsDouble(v.ptr())};
+    put(c);
+  } else {
+    Check(TypeError(absl::StrCat(op, ": argument ", i, " of type ",
+                                 std::string(pyb::str(pyb::type::of(v).attr("__name__"))),
+                                 " is not a GPUArray or a scalar")));
+  }
+  return a;
+}
+
+std::string OpName(const PyRawKernel& k) { return absl::StrCat("RawKernel ", k.kernel); }
+
+}  // namespace
+
+void BindJit(pyb::module_& m) {
+  pyb::class_<PyRawKernel>(m, "RawKernel", R"doc(
+A CUDA C++ kernel compiled by NVRTC for the GPU it runs on (cached in memory and on disk; see
+gp.jit.cache_info). `name` is an extern "C" __global__ function of `source`.
+
+    add = gp.RawKernel(r'''
+    extern "C" __global__ void add(const float* x, const float* y, float* z, long long n) {
+      long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+      if (i < n) z[i] = x[i] + y[i];
+    }''', "add")
+    add(((n + 255) // 256,), (256,), (x, y, z, n))
+
+Arguments: GPUArrays pass the address of their first element (mind their dtype and strides);
+NumPy scalars pass their bytes; Python bool / int / float / complex pass as bool / int64 /
+double / complex double, so a kernel parameter of type int or float wants np.int32(...) or
+np.float32(...). The launch goes on the arrays' device, on its current stream (or `stream`).
+)doc")
+      .def(pyb::init([](std::string source, std::string name, std::vector<std::string> options) {
+             auto k = std::make_unique<PyRawKernel>();
+             k->src.source = std::move(source);
+             k->src.name = name;
+             k->src.options = std::move(options);
+             k->kernel = std::move(name);
+             return k;
+           }),
+           pyb::arg("code"), pyb::arg("name"), pyb::arg("options") = std::vector<std::string>{})
+      .def_property_readonly("code", [](const PyRawKernel& k) { return k.src.source; })
+      .def_property_readonly("name", [](const PyRawKernel& k) { return k.kernel; })
+      .def_property_readonly("options", [](const PyRawKernel& k) { return k.src.options; })
+      .def(
+          "__call__",
+          [](const PyRawKernel& k, const pyb::handle& grid, const pyb::handle& block,
+             const pyb::handle& args, int64_t shared_mem, const pyb::object& stream,
+             const pyb::object& device) {
+            const std::string op = OpName(k);
+            ops::KernelDims dims;
+            dims.grid = ToDims(grid, "grid", op);
+            dims.block = ToDims(block, "block", op);
+            dims.shared_bytes = shared_mem;
+            if (!pyb::isinstance<pyb::tuple>(args) && !pyb::isinstance<pyb::list>(args)) {
+              Check(TypeError(absl::StrCat(op, ": args must be a tuple or list")));
+            }
+            std::vector<ops::KernelArg> kargs;
+            const auto seq = args.cast<pyb::sequence>();
+            for (size_t i = 0; i < seq.size(); ++i) kargs.push_back(ToArg(seq[i], i, op));
+            std::optional<Device> dev;
+            if (!device.is_none()) dev = ToDevice(device, op);
+            // `stream` works like `with stream:` around the launch.
+            if (!stream.is_none()) {
+              static const pyb::object stream_type =
+                  pyb::module_::import("pygpukit._core").attr("Stream");
+              if (!pyb::isinstance(stream, stream_type)) {
+                Check(TypeError(
+                    absl::StrCat(op, ": stream must be a gp.Stream, got ",
+                                 std::string(pyb::str(pyb::type::of(stream).attr("__name__"))))));
+              }
+              stream.attr("__enter__")();
+            }
+            absl::Status st =
+                WithoutGil([&] { return ops::LaunchRawKernel(k.src, k.kernel, dims, kargs, dev); });
+            if (!stream.is_none()) stream.attr("__exit__")(pyb::none(), pyb::none(), pyb::none());
+            Check(st);
+          },
+          pyb::arg("grid"), pyb::arg("block"), pyb::arg("args"), pyb::kw_only(),
+          pyb::arg("shared_mem") = 0, pyb::arg("stream") = pyb::none(),
+          pyb::arg("device") = pyb::none(),
+          "Launches the kernel: grid and block are ints or tuples of up to 3 ints.")
+      .def(
+          "compile",
+          [](const PyRawKernel& k, std::optional<std::string> arch) {
+            absl::StatusOr<std::string> image =
+                WithoutGil([&] { return ops::CompileRawKernel(k.src, arch); });
+            return pyb::bytes(Unwrap(std::move(image)));
+          },
+          pyb::arg("arch") = pyb::none(),
+          "Compiles without launching (no GPU needed with `arch`, e.g. \"sm_90\") and returns "
+          "the cubin; compile errors raise RuntimeError with NVRTC's log.")
+      .def("__repr__",
+           [](const PyRawKernel& k) { return absl::StrCat("RawKernel(name='", k.kernel, "')"); });
+
+  m.def("_jit_cache_info", [] {
+    const JitCacheInfo i = Runtime::Get().jit().info();
+    pyb::dict d;
+    d["directory"] = i.directory;
+    d["disk_usable"] = i.disk_usable;
+    d["disk_error"] = i.disk_error;
+    d["memory_entries"] = i.memory_entries;
+    d["memory_hits"] = i.memory_hits;
+    d["disk_hits"] = i.disk_hits;
+    d["compiles"] = i.compiles;
+    d["disk_writes"] = i.disk_writes;
+    d["rejected_entries"] = i.rejected_entries;
+    d["compile_seconds"] = i.compile_seconds;
+    d["nvrtc_available"] = i.nvrtc_available;
+    d["nvrtc_version"] = i.nvrtc_version;
+    return d;
+  });
+  m.def(
+      "_jit_clear_cache", [](bool disk) { Check(Runtime::Get().jit().Clear(disk)); },
+      pyb::arg("disk") = false);
+}
+
+}  // namespace pygpukit::py

@@ -1,0 +1,298 @@
+"""gp.RawKernel and the JIT cache (gp.jit). Compilation needs NVRTC but no GPU, so compile,
+error and cache tests run on the CPU machine too; launches need a CUDA device. Disk-cache tests
+run in child processes, since the cache directory is read once per process."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numpy as np
+import pytest
+from helpers import host
+
+import pygpukit as gp
+
+ADD = r"""
+extern "C" __global__ void add(const float* x, const float* y, float* z, long long n) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) z[i] = x[i] + y[i];
+}
+"""
+
+
+def nvrtc():
+    info = gp.jit.cache_info()
+    if not info["nvrtc_available"]:
+        pytest.skip(f"NVRTC unavailable: {info['nvrtc_version']}")
+
+
+@pytest.fixture
+def cuda():
+    info = gp.runtime_info()
+    if not info["cuda_available"]:
+        pytest.skip(f"needs a CUDA device: {info['cuda_status']}")
+    return gp.Device("cuda:0")
+
+
+# ---- compiling (NVRTC, no GPU) ----
+
+
+def test_compile_gives_a_cubin(device):
+    nvrtc()
+    k = gp.RawKernel(ADD, "add")
+    assert (k.name, k.code, k.options) == ("add", ADD, [])
+    assert repr(k) == "RawKernel(name='add')"
+    image = k.compile(arch="sm_90")
+    assert isinstance(image, bytes) and image[:4] == b"\x7fELF"
+    assert k.compile(arch="sm_90") == image
+    assert k.compile(arch="sm_80") != image
+    assert gp.RawKernel(ADD, "add", options=["-DUNUSED=1"]).compile(arch="sm_90")[:4] == b"\x7fELF"
+
+
+def test_compile_errors_carry_the_log_and_the_source_line(device):
+    nvrtc()
+    k = gp.RawKernel('extern "C" __global__ void f(int* p) {\n  p[0] = nope;\n}\n', "f")
+    with pytest.raises(RuntimeError) as e:
+        k.compile(arch="sm_90")
+    msg = str(e.value)
+    assert "f.cu(2)" in msg and "nope" in msg and ">    2 |   p[0] = nope;" in msg, msg
+    with pytest.raises(RuntimeError, match="--bogus"):
+        gp.RawKernel(ADD, "add", options=["--bogus"]).compile(arch="sm_90")
+
+
+def test_compile_refuses_bad_arches(device):
+    k = gp.RawKernel(ADD, "add")
+    for arch in ["compute_90", "sm90", "sm_", "sm_9x", "90"]:
+        with pytest.raises(ValueError, match="arch"):
+            k.compile(arch=arch)
+    if not gp.runtime_info()["cuda_available"]:
+        with pytest.raises(ValueError, match="no CUDA device"):
+            k.compile()
+
+
+def test_concurrent_compiles_of_one_kernel_compile_once(device):
+    nvrtc()
+    src = ADD.replace("add", "add_concurrent")
+    before = gp.jit.cache_info()["compiles"]
+    k = gp.RawKernel(src, "add_concurrent", options=[f"-DSALT={os.getpid()}"])
+    out, errors = [], []
+
+    def work():
+        try:
+            out.append(k.compile(arch="sm_90"))
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(out) == 8 and len(set(out)) == 1
+    assert gp.jit.cache_info()["compiles"] - before <= 1  # 0 when a disk entry existed
+
+
+def test_cache_info_and_clear(device):
+    info = gp.jit.cache_info()
+    keys = {
+        "directory",
+        "disk_usable",
+        "disk_error",
+        "memory_entries",
+        "memory_hits",
+        "disk_hits",
+        "compiles",
+        "disk_writes",
+        "rejected_entries",
+        "compile_seconds",
+        "nvrtc_available",
+        "nvrtc_version",
+    }
+    assert set(info) == keys
+    with pytest.raises(TypeError, match="disk"):
+        gp.jit.clear_cache(disk="yes")
+    gp.jit.clear_cache()
+    assert gp.jit.cache_info()["memory_entries"] == 0
+
+
+CHILD = textwrap.dedent(
+    """
+    import json, pygpukit as gp
+    gp.RawKernel(open(0).read(), "add").compile(arch="sm_90")
+    print(json.dumps(gp.jit.cache_info()))
+    """
+)
+
+
+def child(tmp_path, env_extra=None):
+    env = dict(os.environ, PYGPUKIT_CACHE_DIR=str(tmp_path), **(env_extra or {}))
+    r = subprocess.run(
+        [sys.executable, "-c", CHILD], input=ADD, env=env, capture_output=True, text=True
+    )
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_disk_cache_across_processes(device, tmp_path):
+    nvrtc()
+    first = child(tmp_path)
+    assert (first["compiles"], first["disk_writes"], first["disk_hits"]) == (1, 1, 0)
+    assert first["directory"] == str(tmp_path / "jit")
+    entries = list((tmp_path / "jit").iterdir())
+    assert len(entries) == 1 and entries[0].name.startswith("jit-")
+    second = child(tmp_path)
+    assert (second["compiles"], second["disk_hits"]) == (0, 1)
+    # A damaged entry is never trusted: recompiled and replaced.
+    data = entries[0].read_bytes()
+    entries[0].write_bytes(data[: len(data) // 2])
+    third = child(tmp_path)
+    assert (third["rejected_entries"], third["compiles"], third["disk_writes"]) == (1, 1, 1)
+    assert child(tmp_path)["disk_hits"] == 1
+    # An unusable directory costs only the disk cache.
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    fourth = child(blocker)
+    assert fourth["compiles"] == 1 and fourth["disk_writes"] == 0 and fourth["disk_error"]
+
+
+# ---- launch arguments (checked before any device work) ----
+
+
+def test_bad_launch_arguments(device):
+    k = gp.RawKernel(ADD, "add")
+    x = gp.zeros((4,), dtype=gp.float32)
+    for grid, block in [(0, 32), ((1, 0), 32), (1, 2048), (1, (32, 32, 2)), (1, (1, 1, 65))]:
+        with pytest.raises(ValueError, match="RawKernel add"):
+            k(grid, block, (x, x, x, 4))
+    with pytest.raises(ValueError, match="dims"):
+        k((1, 1, 1, 1), 32, (x, x, x, 4))
+    with pytest.raises(TypeError, match="grid"):
+        k("1", 32, (x, x, x, 4))
+    with pytest.raises(TypeError, match="block"):
+        k(1, 32.0, (x, x, x, 4))
+    with pytest.raises(TypeError, match="args"):
+        k(1, 32, x)
+    with pytest.raises(TypeError, match="argument 3 of type str"):
+        k(1, 32, (x, x, x, "4"))
+    with pytest.raises(TypeError, match="argument 0 .*not a number"):
+        k(1, 32, (np.str_("a"), x, x, 4))
+    with pytest.raises(OverflowError, match="argument 3"):
+        k(1, 32, (x, x, x, 2**70))
+    with pytest.raises(ValueError, match="shared_mem"):
+        k(1, 32, (x, x, x, 4), shared_mem=-1)
+    with pytest.raises(TypeError, match="stream"):
+        k(1, 32, (x, x, x, 4), stream="s")
+
+
+def test_cpu_arrays_are_refused():
+    cpu = gp.Device("cpu")
+    x = gp.zeros((4,), dtype=gp.float32, device=cpu)
+    with pytest.raises(NotImplementedError, match="CUDA devices, not cpu"):
+        gp.RawKernel(ADD, "add")(1, 32, (x, x, x, 4))
+    with pytest.raises(NotImplementedError, match="CUDA devices"):
+        gp.RawKernel(ADD, "add")(1, 32, (4,), device="cpu")
+
+
+# ---- launches (GPU) ----
+
+
+@pytest.mark.gpu
+def test_add_matches_numpy(rng, cuda):
+    n = 100_003
+    a, b = rng.standard_normal(n, dtype=np.float32), rng.standard_normal(n, dtype=np.float32)
+    x, y = gp.asarray(a, device=cuda), gp.asarray(b, device=cuda)
+    z = gp.empty((n,), dtype=gp.float32, device=cuda)
+    gp.reset_dispatch_stats()
+    gp.RawKernel(ADD, "add")(((n + 255) // 256,), (256,), (x, y, z, n))
+    np.testing.assert_array_equal(host(z), a + b)
+    assert gp.dispatch_stats()["per_kernel"]["raw:add"] == 1
+    # A view passes the address of its first element.
+    w = gp.zeros((n,), dtype=gp.float32, device=cuda)
+    gp.RawKernel(ADD, "add")((n // 256,), (256,), (x[1:], y[1:], w[1:], np.int64(n - 2)))
+    expect = np.zeros(n, np.float32)
+    expect[1:-1] = (a + b)[1:-1]
+    np.testing.assert_array_equal(host(w), expect)
+
+
+SCALARS = r"""
+extern "C" __global__ void scalars(signed char i8, short i16, int i32, long long i64,
+                                   unsigned char u8, float f32, double f64, bool flag,
+                                   double re, double im, double* out) {
+  out[0] = i8; out[1] = i16; out[2] = i32; out[3] = (double)i64; out[4] = u8; out[5] = f32;
+  out[6] = f64; out[7] = flag; out[8] = re; out[9] = im;
+}
+"""
+
+
+@pytest.mark.gpu
+def test_scalar_arguments_pass_by_value(cuda):
+    out = gp.zeros((10,), dtype=gp.float64, device=cuda)
+    k = gp.RawKernel(SCALARS, "scalars")
+    args = (np.int8(-3), np.int16(300), np.int32(-70000), 2**40 + 1, np.uint8(250))
+    args += (np.float32(1.5), 2.25, True, np.float64(-0.5), np.float64(7.0), out)
+    k(1, 1, args)
+    np.testing.assert_array_equal(
+        host(out), [-3, 300, -70000, 2**40 + 1, 250, 1.5, 2.25, 1, -0.5, 7.0]
+    )
+
+
+BLOCK_SUM = r"""
+extern "C" __global__ void block_sum(const float* x, float* out, int width) {
+  extern __shared__ float s[];
+  const int row = blockIdx.y, t = threadIdx.x;
+  float acc = 0.f;
+  for (int i = t; i < width; i += blockDim.x) acc += x[row * width + i];
+  s[t] = acc;
+  __syncthreads();
+  for (int k = blockDim.x / 2; k > 0; k /= 2) {
+    if (t < k) s[t] += s[t + k];
+    __syncthreads();
+  }
+  if (t == 0) out[row] = s[0];
+}
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("threads", [128, 1024])
+def test_dynamic_shared_memory_and_a_2d_grid(rng, cuda, threads):
+    rows, width = 37, 1000
+    a = rng.integers(-8, 8, (rows, width)).astype(np.float32)  # exact sums in float32
+    x = gp.asarray(a, device=cuda)
+    out = gp.empty((rows,), dtype=gp.float32, device=cuda)
+    # Above 48 KiB of dynamic shared memory the launch raises the function's limit first.
+    shared = max(threads * 4, 64 << 10)
+    gp.RawKernel(BLOCK_SUM, "block_sum")(
+        (1, rows), threads, (x, out, np.int32(width)), shared_mem=shared
+    )
+    np.testing.assert_array_equal(host(out), a.sum(axis=1))
+
+
+@pytest.mark.gpu
+def test_launch_on_a_stream(rng, cuda):
+    n = 4096
+    a = rng.standard_normal(n, dtype=np.float32)
+    x = gp.asarray(a, device=cuda)
+    z = gp.empty((n,), dtype=gp.float32, device=cuda)
+    s = gp.Stream(device=cuda)
+    gp.RawKernel(ADD, "add")(n // 256, 256, (x, x, z, n), stream=s)
+    s.synchronize()
+    np.testing.assert_array_equal(host(z), a + a)
+
+
+@pytest.mark.gpu
+def test_missing_kernel_and_launch_failures(cuda):
+    x = gp.zeros((4,), dtype=gp.float32, device=cuda)
+    with pytest.raises(ValueError, match="defines no kernel 'sub'"):
+        gp.RawKernel(ADD, "sub")(1, 32, (x, x, x, 4))
+    with pytest.raises(RuntimeError, match="f.cu"):
+        gp.RawKernel('extern "C" __global__ void f() { undefined(); }', "f")(1, 1, ())
+    # More shared memory than any GPU has fails at launch, naming the geometry.
+    with pytest.raises(RuntimeError, match="shared_mem"):
+        gp.RawKernel(ADD, "add")(1, 32, (x, x, x, 4), shared_mem=1 << 29)
+    # The device stays usable.
+    gp.RawKernel(ADD, "add")(1, 32, (x, x, x, 4))
+    gp.synchronize(cuda)
