@@ -3,9 +3,9 @@
 #include <cstring>
 #include <vector>
 
-#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "core/status.h"
 #include "ops/kernel_launch.h"
 #include "runtime/runtime.h"
