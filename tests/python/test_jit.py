@@ -211,7 +211,7 @@ def test_add_matches_numpy(rng, cuda):
     assert gp.dispatch_stats()["per_kernel"]["raw:add"] == 1
     # A view passes the address of its first element.
     w = gp.zeros((n,), dtype=gp.float32, device=cuda)
-    gp.RawKernel(ADD, "add")((n // 256,), (256,), (x[1:], y[1:], w[1:], np.int64(n - 2)))
+    gp.RawKernel(ADD, "add")(((n + 255) // 256,), (256,), (x[1:], y[1:], w[1:], np.int64(n - 2)))
     expect = np.zeros(n, np.float32)
     expect[1:-1] = (a + b)[1:-1]
     np.testing.assert_array_equal(host(w), expect)
