@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -296,3 +297,12 @@ def test_missing_kernel_and_launch_failures(cuda):
     # The device stays usable.
     gp.RawKernel(ADD, "add")(1, 32, (x, x, x, 4))
     gp.synchronize(cuda)
+
+
+@pytest.mark.gpu
+def test_readme_example_runs(cuda, capsys):
+    text = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## User kernels") :]
+    code = section[section.index("```python\n") + 10 : section.index("```\n", 10)]
+    exec(compile(code, "README.md", "exec"), {})  # noqa: S102 - the documented example
+    assert capsys.readouterr().out.startswith("[3. 3. 3.]")
