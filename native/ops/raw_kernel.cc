@@ -24,7 +24,8 @@ absl::Status CheckDims(const KernelDims& d, absl::string_view what) {
     return ValueError(absl::StrCat(what, ": grid ", text(d.grid),
                                    " must be >= 1 in each dim, x < 2^31, y and z <= 65535"));
   }
-  const bool block_ok = d.block[0] >= 1 && d.block[1] >= 1 && d.block[2] >= 1 && d.block[2] <= 64 &&
+  const bool block_ok = d.block[0] >= 1 && d.block[1] >= 1 && d.block[2] >= 1 &&
+                        d.block[0] <= 1024 && d.block[1] <= 1024 && d.block[2] <= 64 &&
                         d.block[0] * d.block[1] * d.block[2] <= 1024;
   if (!block_ok) {
     return ValueError(absl::StrCat(what, ": block ", text(d.block),
@@ -82,6 +83,12 @@ absl::Status LaunchRawKernel(const JitSource& src, absl::string_view kernel, con
         absl::StrCat(what, ": CUDA C++ kernels run on CUDA devices, not ", d.ToString()));
   }
   PGK_RETURN_IF_ERROR(rt.CheckDevice(d));
+  PGK_ASSIGN_OR_RETURN(hal::DeviceProperties props, rt.properties(d));
+  if (dims.shared_bytes > props.max_shared_memory_per_block) {
+    return ValueError(absl::StrCat(what, ": shared_mem ", dims.shared_bytes, " bytes exceeds ",
+                                   d.ToString(), "'s ", props.max_shared_memory_per_block,
+                                   " bytes per block"));
+  }
   PGK_ASSIGN_OR_RETURN(void* fn, rt.jit().Function(src, kernel, d.index));
   PGK_ASSIGN_OR_RETURN(hal::Stream * stream, rt.stream(d));
   PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident(absl::MakeConstSpan(arrays)));
@@ -122,12 +129,11 @@ absl::StatusOr<std::string> CompileRawKernel(const JitSource& src,
                                              std::optional<std::string> arch) {
   Runtime& rt = Runtime::Get();
   if (!arch.has_value()) {
+    // The default device when it is a GPU (PYGPUKIT_DEVICE=cuda:1 picks that one's arch).
     std::optional<Device> gpu;
+    if (rt.default_device().is_cuda()) gpu = rt.default_device();
     for (const Device& d : rt.devices()) {
-      if (d.is_cuda()) {
-        gpu = d;
-        break;
-      }
+      if (!gpu.has_value() && d.is_cuda()) gpu = d;
     }
     if (!gpu.has_value()) {
       return ValueError(absl::StrCat("RawKernel ", JitProgramName(src.name),

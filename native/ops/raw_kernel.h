@@ -40,8 +40,8 @@ absl::Status LaunchRawKernel(const JitSource& src, absl::string_view kernel, con
                              absl::Span<const KernelArg> args,
                              std::optional<Device> device = std::nullopt);
 
-/// The cubin of `src` for `arch` ("sm_90"; default: the default CUDA device's), compiled or
-/// taken from the JIT cache. Needs NVRTC but no GPU.
+/// The cubin of `src` for `arch` ("sm_90"; default: the arch of the default device when it is a
+/// GPU, else of the first GPU), compiled or taken from the JIT cache. Needs NVRTC but no GPU.
 absl::StatusOr<std::string> CompileRawKernel(const JitSource& src,
                                              std::optional<std::string> arch = std::nullopt);
 

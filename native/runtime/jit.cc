@@ -1,6 +1,7 @@
 #include "runtime/jit.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <vector>
 
@@ -16,9 +17,9 @@
 namespace pygpukit {
 namespace {
 
+#if PGK_WITH_CUDA
 constexpr size_t kMaxEntryBytes = size_t{256} << 20;
 
-#if PGK_WITH_CUDA
 // Runs NVRTC on `src`: the cubin, or the annotated log of the failure.
 absl::StatusOr<std::string> RunNvrtc(const cuda::NvrtcApi& api, const JitSource& src,
                                      absl::string_view arch) {
@@ -65,6 +66,25 @@ absl::StatusOr<std::string> RunNvrtc(const cuda::NvrtcApi& api, const JitSource&
                                    JitAnnotateLog(log, program, src.source)));
 }
 #endif
+
+// The CUDA toolkit's include directory, so that sources can include <cuda_fp16.h>,
+// <cuda_bf16.h> and the like (NVRTC has only a few headers built in): $CUDA_PATH, $CUDA_HOME,
+// then /usr/local/cuda. "" when none has an include/cuda_fp16.h.
+const std::string& CudaIncludeDir() {
+  static const std::string dir = [] {
+    std::vector<std::string> roots;
+    for (const char* env : {"CUDA_PATH", "CUDA_HOME"}) {
+      if (const char* v = std::getenv(env); v != nullptr && *v != '\0') roots.push_back(v);
+    }
+    roots.push_back("/usr/local/cuda");
+    for (const std::string& r : roots) {
+      std::error_code ec;
+      if (std::filesystem::exists(r + "/include/cuda_fp16.h", ec)) return r + "/include";
+    }
+    return std::string();
+  }();
+  return dir;
+}
 
 }  // namespace
 
@@ -142,8 +162,11 @@ JitEngine::ImageOr JitEngine::Build(const JitSource& src, absl::string_view arch
 #endif
 }
 
-absl::StatusOr<std::shared_ptr<const std::string>> JitEngine::Image(const JitSource& src,
+absl::StatusOr<std::shared_ptr<const std::string>> JitEngine::Image(const JitSource& user,
                                                                     absl::string_view arch) {
+  // The toolkit's headers, when present, are on the include path (and so part of the key).
+  JitSource src = user;
+  if (!CudaIncludeDir().empty()) src.options.push_back(absl::StrCat("-I", CudaIncludeDir()));
 #if PGK_WITH_CUDA
   absl::StatusOr<const cuda::NvrtcApi*> api = cuda::LoadNvrtc();
   if (!api.ok()) {
@@ -158,6 +181,7 @@ absl::StatusOr<std::shared_ptr<const std::string>> JitEngine::Image(const JitSou
   std::promise<ImageOr> promise;
   std::shared_future<ImageOr> future;
   bool builder = false;
+  uint64_t generation = 0;
   {
     std::lock_guard<std::mutex> l(mu_);
     InitLocked();
@@ -169,14 +193,22 @@ absl::StatusOr<std::shared_ptr<const std::string>> JitEngine::Image(const JitSou
       future = promise.get_future().share();
       images_.emplace(key, future);
       builder = true;
+      generation = generation_;
     }
   }
   if (!builder) return future.get();  // compiled (or being compiled) by another call
-  ImageOr result = Build(src, arch, key);
+  ImageOr result = RuntimeError("jit: compiling failed");
+  try {
+    result = Build(src, arch, key);
+  } catch (const std::exception& e) {  // e.g. bad_alloc: waiters must still get an answer
+    result =
+        RuntimeError(absl::StrCat("jit: compiling ", JitProgramName(src.name), ".cu: ", e.what()));
+  }
   if (!result.ok()) {
-    // Failures are not cached: the next request tries again (e.g. after a full disk).
+    // Failures are not cached: the next request tries again (e.g. after a full disk). After a
+    // Clear the entry under this key may be another request's.
     std::lock_guard<std::mutex> l(mu_);
-    images_.erase(key);
+    if (generation == generation_) images_.erase(key);
   }
   promise.set_value(result);
   return result;
@@ -189,19 +221,20 @@ absl::StatusOr<void*> JitEngine::Function(const JitSource& src, absl::string_vie
   PGK_ASSIGN_OR_RETURN(hal::DeviceProperties props, cuda_->properties(device));
   const std::string arch = ArchOf(props.sm_major, props.sm_minor);
   PGK_ASSIGN_OR_RETURN(std::shared_ptr<const std::string> image, Image(src, arch));
-  PGK_ASSIGN_OR_RETURN(const cuda::NvrtcApi* api, cuda::LoadNvrtc());
-  const std::string key = JitKeyText(src, arch, absl::StrCat(api->major, ".", api->minor));
+  // Libraries and functions are keyed by the image object, which `retained_` keeps alive (and
+  // its address unique) for as long as the library is loaded.
   std::lock_guard<std::mutex> l(mu_);
-  auto fkey = std::make_pair(absl::StrCat(key, "\n", kernel), device);
+  auto fkey = std::make_tuple(image.get(), std::string(kernel), device);
   if (auto it = functions_.find(fkey); it != functions_.end()) return it->second;
-  void*& library = libraries_[key];
+  void*& library = libraries_[image.get()];
   if (library == nullptr) {
     absl::StatusOr<void*> lib = cuda_->LoadLibrary(image->data());
     if (!lib.ok()) {
-      libraries_.erase(key);
+      libraries_.erase(image.get());
       return lib.status();
     }
     library = *lib;
+    retained_.push_back(image);
   }
   absl::StatusOr<void*> fn = cuda_->GetFunction(library, std::string(kernel).c_str(), device);
   if (absl::IsNotFound(fn.status())) {
@@ -233,14 +266,19 @@ absl::Status JitEngine::Clear(bool disk) {
   std::lock_guard<std::mutex> l(mu_);
   InitLocked();
   images_.clear();
+  ++generation_;
   functions_.clear();
   libraries_.clear();  // loaded code stays resident (queued launches may still use it)
   if (!disk || !info_.disk_usable) return absl::OkStatus();
   namespace fs = std::filesystem;
   std::error_code ec;
   for (fs::directory_iterator it(info_.directory, ec), end; !ec && it != end; it.increment(ec)) {
+    // Only finished entries ("jit-<16 hex>.bin"): other processes' temporaries are theirs.
     const std::string name = it->path().filename().string();
-    if (name.rfind("jit-", 0) == 0) fs::remove(it->path(), ec);
+    const bool entry = name.size() == 24 && name.rfind("jit-", 0) == 0 &&
+                       name.compare(20, 4, ".bin") == 0 &&
+                       name.find_first_not_of("0123456789abcdef", 4) == 20;
+    if (entry) fs::remove(it->path(), ec);
     if (ec) break;
   }
   if (ec && ec != std::errc::no_such_file_or_directory) {

@@ -8,7 +8,9 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -67,9 +69,11 @@ class JitEngine {
   mutable std::mutex mu_;
   mutable bool initialized_ = false;
   mutable JitCacheInfo info_;
+  uint64_t generation_ = 0;                                    // bumped by Clear
   std::map<std::string, std::shared_future<ImageOr>> images_;  // by key text
-  std::map<std::string, void*> libraries_;                     // by key text (never unloaded)
-  std::map<std::pair<std::string, int>, void*> functions_;     // (key text + kernel, device)
+  std::map<const std::string*, void*> libraries_;  // by image (libraries are never unloaded)
+  std::vector<std::shared_ptr<const std::string>> retained_;  // the images of loaded libraries
+  std::map<std::tuple<const std::string*, std::string, int>, void*> functions_;
 };
 
 }  // namespace pygpukit

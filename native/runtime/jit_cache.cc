@@ -69,7 +69,7 @@ std::optional<std::string> ParseJitEntry(absl::string_view file, absl::string_vi
       return std::nullopt;
     }
     file.remove_prefix(eol + 1);
-    if (file.size() < n + 1 || file[n] != '\n') return std::nullopt;
+    if (n >= file.size() || file[n] != '\n') return std::nullopt;
     absl::string_view value = file.substr(0, n);
     file.remove_prefix(n + 1);
     return value;

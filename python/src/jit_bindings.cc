@@ -21,19 +21,28 @@ struct PyRawKernel {
   std::string kernel;
 };
 
-// An int or a sequence of 1..3 ints; missing dims are 1.
+// An int (or NumPy integer) or a sequence of 1..3 of them; missing dims are 1.
 std::array<int64_t, 3> ToDims(const pyb::handle& obj, const char* what, const std::string& op) {
   std::array<int64_t, 3> out{1, 1, 1};
+  auto is_int = [](const pyb::handle& v) {
+    return !pyb::isinstance<pyb::bool_>(v) && PyIndex_Check(v.ptr()) != 0;
+  };
   auto as_int = [&](const pyb::handle& v) -> int64_t {
-    if (pyb::isinstance<pyb::bool_>(v) || !pyb::isinstance<pyb::int_>(v)) {
+    if (!is_int(v)) {
       Check(TypeError(absl::StrCat(op, ": ", what,
                                    " must be an int or a tuple of up to 3 ints, "
                                    "got ",
                                    std::string(pyb::str(pyb::type::of(v).attr("__name__"))))));
     }
-    return v.cast<int64_t>();
+    const pyb::int_ i = pyb::reinterpret_steal<pyb::int_>(PyNumber_Index(v.ptr()));
+    const long long n = PyLong_AsLongLong(i.ptr());
+    if (n == -1 && PyErr_Occurred()) {
+      PyErr_Clear();
+      Check(ValueError(absl::StrCat(op, ": ", what, " has a dim out of range")));
+    }
+    return n;
   };
-  if (pyb::isinstance<pyb::int_>(obj) && !pyb::isinstance<pyb::bool_>(obj)) {
+  if (is_int(obj)) {
     out[0] = as_int(obj);
     return out;
   }
@@ -47,6 +56,27 @@ std::array<int64_t, 3> ToDims(const pyb::handle& obj, const char* what, const st
   for (size_t i = 0; i < seq.size(); ++i) out[i] = as_int(seq[i]);
   return out;
 }
+
+// `with stream:` around a launch, left on every path out.
+class StreamEntered {
+ public:
+  explicit StreamEntered(const pyb::object& stream) : stream_(stream) {
+    if (!stream_.is_none()) stream_.attr("__enter__")();
+  }
+  ~StreamEntered() {
+    if (stream_.is_none()) return;
+    try {
+      stream_.attr("__exit__")(pyb::none(), pyb::none(), pyb::none());
+    } catch (const pyb::error_already_set&) {
+      // Leaving the scope cannot fail for a scope this call entered; nothing to report.
+    }
+  }
+  StreamEntered(const StreamEntered&) = delete;
+  StreamEntered& operator=(const StreamEntered&) = delete;
+
+ private:
+  pyb::object stream_;
+};
 
 // Arrays pass their address; NumPy scalars their bytes; Python bool / int / float / complex
 // pass as bool / int64 / double / complex<double> (NumPy's defaults, as CuPy does): a kernel
@@ -62,7 +92,7 @@ ops::KernelArg ToArg(const pyb::handle& v, size_t i, const std::string& op) {
     std::memcpy(a.bytes.data(), &value, sizeof(value));
     a.size = sizeof(value);
   };
-  static const pyb::object generic = pyb::module_::import("numpy").attr("generic");
+  const pyb::object generic = pyb::module_::import("numpy").attr("generic");
   if (pyb::isinstance(v, generic)) {
     const pyb::object dt = v.attr("dtype");
     const std::string kind = pyb::str(dt.attr("kind"));
@@ -144,25 +174,31 @@ np.float32(...). The launch goes on the arrays' device, on its current stream (o
             if (!pyb::isinstance<pyb::tuple>(args) && !pyb::isinstance<pyb::list>(args)) {
               Check(TypeError(absl::StrCat(op, ": args must be a tuple or list")));
             }
+            // A tuple copy: the arrays stay referenced (and the list may change) while the GIL
+            // is released below.
+            const pyb::tuple held(pyb::reinterpret_borrow<pyb::object>(args));
             std::vector<ops::KernelArg> kargs;
-            const auto seq = args.cast<pyb::sequence>();
-            for (size_t i = 0; i < seq.size(); ++i) kargs.push_back(ToArg(seq[i], i, op));
+            for (size_t i = 0; i < held.size(); ++i) kargs.push_back(ToArg(held[i], i, op));
             std::optional<Device> dev;
             if (!device.is_none()) dev = ToDevice(device, op);
-            // `stream` works like `with stream:` around the launch.
             if (!stream.is_none()) {
-              static const pyb::object stream_type =
-                  pyb::module_::import("pygpukit._core").attr("Stream");
+              const pyb::object stream_type = pyb::module_::import("pygpukit._core").attr("Stream");
               if (!pyb::isinstance(stream, stream_type)) {
                 Check(TypeError(
                     absl::StrCat(op, ": stream must be a gp.Stream, got ",
                                  std::string(pyb::str(pyb::type::of(stream).attr("__name__"))))));
               }
-              stream.attr("__enter__")();
+              // The launch goes to the stream's device; arrays or `device` elsewhere are refused.
+              const Device on = stream.attr("device").cast<Device>();
+              if (dev.has_value() && *dev != on) {
+                Check(ValueError(absl::StrCat(op, ": stream on ", on.ToString(),
+                                              " but device=", dev->ToString())));
+              }
+              dev = on;
             }
+            StreamEntered entered(stream);
             absl::Status st =
                 WithoutGil([&] { return ops::LaunchRawKernel(k.src, k.kernel, dims, kargs, dev); });
-            if (!stream.is_none()) stream.attr("__exit__")(pyb::none(), pyb::none(), pyb::none());
             Check(st);
           },
           pyb::arg("grid"), pyb::arg("block"), pyb::arg("args"), pyb::kw_only(),

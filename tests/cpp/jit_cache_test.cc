@@ -82,6 +82,12 @@ TEST(JitCache, DamagedOrForeignEntriesAreRejected) {
   }
   EXPECT_FALSE(ParseJitEntry("", key).has_value());
   EXPECT_FALSE(ParseJitEntry("garbage", key).has_value());
+  // Length fields near the size limits must not wrap around the bounds checks.
+  const std::string magic = file.substr(0, file.find('\n') + 1);
+  for (const char* n : {"18446744073709551615", "18446744073709551614", "9223372036854775808"}) {
+    EXPECT_FALSE(ParseJitEntry(magic + "key=" + n + "\nabc", key).has_value()) << n;
+    EXPECT_FALSE(ParseJitEntry(magic + "key=" + n + "\n", key).has_value()) << n;
+  }
 }
 
 TEST(JitCache, ProgramNamesAreSanitized) {

@@ -165,7 +165,9 @@ def test_disk_cache_across_processes(device, tmp_path):
 def test_bad_launch_arguments(device):
     k = gp.RawKernel(ADD, "add")
     x = gp.zeros((4,), dtype=gp.float32)
-    for grid, block in [(0, 32), ((1, 0), 32), (1, 2048), (1, (32, 32, 2)), (1, (1, 1, 65))]:
+    bad = [(0, 32), ((1, 0), 32), (1, 2048), (1, (32, 32, 2)), (1, (1, 1, 65))]
+    bad += [(1, (2**32, 2**32, 1)), (2**31, 32), ((1, 65536), 32), (2**70, 32)]
+    for grid, block in bad:
         with pytest.raises(ValueError, match="RawKernel add"):
             k(grid, block, (x, x, x, 4))
     with pytest.raises(ValueError, match="dims"):
@@ -186,6 +188,12 @@ def test_bad_launch_arguments(device):
         k(1, 32, (x, x, x, 4), shared_mem=-1)
     with pytest.raises(TypeError, match="stream"):
         k(1, 32, (x, x, x, 4), stream="s")
+    with pytest.raises(TypeError, match="grid"):
+        k(1.0, 32, (x, x, x, 4))
+    with pytest.raises(TypeError, match="grid"):
+        k(True, 32, (x, x, x, 4))
+    with pytest.raises(ValueError, match="stream on cpu but device=cuda:0"):
+        k(np.int64(1), 32, (4,), stream=gp.Stream(device="cpu"), device="cuda:0")
 
 
 def test_cpu_arrays_are_refused():
@@ -226,6 +234,22 @@ extern "C" __global__ void scalars(signed char i8, short i16, int i32, long long
   out[6] = f64; out[7] = flag; out[8] = re; out[9] = im;
 }
 """
+
+
+COMPLEX = r"""
+struct c128 { double re, im; };
+extern "C" __global__ void more(c128 c, unsigned short bf16_bits, double* out) {
+  out[0] = c.re; out[1] = c.im; out[2] = __uint_as_float((unsigned)bf16_bits << 16);
+}
+"""
+
+
+@pytest.mark.gpu
+def test_complex_and_bfloat16_scalars(cuda):
+    ml = pytest.importorskip("ml_dtypes")
+    out = gp.zeros((3,), dtype=gp.float64, device=cuda)
+    gp.RawKernel(COMPLEX, "more")(1, 1, (1.5 - 2j, np.array(0.75, ml.bfloat16)[()], out))
+    np.testing.assert_array_equal(host(out), [1.5, -2.0, 0.75])
 
 
 @pytest.mark.gpu
@@ -279,9 +303,16 @@ def test_launch_on_a_stream(rng, cuda):
     x = gp.asarray(a, device=cuda)
     z = gp.empty((n,), dtype=gp.float32, device=cuda)
     s = gp.Stream(device=cuda)
-    gp.RawKernel(ADD, "add")(n // 256, 256, (x, x, z, n), stream=s)
+    args = [x, x, z, n]
+    gp.RawKernel(ADD, "add")(n // 256, 256, args, stream=s)
     s.synchronize()
     np.testing.assert_array_equal(host(z), a + a)
+    # The thread's stream is restored, also after a launch that fails.
+    with pytest.raises(ValueError):
+        gp.RawKernel(ADD, "sub")(1, 32, args, stream=s)
+    gp.RawKernel(ADD, "add")(n // 256, 256, (z, z, x, n))
+    gp.synchronize(cuda)
+    np.testing.assert_array_equal(host(x), 4 * a)
 
 
 @pytest.mark.gpu
@@ -292,8 +323,19 @@ def test_missing_kernel_and_launch_failures(cuda):
     with pytest.raises(RuntimeError, match="f.cu"):
         gp.RawKernel('extern "C" __global__ void f() { undefined(); }', "f")(1, 1, ())
     # More shared memory than any GPU has fails at launch, naming the geometry.
-    with pytest.raises(RuntimeError, match="shared_mem"):
+    with pytest.raises(ValueError, match="shared_mem .* exceeds"):
         gp.RawKernel(ADD, "add")(1, 32, (x, x, x, 4), shared_mem=1 << 29)
+    # A launch the driver refuses (too many registers for 1024 threads is hard to force; an
+    # out-of-range cluster is not expressible) is a RuntimeError naming the geometry: a kernel
+    # whose static shared memory plus the dynamic request exceed the limit.
+    big = gp.RawKernel(
+        'extern "C" __global__ void big(float* p) { __shared__ float s[12000]; '
+        "s[threadIdx.x] = 1; __syncthreads(); p[0] = s[0]; }",
+        "big",
+    )
+    limit = gp.device_properties(cuda)["max_shared_memory_per_block"]
+    with pytest.raises(RuntimeError, match="big: launch with grid"):
+        big(1, 32, (x,), shared_mem=limit)
     # The device stays usable.
     gp.RawKernel(ADD, "add")(1, 32, (x, x, x, 4))
     gp.synchronize(cuda)
