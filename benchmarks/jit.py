@@ -88,13 +88,14 @@ def main():
     p.add_argument("--iters", type=int, default=2000)
     p.add_argument("--out", default=None, help="JSON folder (default benchmarks/results)")
     args = p.parse_args()
+    cache_dir = tempfile.mkdtemp(prefix="pgk-jit-bench-")
+    os.environ["PYGPUKIT_CACHE_DIR"] = cache_dir  # read at the JIT's first use, just below
     info = gp.runtime_info()
     if not info["cuda_available"] or not gp.jit.cache_info()["nvrtc_available"]:
         sys.exit(f"needs a CUDA device and NVRTC: {info['cuda_status']}")
+    assert gp.jit.cache_info()["directory"] == os.path.join(cache_dir, "jit")
     dev = gp.Device("cuda:0")
     props = gp.device_properties(dev)
-    cache_dir = tempfile.mkdtemp(prefix="pgk-jit-bench-")
-    os.environ["PYGPUKIT_CACHE_DIR"] = cache_dir  # read at the JIT's first use, below
     x = gp.ones((16,), device=dev)
     z = gp.empty((16,), dtype=gp.float32, device=dev)
 
