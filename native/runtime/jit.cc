@@ -67,23 +67,28 @@ absl::StatusOr<std::string> RunNvrtc(const cuda::NvrtcApi& api, const JitSource&
 }
 #endif
 
-// The CUDA toolkit's include directory, so that sources can include <cuda_fp16.h>,
-// <cuda_bf16.h> and the like (NVRTC has only a few headers built in): $CUDA_PATH, $CUDA_HOME,
-// then /usr/local/cuda. "" when none has an include/cuda_fp16.h.
-const std::string& CudaIncludeDir() {
-  static const std::string dir = [] {
+// Include options for the CUDA toolkit's headers, so that sources can include <cuda_fp16.h>,
+// <cuda_bf16.h> and libcu++ (<cuda/std/...>; under include/cccl since CUDA 13): NVRTC has only a
+// few headers built in. The toolkit is $CUDA_PATH, $CUDA_HOME or /usr/local/cuda, the first with
+// include/cuda_fp16.h; none found: no options.
+const std::vector<std::string>& CudaIncludeOptions() {
+  static const std::vector<std::string> options = [] {
     std::vector<std::string> roots;
     for (const char* env : {"CUDA_PATH", "CUDA_HOME"}) {
       if (const char* v = std::getenv(env); v != nullptr && *v != '\0') roots.push_back(v);
     }
     roots.push_back("/usr/local/cuda");
+    std::error_code ec;
     for (const std::string& r : roots) {
-      std::error_code ec;
-      if (std::filesystem::exists(r + "/include/cuda_fp16.h", ec)) return r + "/include";
+      const std::string inc = r + "/include";
+      if (!std::filesystem::exists(inc + "/cuda_fp16.h", ec)) continue;
+      std::vector<std::string> out = {"-I" + inc};
+      if (std::filesystem::exists(inc + "/cccl/cuda/std", ec)) out.push_back("-I" + inc + "/cccl");
+      return out;
     }
-    return std::string();
+    return std::vector<std::string>();
   }();
-  return dir;
+  return options;
 }
 
 }  // namespace
@@ -164,9 +169,9 @@ JitEngine::ImageOr JitEngine::Build(const JitSource& src, absl::string_view arch
 
 absl::StatusOr<std::shared_ptr<const std::string>> JitEngine::Image(const JitSource& user,
                                                                     absl::string_view arch) {
-  // The toolkit's headers, when present, are on the include path (and so part of the key).
+  // The toolkit's headers, when present, are on the include path (and so in the key).
   JitSource src = user;
-  if (!CudaIncludeDir().empty()) src.options.push_back(absl::StrCat("-I", CudaIncludeDir()));
+  for (const std::string& o : CudaIncludeOptions()) src.options.push_back(o);
 #if PGK_WITH_CUDA
   absl::StatusOr<const cuda::NvrtcApi*> api = cuda::LoadNvrtc();
   if (!api.ok()) {

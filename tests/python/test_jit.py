@@ -64,6 +64,34 @@ def test_compile_errors_carry_the_log_and_the_source_line(device):
         gp.RawKernel(ADD, "add", options=["--bogus"]).compile(arch="sm_90")
 
 
+@pytest.mark.skipif(
+    not any(
+        os.path.exists(os.path.join(r, "include", "cuda_fp16.h"))
+        for r in (
+            os.environ.get("CUDA_PATH", ""),
+            os.environ.get("CUDA_HOME", ""),
+            "/usr/local/cuda",
+        )
+        if r
+    ),
+    reason="no CUDA toolkit headers found",
+)
+def test_toolkit_headers_are_on_the_include_path(device):
+    nvrtc()
+    src = """
+    #include <cuda_fp16.h>
+    #include <cuda_bf16.h>
+    #include <cuda/std/cstdint>
+    #include <cuda/std/type_traits>
+    extern "C" __global__ void f(__half* h, __nv_bfloat16* b, cuda::std::int64_t* n) {
+      static_assert(cuda::std::is_same_v<cuda::std::int64_t, long long> ||
+                    cuda::std::is_same_v<cuda::std::int64_t, long>);
+      h[0] = __float2half(1.f); b[0] = __float2bfloat16(2.f); n[0] = 3;
+    }
+    """
+    assert gp.RawKernel(src, "f").compile(arch="sm_90")[:4] == b"\x7fELF"
+
+
 def test_compile_refuses_bad_arches(device):
     k = gp.RawKernel(ADD, "add")
     for arch in ["compute_90", "sm90", "sm_", "sm_9x", "90"]:
