@@ -6,9 +6,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/status.h"
 #include "runtime/cache_files.h"
+#include "runtime/jit_headers.h"
 #if PGK_WITH_CUDA
 #include "core/cuda/cuda_backend.h"
 #include "core/cuda/nvrtc_api.h"
@@ -25,9 +27,16 @@ absl::StatusOr<std::string> RunNvrtc(const cuda::NvrtcApi& api, const JitSource&
                                      absl::string_view arch) {
   const std::string program = JitProgramName(src.name);
   const std::string file = absl::StrCat(program, ".cu");
+  // The embedded headers (scalar semantics shared with the other backends, std stand-ins).
+  std::vector<const char*> header_texts, header_names;
+  for (const JitHeader& h : JitEmbeddedHeaders()) {
+    header_texts.push_back(h.text);
+    header_names.push_back(h.name);
+  }
   nvrtcProgram prog = nullptr;
-  nvrtcResult r =
-      api.nvrtcCreateProgram(&prog, src.source.c_str(), file.c_str(), 0, nullptr, nullptr);
+  nvrtcResult r = api.nvrtcCreateProgram(&prog, src.source.c_str(), file.c_str(),
+                                         static_cast<int>(header_texts.size()), header_texts.data(),
+                                         header_names.data());
   if (r != NVRTC_SUCCESS) {
     return RuntimeError(
         absl::StrCat("jit: nvrtcCreateProgram(", file, "): ", api.nvrtcGetErrorString(r)));
@@ -89,6 +98,19 @@ const std::vector<std::string>& CudaIncludeOptions() {
     return std::vector<std::string>();
   }();
   return options;
+}
+
+// What the key records of the compiler: NVRTC's version and a hash of the embedded headers,
+// so that a library whose headers changed does not reuse images built from the old ones.
+std::string CompilerId(int major, int minor) {
+  static const std::string headers = [] {
+    std::string all;
+    for (const JitHeader& h : JitEmbeddedHeaders()) {
+      absl::StrAppend(&all, h.name, "\n", h.size, "\n", absl::string_view(h.text, h.size));
+    }
+    return absl::StrFormat("%016x", JitHash(all));
+  }();
+  return absl::StrCat(major, ".", minor, "+headers-", headers);
 }
 
 }  // namespace
@@ -179,7 +201,7 @@ absl::StatusOr<std::shared_ptr<const std::string>> JitEngine::Image(const JitSou
         "jit: NVRTC is not available, so CUDA source cannot be compiled: ", api.status().message(),
         " (install the CUDA toolkit's NVRTC library, libnvrtc.so)"));
   }
-  const std::string key = JitKeyText(src, arch, absl::StrCat((*api)->major, ".", (*api)->minor));
+  const std::string key = JitKeyText(src, arch, CompilerId((*api)->major, (*api)->minor));
 #else
   const std::string key = JitKeyText(src, arch, "none");
 #endif

@@ -235,6 +235,54 @@ TEST_F(JitTest, WithoutACacheDirectoryImagesStayInMemory) {
   EXPECT_EQ(i.compiles, 1);
 }
 
+TEST_F(JitTest, SharedScalarHeadersCompileUnderNvrtc) {
+  // The headers the CPU loops and nvcc kernels are built from reach NVRTC unchanged (embedded,
+  // with stand-ins for <cstdint> and friends): casts between every storage type, and the
+  // arithmetic ops on each kind.
+  JitSource s;
+  s.name = "shared";
+  s.source = R"(#include "ops/kernels/elementwise.h"
+#include "ops/kernels/gemm_epilogue.h"
+using namespace pygpukit;
+using namespace pygpukit::kernels;
+template <typename A, typename B>
+__device__ void CastBoth(const ElementwiseParams& p, long long i) {
+  CopyElement<A, B>(p, i);
+  CopyElement<B, A>(p, i);
+}
+template <typename T>
+__device__ void Arith(const ElementwiseParams& p, long long i) {
+  BinaryElement<AddOp, T>(p, i);
+  BinaryElement<SubOp, T>(p, i);
+  BinaryElement<MulOp, T>(p, i);
+  UnaryElement<NegOp, T>(p, i);
+  // Integers divide in floating point (the op layer promotes them first).
+  if constexpr (!std::is_integral_v<T>) BinaryElement<DivOp, T>(p, i);
+}
+extern "C" __global__ void all(ElementwiseParams p) {
+  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i >= p.n) return;
+  CastBoth<float16, bfloat16>(p, i);
+  CastBoth<double, float16>(p, i);
+  CastBoth<int64_t, bfloat16>(p, i);
+  CastBoth<uint64_t, float>(p, i);
+  CastBoth<bool, Complex<double>>(p, i);
+  CastBoth<int8_t, Complex<float>>(p, i);
+  Arith<float16>(p, i);
+  Arith<bfloat16>(p, i);
+  Arith<float>(p, i);
+  Arith<double>(p, i);
+  Arith<int32_t>(p, i);
+  Arith<uint8_t>(p, i);
+  Arith<Complex<float>>(p, i);
+  Arith<Complex<double>>(p, i);
+})";
+  JitEngine jit(nullptr);
+  absl::StatusOr<std::shared_ptr<const std::string>> image = jit.Image(s, "sm_90");
+  ASSERT_TRUE(image.ok()) << image.status();
+  EXPECT_TRUE(IsElf(**image));
+}
+
 TEST_F(JitTest, FunctionsNeedACudaBackend) {
   JitEngine jit(nullptr);
   EXPECT_EQ(ErrorTypeOf(jit.Function(Add(), "add", 0).status()), ErrorType::kNotImplemented);

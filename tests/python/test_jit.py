@@ -376,3 +376,36 @@ def test_readme_example_runs(cuda, capsys):
     code = section[section.index("```python\n") + 10 : section.index("```\n", 10)]
     exec(compile(code, "README.md", "exec"), {})  # noqa: S102 - the documented example
     assert capsys.readouterr().out.startswith("[3. 3. 3.]")
+
+
+CAST = r"""
+#include "ops/kernels/scalar_ops.h"
+using namespace pygpukit;
+extern "C" __global__ void cast(const double* x, float16* h, bfloat16* b, int* i32, long long n) {
+  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) {
+    h[i] = kernels::Cast<float16>(x[i]);
+    b[i] = kernels::Cast<bfloat16>(x[i]);
+    i32[i] = kernels::Cast<int32_t>(x[i]);
+  }
+}
+"""
+
+
+@pytest.mark.gpu
+def test_shared_scalar_semantics_match_the_cpu_backend(rng, cuda):
+    # The JIT compiles the same Cast the CPU loops run: identical bits, special values included
+    # (rounding ties, subnormals, overflow, NaN, out-of-range integers).
+    special = [0.0, -0.0, np.inf, -np.inf, np.nan, 1 + 2**-11, 1 + 3 * 2**-11, 65520.0, 2**-25]
+    special += [1 + 2**-8, 3.4e38, 1e10, -1e10, 2**31, -(2**31) - 1, 0.5, -1.5, 6e-8]
+    x = np.concatenate([special, rng.standard_normal(4000) * 10.0 ** rng.integers(-8, 8, 4000)])
+    n = x.size
+    gx = gp.asarray(x, device=cuda)
+    h = gp.empty((n,), dtype=gp.float16, device=cuda)
+    b = gp.empty((n,), dtype=gp.bfloat16, device=cuda)
+    i = gp.empty((n,), dtype=gp.int32, device=cuda)
+    gp.RawKernel(CAST, "cast")((n + 127) // 128, 128, (gx, h, b, i, n))
+    cpu = gp.asarray(x, device="cpu")
+    for got, dt in [(h, gp.float16), (b, gp.bfloat16), (i, gp.int32)]:
+        want = host(cpu.astype(dt))
+        assert np.array_equal(host(got).view(np.uint8), want.view(np.uint8)), dt
