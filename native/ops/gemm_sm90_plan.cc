@@ -74,7 +74,8 @@ absl::StatusOr<Sm90Plan> PlanSm90(const Sm90PlanInput& in) {
     //    H100 moves ~2.8 TB/s, 784 KB per step, once about half its SMs stream 128-row tiles
     //    (128 x 8192 x 8192: 64 CTAs 2.56 TB/s, 128 CTAs with 2 splits 2.14), but needs all of
     //    them for tiles with at most 64 rows in M (1 x 8192 x 8192: 64 CTAs 1.70 TB/s, 128 CTAs
-    //    2.42; 1 x 14336 x 4096, 32 tiles: 1.29 / 2.03 / 2.29 / 2.41 with 1 / 2 / 3 / 4 splits).
+    //    2.42; M = 1, K = 14336, N = 4096, 32 tiles: 1.29 / 2.03 / 2.29 / 2.41 TB/s with 1 / 2 /
+    //    3 / 4 splits).
     //  * Split units run in one wave: a second, partial wave of units costs more than it saves.
     const double step_bytes = 784e3 * static_cast<double>(sms) / 132.0;
     const double operand_bytes =
