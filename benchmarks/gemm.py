@@ -30,14 +30,13 @@ Rows with M <= 128 also report effective weight bandwidth K * N * itemsize / tim
 
 import argparse
 import itertools
-import json
 import math
-import os
 import platform
 import statistics
 import sys
 
 import numpy as np
+from results_file import write_result
 
 import pygpukit as gp
 
@@ -472,20 +471,9 @@ def main():
         "results": results,
         "summary": summary,
     }
-    out = args.out
-    if out is None and not cpu:
-        out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
-    if out is None:
-        print("\n(CPU run: no JSON written; pass --out DIR to write one)")
-        return 0
-    name = "cpu" if cpu else f"{props['name'].replace(' ', '-')}-sm{props['sm']}"
     suffix = ("-quick" if args.quick else "") + ("-cold-l2" if args.cold_l2 else "")
     suffix += "-bt" if args.b_layout == "t" else ""
-    os.makedirs(out, exist_ok=True)
-    path = os.path.join(out, f"{name}-gemm{suffix}.json")
-    with open(path, "w") as fh:
-        json.dump(result, fh, indent=1)
-    print(f"\nwrote {path}")
+    write_result(result, args.out, props, "gemm", cuda=not cpu, suffix=suffix)
     return 0
 
 

@@ -14,7 +14,6 @@ The first three are single-shot and vary with the host and file system; each is 
 """
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -24,6 +23,7 @@ import tempfile
 import time
 
 import numpy as np
+from results_file import write_result
 
 import pygpukit as gp
 
@@ -160,12 +160,7 @@ def main():
         "launch overhead per call (us): "
         + ", ".join(f"{k} {v:.2f}" if v is not None else f"{k} -" for k, v in launch.items())
     )
-    out = args.out or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
-    os.makedirs(out, exist_ok=True)
-    path = os.path.join(out, f"{props['name'].replace(' ', '-')}-sm{props['sm']}-jit.json")
-    with open(path, "w") as fh:
-        json.dump(result, fh, indent=1)
-    print(f"wrote {path}")
+    write_result(result, args.out, props, "jit", cuda=True)
 
 
 if __name__ == "__main__":

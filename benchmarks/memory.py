@@ -25,7 +25,6 @@ nothing. CUDA results go to <out>/<gpu>-sm<XY>-memory.json (CPU runs write JSON 
 
 import argparse
 import functools
-import json
 import os
 import platform
 import statistics
@@ -47,6 +46,7 @@ from memory_common import (
     _table,
 )
 from memory_frag import bench_frag
+from results_file import write_result
 
 import pygpukit as gp
 
@@ -433,19 +433,8 @@ def main():
             result["spill"] = None
             print(f"\n== spill: not available on {dev}: {e}")
 
-    out = args.out
-    if out is None and dev.type == "cuda":
-        out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
-    if out is None:
-        print("\n(CPU run: no JSON written; pass --out DIR to write one)")
-    else:
-        name = props["name"].replace(" ", "-") if dev.type == "cuda" else "cpu"
-        sm = f"-sm{props['sm']}" if dev.type == "cuda" else ""
-        os.makedirs(out, exist_ok=True)
-        path = os.path.join(out, f"{name}{sm}-memory{'-quick' if quick else ''}.json")
-        with open(path, "w") as f:
-            json.dump(result, f, indent=1)
-        print(f"\nwrote {path}")
+    suffix = "-quick" if quick else ""
+    write_result(result, args.out, props, "memory", cuda=dev.type == "cuda", suffix=suffix)
     bad = [k for k, v in result.get("transfer", {}).get("checks", {}).items() if not v]
     if bad or (result.get("spill") and not result["spill"]["bit_exact"]):
         return 1

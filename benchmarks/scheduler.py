@@ -29,7 +29,6 @@ the two threads do not dominate. CUDA results go to benchmarks/results/<gpu>-sm<
 
 import argparse
 import contextlib
-import json
 import os
 import platform
 import statistics
@@ -38,6 +37,7 @@ import threading
 import time
 
 import numpy as np
+from results_file import write_result
 
 import pygpukit as gp
 
@@ -403,19 +403,8 @@ def main():
         "results": results,
         "summary": summary,
     }
-    out = args.out
-    if out is None and cuda:
-        out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
-    if out is None:
-        print("\n(CPU run: no JSON written; pass --out DIR to write one)")
-        return
-    name = props["name"].replace(" ", "-") if cuda else "cpu"
-    sm = f"-sm{props['sm']}" if cuda else ""
-    os.makedirs(out, exist_ok=True)
-    path = os.path.join(out, f"{name}{sm}-scheduler{'-quick' if args.quick else ''}.json")
-    with open(path, "w") as f:
-        json.dump(result, f, indent=1)
-    print(f"\nwrote {path}")
+    suffix = "-quick" if args.quick else ""
+    write_result(result, args.out, props, "scheduler", cuda=cuda, suffix=suffix)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
@@ -72,13 +73,19 @@ bool FitsInteger(int64_t v) {
 
 absl::StatusOr<ResidencyPin> Resident(absl::Span<const GPUArray* const> arrays) {
   ResidencyPin pin;
+  // The thread's current stream, looked up once per device (ops pass arrays of one device).
+  std::optional<Device> stream_device;
+  hal::Stream* s = nullptr;
   for (const GPUArray* a : arrays) {
     if (a == nullptr) continue;
     PGK_RETURN_IF_ERROR(pin.Add(a->buffer()));
     // Work is about to be queued on the thread's current stream (a scheduled task's own stream
     // differs from the one the buffer came from): its memory must not be reused before then.
     Buffer& buf = *a->buffer();
-    PGK_ASSIGN_OR_RETURN(hal::Stream * s, Runtime::Get().stream(a->device()));
+    if (stream_device != a->device()) {
+      PGK_ASSIGN_OR_RETURN(s, Runtime::Get().stream(a->device()));
+      stream_device = a->device();
+    }
     if (s != buf.stream()) {
       PGK_RETURN_IF_ERROR(buf.pool()->RecordStream(buf, *s));
       // A page-in (the pin may just have done one) is ordered on the buffer's own stream only.
