@@ -30,7 +30,8 @@ AdmissionController::Key AdmissionController::KeyOf(const Task& t) {
              t.spec.deadline_ns > 0 ? t.spec.deadline_ns : kNoDeadline, t.spec.id};
 }
 
-absl::Status AdmissionController::AddTenant(const TenantSpec& in) {
+absl::Status AdmissionController::AddTenant(const TenantSpec& in,
+                                            std::vector<Decision>* decisions) {
   TenantSpec spec = in;
   const std::string what = absl::StrCat("tenant '", spec.name, "'");
   if (spec.name.empty()) return ValueError("tenant: the name is empty");
@@ -85,6 +86,29 @@ absl::Status AdmissionController::AddTenant(const TenantSpec& in) {
   t.counts.qos = spec.qos;
   t.counts.memory_request = spec.memory_request;
   t.counts.memory_limit = spec.memory_limit;
+  if (spec.memory_request == 0) return absl::OkStatus();
+  // Less unreserved capacity: pending tasks beyond their tenant's new maximum would otherwise
+  // wait for a deadline (or forever). In id order, so that replays decide alike.
+  std::vector<uint64_t> unfit;
+  for (const auto& [id, task] : tasks_) {
+    if (!task.active && task.spec.memory > MaxFit(*task.tenant)) unfit.push_back(id);
+  }
+  std::sort(unfit.begin(), unfit.end());
+  std::vector<Decision> out;
+  for (uint64_t id : unfit) {
+    auto it = tasks_.find(id);
+    if (it == tasks_.end()) continue;  // cancelled with an earlier one it depended on
+    const Tenant& owner = *it->second.tenant;
+    Drop(id, TaskState::kRejected,
+         absl::StrCat("memory estimate ", FormatBytes(it->second.spec.memory),
+                      " can no longer fit tenant '", owner.spec.name, "' (",
+                      QosClassName(owner.spec.qos), ", request ",
+                      FormatBytes(owner.spec.memory_request), ") after tenant '", spec.name,
+                      "' reserved ", FormatBytes(spec.memory_request), "; unreserved capacity ",
+                      FormatBytes(capacity_ - reserved_)),
+         &out);
+  }
+  if (decisions != nullptr) decisions->insert(decisions->end(), out.begin(), out.end());
   return absl::OkStatus();
 }
 
@@ -410,7 +434,7 @@ absl::Status AdmissionController::Apply(const AdmissionEvent& e, std::vector<Dec
   };
   switch (e.kind) {
     case K::kAddTenant:
-      return AddTenant(e.tenant);
+      return AddTenant(e.tenant, decisions);
     case K::kRemoveTenant:
       return RemoveTenant(e.name);
     case K::kSubmit:

@@ -22,7 +22,8 @@
 //  5. Head of line. Within one tenant, a task that does not fit blocks the tenant's later tasks
 //     in this pass (so small tasks cannot starve a large one); other tenants go on. Tasks
 //     waiting for dependencies block nobody.
-//  6. Expiry. A pending task whose deadline passes is rejected.
+//  6. Expiry. A pending task whose deadline passes is rejected; so is one that a new tenant's
+//     reservation leaves unable ever to fit.
 //  7. Release. Finishing (completed, failed or cancelled) returns the task's estimate; then
 //     the queue is considered again.
 #pragma once
@@ -109,7 +110,9 @@ class AdmissionController {
   explicit AdmissionController(int64_t capacity_bytes);
 
   /// Adds a tenant; ValueError for a bad spec, a duplicate name or an over-committed capacity.
-  absl::Status AddTenant(const TenantSpec& spec);
+  /// Its reservation shrinks what other tenants can borrow: pending tasks that can then never
+  /// fit are rejected at once (with their dependents cancelled), reported in `decisions`.
+  absl::Status AddTenant(const TenantSpec& spec, std::vector<Decision>* decisions = nullptr);
   /// Removes a tenant with no pending or active tasks (ValueError otherwise).
   absl::Status RemoveTenant(const std::string& name);
   bool HasTenant(const std::string& name) const { return tenants_.contains(name); }

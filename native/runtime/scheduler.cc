@@ -123,26 +123,29 @@ absl::Status Scheduler::AddTenant(const TenantOptions& o) {
   TenantSpec spec{o.name, o.qos, o.memory_request, o.memory_limit, o.max_running, o.queue_capacity};
   std::lock_guard<std::mutex> l(mu_);
   if (stopping_) return RuntimeError(absl::StrCat(what, ": the scheduler is shut down"));
-  PGK_RETURN_IF_ERROR(admission_.AddTenant(spec));  // validates the memory spec
-  // Guaranteed: the request; the others are set by UpdateQuotasLocked.
-  t->quota = std::make_shared<MemoryQuota>(o.name, o.memory_request);
-  t->quota->set_spill_order(o.qos == QosClass::kGuaranteed   ? SpillOrder::kNever
-                            : o.qos == QosClass::kBestEffort ? SpillOrder::kFirst
-                                                             : SpillOrder::kNormal);
+  // Streams first: once admission control has the tenant, its reservation may already have
+  // rejected other tenants' queued tasks, which cannot be undone.
   absl::Status status;
   for (int i = 0; i < o.streams && status.ok(); ++i) {
     auto s = Runtime::Get().AcquireStream(device_, t->stream_priority);
     status = s.status();
     if (s.ok()) t->streams.push_back(*s);
   }
+  std::vector<Decision> rejected;
+  if (status.ok()) status = admission_.AddTenant(spec, &rejected);  // validates the memory spec
   if (!status.ok()) {
     for (hal::Stream* s : t->streams) Runtime::Get().ReleaseStream(s);
-    (void)admission_.RemoveTenant(o.name);
     return status;
   }
+  // Guaranteed: the request; the others are set by UpdateQuotasLocked.
+  t->quota = std::make_shared<MemoryQuota>(o.name, o.memory_request);
+  t->quota->set_spill_order(o.qos == QosClass::kGuaranteed   ? SpillOrder::kNever
+                            : o.qos == QosClass::kBestEffort ? SpillOrder::kFirst
+                                                             : SpillOrder::kNormal);
   t->stream_priority = t->streams.front()->priority();  // as clamped
   tenants_[o.name] = std::move(t);
   UpdateQuotasLocked();
+  if (!rejected.empty()) ApplyLocked(rejected);
   return absl::OkStatus();
 }
 

@@ -68,6 +68,13 @@ class Harness {
     absl::Status s = c.AddTenant(spec);
     ASSERT_TRUE(s.ok()) << s;
   }
+  // Adds a tenant and returns the decisions its reservation caused.
+  Names AddReporting(const TenantSpec& spec) {
+    std::vector<Decision> ds;
+    absl::Status s = c.AddTenant(spec, &ds);
+    EXPECT_TRUE(s.ok()) << s;
+    return Strs(Remember(ds));
+  }
 
   Names Submit(uint64_t id, const std::string& tenant, int64_t memory, int priority = 0,
                int64_t deadline = 0, std::vector<uint64_t> deps = {}) {
@@ -262,6 +269,39 @@ TEST(Admission, BurstableBorrowsUnreservedCapacityUpToItsLimit) {
   EXPECT_EQ(h.Tenant("c").memory_admitted, 160);
   EXPECT_EQ(h.c.stats().borrowed, 150 + 60);
   EXPECT_EQ(h.Tenant("g").memory_admitted, 0) << "the guaranteed reservation stays untouched";
+}
+
+TEST(Admission, ANewReservationRejectsQueuedTasksThatCanNoLongerFit) {
+  Harness h;
+  h.c.set_recording(true);
+  h.Add(B("burst", 100, 0, /*max_running=*/1));
+  h.Add(BE("batch"));
+  EXPECT_EQ(h.Submit(1, "burst", 100), Names({"1:admitted"}));
+  // Queued behind max_running: 800 fits burst's 100 + 900 unreserved, for now.
+  EXPECT_EQ(h.Submit(2, "burst", 800), Names{});
+  EXPECT_EQ(h.Submit(3, "burst", 500), Names{});
+  EXPECT_EQ(h.Submit(4, "batch", 850), Names({"4:admitted"}));
+  EXPECT_EQ(h.Finish(4), Names{});
+  EXPECT_EQ(h.Submit(5, "batch", 700, 0, 0, {2}), Names{});  // waits for task 2
+  EXPECT_EQ(h.Submit(6, "batch", 300), Names({"6:admitted"}));
+  // A guaranteed tenant reserves 400: burst can now reach 100 + 500 and batch 500 at most.
+  EXPECT_EQ(h.AddReporting(G("online", 400)), Names({"2:rejected", "5:cancelled"}));
+  EXPECT_NE(h.Reason(2).find("can no longer fit tenant 'burst'"), std::string::npos) << h.Reason(2);
+  EXPECT_NE(h.Reason(2).find("after tenant 'online' reserved 400"), std::string::npos)
+      << h.Reason(2);
+  EXPECT_EQ(h.Tenant("burst").rejected, 1);
+  // Task 3 (500) still fits burst's maximum and runs once task 1 is done (and batch returns
+  // the capacity it borrowed).
+  EXPECT_EQ(h.Finish(6), Names{});
+  EXPECT_EQ(h.Finish(1), Names({"3:admitted"}));
+  // A tenant without a reservation rejects nothing.
+  EXPECT_EQ(h.AddReporting(BE("other")), Names{});
+  // Replaying the recorded events decides alike, the rejection included.
+  std::vector<Decision> all;
+  ASSERT_OK_AND_ASSIGN(all, AdmissionController::Replay(kCap, h.c.recorded()));
+  Names replayed = Strs(all);
+  EXPECT_NE(std::find(replayed.begin(), replayed.end(), "2:rejected"), replayed.end());
+  EXPECT_NE(std::find(replayed.begin(), replayed.end(), "5:cancelled"), replayed.end());
 }
 
 TEST(Admission, BestEffortRunsOnWhatIsLeft) {

@@ -922,6 +922,24 @@ def test_task_block_waits_for_admission_and_dependencies(sched, h):
     assert res["t"].wait(WAIT) and res["t"].state == "completed"
 
 
+def test_a_new_reservation_rejects_queued_tasks_that_can_no_longer_fit(h):
+    s = h.scheduler(memory_capacity=8 * MiB)
+    s.add_tenant("u", "burstable", memory_request=MiB, max_running=1)
+    b = h.blocker()
+    first = block(s, "u", b, memory=MiB)
+    big = s.submit("u", lambda: "big", memory=6 * MiB)  # fits 1 + 7 MiB unreserved, queued
+    small = s.submit("u", lambda: "small", memory=2 * MiB)
+    assert big.state == "pending" and small.state == "pending"
+    # 4 MiB reserved by a new tenant: u can reach 1 + 3 MiB at most. Without the rejection,
+    # `big` would wait forever (it has no deadline).
+    s.add_tenant("g", "guaranteed", memory_request=4 * MiB)
+    with pytest.raises(TaskRejected, match="can no longer fit tenant 'u'.*after tenant 'g'"):
+        big.result(timeout=WAIT)
+    b.release.set()
+    assert first.result(timeout=WAIT) is None
+    assert small.result(timeout=WAIT) == "small"
+
+
 def test_task_block_rejected_or_expired(sched, h):
     sched.add_tenant("g", "guaranteed", memory_request=MiB, max_running=1)
     with pytest.raises(RuntimeError, match="can never fit tenant 'g'"):
