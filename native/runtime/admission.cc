@@ -108,6 +108,8 @@ absl::Status AdmissionController::AddTenant(const TenantSpec& in,
                       FormatBytes(capacity_ - reserved_)),
          &out);
   }
+  // A rejected head of line may unblock its tenant's later tasks.
+  if (!out.empty()) Pump(&out);
   if (decisions != nullptr) decisions->insert(decisions->end(), out.begin(), out.end());
   return absl::OkStatus();
 }

@@ -304,6 +304,17 @@ TEST(Admission, ANewReservationRejectsQueuedTasksThatCanNoLongerFit) {
   EXPECT_NE(std::find(replayed.begin(), replayed.end(), "5:cancelled"), replayed.end());
 }
 
+TEST(Admission, ARejectedHeadOfLineUnblocksItsTenantAtOnce) {
+  Harness h;
+  h.Add(B("u", 100));
+  h.Add(BE("batch"));
+  EXPECT_EQ(h.Submit(1, "batch", 300), Names({"1:admitted"}));
+  EXPECT_EQ(h.Submit(2, "u", 800), Names{});  // needs 700 borrowed, 600 free: waits
+  EXPECT_EQ(h.Submit(3, "u", 50), Names{});   // blocked behind it (head of line)
+  // 400 reserved: u's maximum drops to 500, task 2 can never fit, and task 3 runs at once.
+  EXPECT_EQ(h.AddReporting(G("g", 400)), Names({"2:rejected", "3:admitted"}));
+}
+
 TEST(Admission, BestEffortRunsOnWhatIsLeft) {
   Harness h;
   h.Add(G("g", 600));
