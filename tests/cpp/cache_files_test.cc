@@ -3,16 +3,14 @@
 #include "runtime/cache_files.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
+#include "file_test_util.h"
 #include "test_util.h"
 
 namespace pygpukit {
@@ -20,28 +18,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A fresh directory per test.
-std::string TestDir() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  fs::path p =
-      fs::path(::testing::TempDir()) /
-      absl::StrCat("pgk_files_", getpid(), "_", info->test_suite_name(), "_", info->name());
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p.string();
-}
+std::string TestDir() { return testing::FreshTestDir("pgk_files"); }
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-void WriteAll(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << text;
-}
+using testing::ReadAll;
+using testing::WriteAll;
 
 TEST(CacheFiles, DirectoryFromEnvironment) {
   auto with = [](std::map<std::string, std::string> env) {

@@ -4,19 +4,17 @@
 #include "ops/gemm_tune_cache.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "file_test_util.h"
 #include "ops/gemm_tune.h"
 #include "runtime/cache_files.h"
 #include "test_util.h"
@@ -26,27 +24,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A fresh directory per test.
-std::string TestDir() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  fs::path p = fs::path(::testing::TempDir()) /
-               absl::StrCat("pgk_tune_", getpid(), "_", info->test_suite_name(), "_", info->name());
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p.string();
-}
+std::string TestDir() { return testing::FreshTestDir("pgk_tune"); }
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-void WriteAll(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << text;
-}
+using testing::ReadAll;
+using testing::WriteAll;
 
 TuneKey Key(int64_t m = 1024) {
   TuneKey k;

@@ -4,18 +4,16 @@
 #include "runtime/jit.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
+#include "file_test_util.h"
 #include "runtime/cache_files.h"
 #include "runtime/jit_cache.h"
 #include "test_util.h"
@@ -31,10 +29,7 @@ class JitTest : public ::testing::Test {
     if (const JitCacheInfo i = JitEngine(nullptr).info(); !i.nvrtc_available) {
       GTEST_SKIP() << "NVRTC is not available here: " << i.nvrtc_version;
     }
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = (fs::path(::testing::TempDir()) / absl::StrCat("pgk_jit_", getpid(), "_", info->name()))
-               .string();
-    fs::remove_all(dir_);
+    dir_ = testing::FreshTestDir("pgk_jit");
     const char* old = std::getenv("PYGPUKIT_CACHE_DIR");
     if (old != nullptr) saved_ = old;
     had_ = old != nullptr;
@@ -113,19 +108,13 @@ TEST_F(JitTest, CorruptEntriesAreRecompiledAndReplaced) {
   ASSERT_EQ(Entries().size(), 1u);
   const fs::path entry = Entries()[0];
   for (const std::string& damage : {std::string("garbage"), std::string()}) {
-    std::string text;
-    {
-      std::ifstream f(entry, std::ios::binary);
-      std::stringstream ss;
-      ss << f.rdbuf();
-      text = ss.str();
-    }
+    std::string text = testing::ReadAll(entry.string());
     if (damage.empty()) {
       text.resize(text.size() / 2);  // truncated
     } else {
       text.replace(text.size() - 40, damage.size(), damage);  // bytes of the image changed
     }
-    std::ofstream(entry, std::ios::binary | std::ios::trunc) << text;
+    testing::WriteAll(entry.string(), text);
     JitEngine jit(nullptr);
     ASSERT_OK_AND_ASSIGN(auto image, jit.Image(Add(), "sm_90"));
     EXPECT_EQ(*image, good);
@@ -207,7 +196,7 @@ TEST_F(JitTest, ClearForgetsAndDeletes) {
 
 TEST_F(JitTest, AnUnwritableDirectoryOnlyCostsTheDiskCache) {
   fs::create_directories(dir_);
-  std::ofstream(dir_ + "/jit") << "a file where the directory should be";
+  testing::WriteAll(dir_ + "/jit", "a file where the directory should be");
   JitEngine jit(nullptr);
   ASSERT_OK_AND_ASSIGN(auto image, jit.Image(Add(), "sm_90"));
   EXPECT_TRUE(IsElf(*image));
