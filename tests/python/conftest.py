@@ -39,6 +39,16 @@ def device():
 
 
 @pytest.fixture
+def cuda():
+    """A CUDA device (the default one when it is a GPU), or the test is skipped."""
+    info = gp.runtime_info()
+    if not info["cuda_available"]:
+        pytest.skip(f"needs a CUDA device: {info['cuda_status']}")
+    d = gp.default_device()
+    return d if d.type == "cuda" else gp.Device("cuda:0")
+
+
+@pytest.fixture
 def rng(request):
     # A fresh, test-specific seed: reproducible, but different data per test.
     return np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))

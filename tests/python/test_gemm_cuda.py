@@ -23,15 +23,6 @@ KERNEL_PREFIX = {
 }
 
 
-@pytest.fixture
-def cuda():
-    info = gp.runtime_info()
-    if not info["cuda_available"]:
-        pytest.skip(f"needs a CUDA device (CUDA kernel families): {info['cuda_status']}")
-    d = gp.default_device()
-    return d if d.type == "cuda" else gp.Device("cuda:0")
-
-
 def sm(device):
     return tuple(gp.device_properties(device)["compute_capability"])
 

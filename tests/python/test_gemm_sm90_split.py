@@ -32,15 +32,10 @@ pytestmark = pytest.mark.gpu
 
 
 @pytest.fixture
-def hopper():
-    info = gp.runtime_info()
-    if not info["cuda_available"]:
-        pytest.skip(f"needs a CUDA device: {info['cuda_status']}")
-    d = gp.default_device()
-    d = d if d.type == "cuda" else gp.Device("cuda:0")
-    if sm(d)[0] != 9 or not sm90_built():
-        pytest.skip(f"needs an sm_90a build on SM 9.x; this GPU is SM {sm(d)}")
-    return d
+def hopper(cuda):
+    if sm(cuda)[0] != 9 or not sm90_built():
+        pytest.skip(f"needs an sm_90a build on SM 9.x; this GPU is SM {sm(cuda)}")
+    return cuda
 
 
 # (batch, m, k, n): each splits on a 132-SM GPU (gemm_sm90_plan_test SplitsTheTestShapes).

@@ -30,14 +30,6 @@ def nvrtc():
         pytest.skip(f"NVRTC unavailable: {info['nvrtc_version']}")
 
 
-@pytest.fixture
-def cuda():
-    info = gp.runtime_info()
-    if not info["cuda_available"]:
-        pytest.skip(f"needs a CUDA device: {info['cuda_status']}")
-    return gp.Device("cuda:0")
-
-
 # ---- compiling (NVRTC, no GPU) ----
 
 
