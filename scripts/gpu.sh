@@ -3,12 +3,15 @@
 # Abseil / GoogleTest .debs (the machine has no network), builds for sm_90a with -j16, runs the
 # C++ and Python suites (backend parity included) with PYGPUKIT_DEVICE=cuda, python -m pygpukit and the benchmarks.
 #   steps: any of "build test test-gemm sanitize-gemm selfcheck bench bench-gemm bench-jit
+#   bench-elementwise
 #   bench-memory bench-scheduler"
 #   (default: build test selfcheck bench bench-memory bench-scheduler)
 #   test-gemm: only the matmul / gemm Python tests (fast signal on kernel work)
 #   sanitize-gemm: scripts/gemm_sanitize.py under compute-sanitizer memcheck
 #   bench-gemm: benchmarks/gemm.py (JSON in $OUT); extra arguments in GEMM_ARGS
 #   bench-jit: benchmarks/jit.py (compile / cache-hit latency, launch overhead; JSON in $OUT)
+#   bench-elementwise: benchmarks/elementwise.py (bandwidth, per-call overhead beside torch and
+#   CuPy; JSON in $OUT); extra arguments in EW_ARGS
 #   bench-memory: benchmarks/cpp/memory_bench (Google Benchmark, JSON in $OUT/memory_bench.json)
 #   and benchmarks/memory.py (JSON in $OUT)
 #   bench-scheduler: benchmarks/cpp/scheduler_bench (admission decisions), the C++ example
@@ -83,6 +86,10 @@ if has bench-gemm; then
 fi
 if has bench-jit; then
   PYGPUKIT_DEVICE=cuda $PY benchmarks/jit.py --out "$OUTDIR" 2>&1 | tee "$OUTDIR/bench_jit.log" || rc=1
+fi
+if has bench-elementwise; then
+  PYGPUKIT_DEVICE=cuda $PY benchmarks/elementwise.py --out "$OUTDIR" ${EW_ARGS:-} 2>&1 |
+    tee "$OUTDIR/bench_elementwise.log" || rc=1
 fi
 if has bench-memory; then
   PYGPUKIT_DEVICE=cuda $BUILD/benchmarks/cpp/memory_bench --benchmark_out="$OUTDIR/memory_bench.json" \

@@ -95,28 +95,6 @@ absl::StatusOr<ResidencyPin> Resident(absl::Span<const GPUArray* const> arrays) 
   return pin;
 }
 
-absl::string_view BinaryOpName(BinaryOp op) {
-  switch (op) {
-    case BinaryOp::kAdd:
-      return "add";
-    case BinaryOp::kSubtract:
-      return "subtract";
-    case BinaryOp::kMultiply:
-      return "multiply";
-    case BinaryOp::kDivide:
-      return "divide";
-  }
-  return "?";
-}
-
-absl::string_view UnaryOpName(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::kNegative:
-      return "negative";
-  }
-  return "?";
-}
-
 absl::Status EncodeScalar(const Scalar& s, DType dtype, unsigned char* out16,
                           absl::string_view op) {
   std::memset(out16, 0, 16);
@@ -205,30 +183,32 @@ absl::Status LaunchArange(const GPUArray& dst, const kernels::ArangeParams& para
   return cuda_kernels::Arange(*s, dst.dtype(), p);
 }
 
-absl::Status LaunchBinary(BinaryOp op, const GPUArray& out, const GPUArray* a, const GPUArray* b,
-                          const unsigned char* scalar) {
+absl::Status LaunchBinary(ElementwiseOp op, const GPUArray& out, const GPUArray* a,
+                          const GPUArray* b, const unsigned char* scalar) {
   if (out.size() == 0) return absl::OkStatus();
+  if (!out.device().is_cuda()) {
+    return RuntimeError("elementwise: the precompiled kernels are for CUDA devices");
+  }
   PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&out, a, b}));
   ElementwiseParams p;
-  PGK_RETURN_IF_ERROR(BuildParams(out, a, b, p, BinaryOpName(op)));
+  PGK_RETURN_IF_ERROR(BuildParams(out, a, b, p, ElementwiseOpName(op)));
   if (a == nullptr) p.scalar_operand = kernels::kScalarA;
   if (b == nullptr) p.scalar_operand = kernels::kScalarB;
   if (scalar != nullptr) std::memcpy(p.scalar, scalar, out.itemsize());
   PGK_ASSIGN_OR_RETURN(hal::Stream * s, StreamOf(out));
-  if (out.device().is_cpu()) {
-    return cpu_kernels::Binary(*s, op, out.dtype(), p, Keep({&out, a, b}));
-  }
   return cuda_kernels::Binary(*s, op, out.dtype(), p);
 }
 
-absl::Status LaunchUnary(UnaryOp op, const GPUArray& out, const GPUArray& a) {
+absl::Status LaunchNegative(const GPUArray& out, const GPUArray& a) {
   if (out.size() == 0) return absl::OkStatus();
+  if (!out.device().is_cuda()) {
+    return RuntimeError("negative: the precompiled kernels are for CUDA devices");
+  }
   PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&out, &a}));
   ElementwiseParams p;
-  PGK_RETURN_IF_ERROR(BuildParams(out, &a, nullptr, p, UnaryOpName(op)));
+  PGK_RETURN_IF_ERROR(BuildParams(out, &a, nullptr, p, "negative"));
   PGK_ASSIGN_OR_RETURN(hal::Stream * s, StreamOf(out));
-  if (out.device().is_cpu()) return cpu_kernels::Unary(*s, op, out.dtype(), p, Keep({&out, &a}));
-  return cuda_kernels::Unary(*s, op, out.dtype(), p);
+  return cuda_kernels::Negative(*s, out.dtype(), p);
 }
 
 absl::Status LaunchMatmul(const MatmulProblem& problem, Device device, KeepAlive keep) {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "core/hal/backend.h"
@@ -17,9 +18,6 @@
 #include "ops/ops.h"
 
 namespace pygpukit::ops {
-
-/// Elementwise one-operand ops with a kernel of their own.
-enum class UnaryOp { kNegative };
 
 /// Epilogue of a MatmulProblem: out = act(alpha * acc + beta * addend + bias), in `out` dtype.
 struct MatmulEpilogue {
@@ -56,6 +54,23 @@ struct MatmulProblem {
 /// The kernel parameter block of a problem (tile fields left zero).
 kernels::GemmParams GemmParamsOf(const MatmulProblem& p);
 
+/// The CPU backend's elementwise launch: element strides of every operand over a coalesced
+/// layout; scalar inputs are read from `scalars` (zero strides).
+struct EwCpuArgs {
+  static constexpr int kMaxInputs = 3;
+  int64_t n = 0;
+  int ndim = 0;
+  bool contiguous = false;  // every array operand dense in C order (scalars aside)
+  int64_t shape[kernels::kKernelMaxDims] = {};
+  void* out = nullptr;
+  int64_t out_strides[kernels::kKernelMaxDims] = {};
+  int ninputs = 0;
+  const void* in[kMaxInputs] = {};
+  int64_t in_strides[kMaxInputs][kernels::kKernelMaxDims] = {};
+  bool in_scalar[kMaxInputs] = {};
+  alignas(16) unsigned char scalars[kMaxInputs][16] = {};
+};
+
 /// Buffers a queued CPU task must keep alive until it has run.
 using KeepAlive = std::vector<std::shared_ptr<Buffer>>;
 
@@ -66,12 +81,32 @@ absl::Status LaunchCopy(const GPUArray& src, const GPUArray& dst);
 absl::Status LaunchFill(const GPUArray& dst, const unsigned char* value);
 /// dst (contiguous) = arange.
 absl::Status LaunchArange(const GPUArray& dst, const kernels::ArangeParams& params);
-/// out = a op b; a or b may be absent (a scalar in `scalar`, in out's dtype). Arrays share out's
-/// dtype and shape (with broadcast strides).
-absl::Status LaunchBinary(BinaryOp op, const GPUArray& out, const GPUArray* a, const GPUArray* b,
-                          const unsigned char* scalar);
-/// out = op(a); a shares out's dtype and shape (possibly with other strides).
-absl::Status LaunchUnary(UnaryOp op, const GPUArray& out, const GPUArray& a);
+/// One elementwise function application, checked and promoted by the op layer.
+struct EwLaunch {
+  ElementwiseOp op;
+  absl::string_view name;
+  DType compute;  // the dtype the function computes in
+  DType result;   // its result dtype (the output array may have another: converted on store)
+  struct Input {
+    const GPUArray* array = nullptr;  // null: a scalar, encoded in `scalar`
+    DType compute = DType::Float32;  // the dtype this operand converts to (where's condition: bool)
+    alignas(16) unsigned char scalar[16] = {};
+  };
+  absl::InlinedVector<Input, 3> inputs;
+};
+/// out = op(inputs) elementwise: arrays broadcast to out's shape and convert to their compute
+/// dtype, the result converts to out's dtype. `out` may overlap the inputs (an overlap other
+/// than identical elements computes into a temporary first). CUDA: a JIT kernel specialized for
+/// the dtypes and layout; without NVRTC, the precompiled add / subtract / multiply / divide /
+/// negative kernels (other functions raise NotImplementedError saying why).
+absl::Status LaunchElementwise(const EwLaunch& launch, const GPUArray& out);
+/// Precompiled path (no JIT): out = a op b with a or b possibly absent (a scalar in `scalar`,
+/// in out's dtype); arrays share out's dtype and shape (with broadcast strides). add, subtract,
+/// multiply, divide only.
+absl::Status LaunchBinary(ElementwiseOp op, const GPUArray& out, const GPUArray* a,
+                          const GPUArray* b, const unsigned char* scalar);
+/// Precompiled path: out = -a; a shares out's dtype and shape.
+absl::Status LaunchNegative(const GPUArray& out, const GPUArray& a);
 absl::Status LaunchMatmul(const MatmulProblem& problem, Device device, KeepAlive keep);
 /// problem's output = its epilogue applied to `src`, a plain product (float32 / float64) laid
 /// out like the output. CUDA only: the CPU backend always fuses.
@@ -98,10 +133,9 @@ absl::Status Copy(hal::Stream& s, DType src, DType dst, const kernels::Elementwi
 absl::Status Fill(hal::Stream& s, int itemsize, const kernels::ElementwiseParams& p,
                   KeepAlive keep);
 absl::Status Arange(hal::Stream& s, DType dtype, const kernels::ArangeParams& p, KeepAlive keep);
-absl::Status Binary(hal::Stream& s, BinaryOp op, DType dtype, const kernels::ElementwiseParams& p,
-                    KeepAlive keep);
-absl::Status Unary(hal::Stream& s, UnaryOp op, DType dtype, const kernels::ElementwiseParams& p,
-                   KeepAlive keep);
+/// The function `l.op` in `l.compute` over inputs already converted to their compute dtypes,
+/// into an output of dtype `l.result`.
+absl::Status Elementwise(hal::Stream& s, const EwLaunch& l, const EwCpuArgs& args, KeepAlive keep);
 absl::Status Matmul(hal::Stream& s, const MatmulProblem& p, KeepAlive keep);
 }  // namespace cpu_kernels
 
@@ -109,8 +143,13 @@ namespace cuda_kernels {
 absl::Status Copy(hal::Stream& s, DType src, DType dst, const kernels::ElementwiseParams& p);
 absl::Status Fill(hal::Stream& s, int itemsize, const kernels::ElementwiseParams& p);
 absl::Status Arange(hal::Stream& s, DType dtype, const kernels::ArangeParams& p);
-absl::Status Binary(hal::Stream& s, BinaryOp op, DType dtype, const kernels::ElementwiseParams& p);
-absl::Status Unary(hal::Stream& s, UnaryOp op, DType dtype, const kernels::ElementwiseParams& p);
+absl::Status Binary(hal::Stream& s, ElementwiseOp op, DType dtype,
+                    const kernels::ElementwiseParams& p);
+absl::Status Negative(hal::Stream& s, DType dtype, const kernels::ElementwiseParams& p);
+/// The JIT kernel of `l` (ops/elementwise_codegen.h): inputs in their own dtypes (broadcast to
+/// out's shape; null for scalars), converted in the kernel; the result stored as out's dtype.
+absl::Status ElementwiseJit(hal::Stream& s, const EwLaunch& l, const GPUArray& out,
+                            absl::Span<const GPUArray> inputs);
 /// Matmul on a CUDA device: selects a kernel family (ops/gemm_select.h) and launches it.
 /// UnimplementedError when the selection cannot fuse the requested epilogue (the op layer then
 /// runs the product and the epilogue separately).
@@ -123,10 +162,5 @@ absl::Status MatmulCublasLt(hal::Stream& s, const MatmulProblem& p, Device devic
 absl::Status GemmEpilogueApply(hal::Stream& s, const MatmulProblem& p, const void* src,
                                DType src_dtype);
 }  // namespace cuda_kernels
-
-/// Name of a binary op for messages and kernel symbols ("add", ...).
-absl::string_view BinaryOpName(BinaryOp op);
-/// Name of a unary op for messages and kernel symbols ("negative").
-absl::string_view UnaryOpName(UnaryOp op);
 
 }  // namespace pygpukit::ops

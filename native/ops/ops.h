@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "ops/array.h"
+#include "ops/elementwise_table.h"
 
 namespace pygpukit::ops {
 
@@ -74,14 +75,35 @@ struct IndexItem {
 /// Basic indexing (integers, slices with steps, None, Ellipsis): always a view.
 absl::StatusOr<GPUArray> Index(const GPUArray& a, absl::Span<const IndexItem> items);
 
-// ---- arithmetic ----
-enum class BinaryOp { kAdd, kSubtract, kMultiply, kDivide };
-/// Elementwise a op b with broadcasting and type promotion.
-absl::StatusOr<GPUArray> Binary(BinaryOp op, const GPUArray& a, const GPUArray& b);
-/// a op s with s a weak Python scalar (NEP 50).
-absl::StatusOr<GPUArray> Binary(BinaryOp op, const GPUArray& a, const Scalar& s);
-/// s op a with s a weak Python scalar.
-absl::StatusOr<GPUArray> Binary(BinaryOp op, const Scalar& s, const GPUArray& a);
+// ---- elementwise functions (ops/elementwise_table.h lists them) ----
+/// An operand of an elementwise function: an array, or a weak Python scalar (NEP 50: it takes
+/// the arrays' dtype unless it is of a higher kind).
+struct EwOperand {
+  const GPUArray* array = nullptr;
+  Scalar scalar;
+  EwOperand(const GPUArray& a) : array(&a) {}  // NOLINT(runtime/explicit): operands convert
+  EwOperand(const Scalar& s) : scalar(s) {}    // NOLINT(runtime/explicit)
+};
+/// The Array API function `op` of its operands (ElementwiseOpArity(op) of them), broadcast
+/// together and promoted. Into `out` when given: it must have the broadcast shape, and its dtype
+/// the result's kind or a higher one (NumPy's same_kind rule); it may be one of the operands.
+absl::StatusOr<GPUArray> Elementwise(ElementwiseOp op, absl::Span<const EwOperand> operands,
+                                     const GPUArray* out = nullptr);
+/// The function's Array API name ("add", "sin", ...).
+absl::string_view ElementwiseOpName(ElementwiseOp op);
+int ElementwiseOpArity(ElementwiseOp op);
+/// Elementwise of one array.
+absl::StatusOr<GPUArray> Unary(ElementwiseOp op, const GPUArray& a, const GPUArray* out = nullptr);
+/// Elementwise of two operands (at least one an array).
+absl::StatusOr<GPUArray> Binary(ElementwiseOp op, const EwOperand& a, const EwOperand& b,
+                                const GPUArray* out = nullptr);
+/// condition ? x : y elementwise; the condition is converted to bool, x and y promote together.
+absl::StatusOr<GPUArray> Where(const EwOperand& condition, const EwOperand& x, const EwOperand& y,
+                               const GPUArray* out = nullptr);
+/// minimum(maximum(x, min), max) in x's dtype (absent bounds do not clip; NaN propagates; Python
+/// integer bounds beyond an integer dtype's range clamp to it).
+absl::StatusOr<GPUArray> Clip(const GPUArray& x, std::optional<EwOperand> min,
+                              std::optional<EwOperand> max, const GPUArray* out = nullptr);
 /// -a (integers wrap, signed zeros and complex infinities kept); TypeError for bool.
 absl::StatusOr<GPUArray> Negative(const GPUArray& a);
 /// +a: a copy of a numeric array; TypeError for bool (as NumPy 2).

@@ -120,6 +120,12 @@ JitEngine::~JitEngine() = default;
 
 std::string JitEngine::ArchOf(int major, int minor) { return absl::StrCat("sm_", major, minor); }
 
+absl::Status JitEngine::Available() const {
+  absl::StatusOr<const cuda::NvrtcApi*> api = cuda::LoadNvrtc();
+  if (api.ok()) return absl::OkStatus();
+  return NotImplementedError(api.status().message());
+}
+
 void JitEngine::InitLocked() const {
   if (initialized_) return;
   initialized_ = true;

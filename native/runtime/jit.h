@@ -52,6 +52,8 @@ class JitEngine {
   absl::StatusOr<void*> Function(const JitSource& src, absl::string_view kernel, int device);
 
   JitCacheInfo info() const;
+  /// OK when NVRTC can be loaded, else why not (NotImplementedError). Cheap after the first call.
+  absl::Status Available() const;
   /// Forgets compiled images and loaded functions (later requests compile or read the disk
   /// again; loaded code stays resident for launches already queued). `disk` also deletes the
   /// entry files.

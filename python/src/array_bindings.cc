@@ -12,26 +12,10 @@
 namespace pygpukit::py {
 namespace {
 
-using ops::BinaryOp;
-
 pyb::tuple ShapeTuple(const GPUArray& a) {
   pyb::tuple t(a.ndim());
   for (int i = 0; i < a.ndim(); ++i) t[i] = pyb::int_(a.shape()[i]);
   return t;
-}
-
-// a op other, where other is an array or a Python scalar; NotImplemented for anything else so
-// Python can try the reflected operation (and then raise TypeError).
-pyb::object BinaryWith(BinaryOp op, const GPUArray& a, const pyb::object& other, bool reflected) {
-  if (pyb::isinstance<GPUArray>(other)) {
-    const GPUArray& b = other.cast<const GPUArray&>();
-    return pyb::cast(Unwrap(reflected ? ops::Binary(op, b, a) : ops::Binary(op, a, b)));
-  }
-  if (IsScalar(other)) {
-    Scalar s = ToScalar(other);
-    return pyb::cast(Unwrap(reflected ? ops::Binary(op, s, a) : ops::Binary(op, a, s)));
-  }
-  return pyb::reinterpret_borrow<pyb::object>(Py_NotImplemented);
 }
 
 [[noreturn]] void AdvancedIndexNotSupported(const char* what) {
@@ -364,20 +348,7 @@ indexing run on the array's device. Convert to NumPy with pygpukit.to_numpy(x) o
       .def("__neg__", [](const GPUArray& a) { return Unwrap(ops::Negative(a)); })
       .attr("__array_ufunc__") = pyb::none();
 
-  struct OpDef {
-    const char *name, *rname;
-    BinaryOp op;
-  };
-  for (OpDef d : {OpDef{"__add__", "__radd__", BinaryOp::kAdd},
-                  OpDef{"__sub__", "__rsub__", BinaryOp::kSubtract},
-                  OpDef{"__mul__", "__rmul__", BinaryOp::kMultiply},
-                  OpDef{"__truediv__", "__rtruediv__", BinaryOp::kDivide}}) {
-    BinaryOp op = d.op;
-    cls.def(d.name,
-            [op](const GPUArray& a, const pyb::object& o) { return BinaryWith(op, a, o, false); });
-    cls.def(d.rname,
-            [op](const GPUArray& a, const pyb::object& o) { return BinaryWith(op, a, o, true); });
-  }
+  BindElementwise(m, cls);
 }
 
 }  // namespace pygpukit::py

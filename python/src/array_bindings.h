@@ -2,6 +2,7 @@
 #pragma once
 
 #include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
 
 #include "convert.h"
 
@@ -9,6 +10,9 @@ namespace pygpukit::py {
 
 /// Registers GPUArray on the module.
 void BindArray(pyb::module_& m);
+/// Registers the elementwise functions on the module and the operators on GPUArray
+/// (elementwise_bindings.cc).
+void BindElementwise(pyb::module_& m, pyb::class_<GPUArray>& cls);
 /// Registers gp.Event (event_bindings.cc).
 void BindEvent(pyb::module_& m);
 /// x.astype(dtype, copy): `self` itself when copy is false and the dtype already matches.

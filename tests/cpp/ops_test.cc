@@ -67,8 +67,8 @@ TEST(Ops, BinaryBroadcastsAndPromotes) {
   std::vector<float> b = ToFloat(bd);
   ASSERT_OK_AND_ASSIGN(GPUArray A, FromVector(a, {3, 1}));
   ASSERT_OK_AND_ASSIGN(GPUArray B, FromVector(b, {4}));
-  for (ops::BinaryOp op : {ops::BinaryOp::kAdd, ops::BinaryOp::kSubtract, ops::BinaryOp::kMultiply,
-                           ops::BinaryOp::kDivide}) {
+  for (ops::ElementwiseOp op : {ops::ElementwiseOp::kAdd, ops::ElementwiseOp::kSubtract, ops::ElementwiseOp::kMultiply,
+                           ops::ElementwiseOp::kDivide}) {
     SCOPED_TRACE(static_cast<int>(op));
     ASSERT_OK_AND_ASSIGN(GPUArray C, ops::Binary(op, A, B));
     EXPECT_EQ(C.dtype(), DType::Float64);
@@ -77,9 +77,9 @@ TEST(Ops, BinaryBroadcastsAndPromotes) {
     for (int i = 0; i < 3; ++i) {
       for (int j = 0; j < 4; ++j) {
         double x = a[i], y = b[j],
-               want = op == ops::BinaryOp::kAdd        ? x + y
-                      : op == ops::BinaryOp::kSubtract ? x - y
-                      : op == ops::BinaryOp::kMultiply ? x * y
+               want = op == ops::ElementwiseOp::kAdd        ? x + y
+                      : op == ops::ElementwiseOp::kSubtract ? x - y
+                      : op == ops::ElementwiseOp::kMultiply ? x * y
                                                        : x / y;
         EXPECT_EQ(c[i * 4 + j], want) << i << "," << j;
       }
@@ -104,13 +104,13 @@ TEST(Ops, IntegerArithmeticWrapsAndDivisionByZeroIsFinite) {
 TEST(Ops, ScalarOperandsAreWeak) {
   std::vector<uint16_t> a = RandomInts<uint16_t>(6, 4, 0, 65535);
   ASSERT_OK_AND_ASSIGN(GPUArray A, FromVector(a, {2, 3}));
-  ASSERT_OK_AND_ASSIGN(GPUArray R, ops::Binary(ops::BinaryOp::kSubtract, Scalar::Int(5), A));
+  ASSERT_OK_AND_ASSIGN(GPUArray R, ops::Binary(ops::ElementwiseOp::kSubtract, Scalar::Int(5), A));
   EXPECT_EQ(R.dtype(), DType::UInt16);
   ASSERT_OK_AND_ASSIGN(auto r, ToVector<uint16_t>(R));
   for (int i = 0; i < 6; ++i) EXPECT_EQ(r[i], static_cast<uint16_t>(5 - a[i]));
-  ASSERT_OK_AND_ASSIGN(GPUArray F, ops::Binary(ops::BinaryOp::kMultiply, A, Scalar::Float(0.5)));
+  ASSERT_OK_AND_ASSIGN(GPUArray F, ops::Binary(ops::ElementwiseOp::kMultiply, A, Scalar::Float(0.5)));
   EXPECT_EQ(F.dtype(), kDefaultFloat);
-  auto over = ops::Binary(ops::BinaryOp::kAdd, A, Scalar::Int(70000));
+  auto over = ops::Binary(ops::ElementwiseOp::kAdd, A, Scalar::Int(70000));
   EXPECT_EQ(ErrorTypeOf(over.status()), ErrorType::kOverflow) << over.status();
 }
 

@@ -191,7 +191,7 @@ void RunSoak(QosClass churn_qos) {
       auto slot = r.slot;
       TaskFn compute = [x, scalar, slot]() -> absl::Status {
         PGK_ASSIGN_OR_RETURN(GPUArray y,
-                             ops::Binary(ops::BinaryOp::kAdd, x, Scalar::Float(scalar)));
+                             ops::Binary(ops::ElementwiseOp::kAdd, x, Scalar::Float(scalar)));
         slot->Set(y);
         return absl::OkStatus();
       };
@@ -217,7 +217,7 @@ void RunSoak(QosClass churn_qos) {
           o.depends_on = {dep};
           for (int j = 0; j < kElems; ++j) r.want[j] = dep_want[j] * 2.0;
           fn = [dep_slot, slot]() -> absl::Status {
-            PGK_ASSIGN_OR_RETURN(GPUArray y, ops::Binary(ops::BinaryOp::kMultiply, dep_slot->Get(),
+            PGK_ASSIGN_OR_RETURN(GPUArray y, ops::Binary(ops::ElementwiseOp::kMultiply, dep_slot->Get(),
                                                          Scalar::Float(2.0)));
             slot->Set(y);
             return absl::OkStatus();
@@ -238,7 +238,7 @@ void RunSoak(QosClass churn_qos) {
         r.begin_status = it.status();
         if (it.ok()) {
           r.task = it->task();
-          auto y = ops::Binary(ops::BinaryOp::kAdd, x, Scalar::Float(scalar));
+          auto y = ops::Binary(ops::ElementwiseOp::kAdd, x, Scalar::Float(scalar));
           EXPECT_TRUE(y.ok()) << y.status();
           if (y.ok()) r.slot->Set(*y);
           r.planned_failure = uniform(0, 4) == 0;
@@ -272,7 +272,7 @@ void RunSoak(QosClass churn_qos) {
       std::shared_ptr<Task> first;
       for (int i = 0; i < 4; ++i) {
         auto task = s->Submit("churn", [x]() -> absl::Status {
-          return ops::Binary(ops::BinaryOp::kAdd, x, Scalar::Float(1.0)).status();
+          return ops::Binary(ops::ElementwiseOp::kAdd, x, Scalar::Float(1.0)).status();
         });
         EXPECT_TRUE(task.ok()) << task.status();
         if (!task.ok()) continue;

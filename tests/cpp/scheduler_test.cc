@@ -494,7 +494,7 @@ TEST(Scheduler, BeginWaitsForAdmission) {
     status = it.status();
     if (!it.ok()) return;
     std::shared_ptr<Task> task = it->task();  // End() lets go of it
-    auto y = ops::Binary(ops::BinaryOp::kMultiply, a.array, Scalar::Float(3.0));
+    auto y = ops::Binary(ops::ElementwiseOp::kMultiply, a.array, Scalar::Float(3.0));
     status = y.status();
     if (y.ok()) status = it->End();
     if (status.ok()) {
@@ -811,7 +811,7 @@ TEST(Scheduler, DependenciesAcrossTenantsOrderTasksAndPassResults) {
                                         [produced, consumed]() -> absl::Status {
                                           PGK_ASSIGN_OR_RETURN(
                                               GPUArray d,
-                                              ops::Binary(ops::BinaryOp::kSubtract, produced->Get(),
+                                              ops::Binary(ops::ElementwiseOp::kSubtract, produced->Get(),
                                                           Scalar::Float(0.5)));
                                           consumed->Set(d);
                                           return absl::OkStatus();
@@ -857,7 +857,7 @@ TEST(Scheduler, DependenciesAcrossTenantsOrderTasksAndPassResults) {
 TEST(Scheduler, PacingBoundsKernelsInFlightOfBestEffortTenants) {
   Data x = RandomArray({2048}, 11);
   const int64_t per_op = LaunchesOf(
-      [&] { EXPECT_OK(ops::Binary(ops::BinaryOp::kAdd, x.array, Scalar::Float(1.0)).status()); });
+      [&] { EXPECT_OK(ops::Binary(ops::ElementwiseOp::kAdd, x.array, Scalar::Float(1.0)).status()); });
   ASSERT_GE(per_op, 1);
   auto s = Make();
   ASSERT_NE(s, nullptr);
@@ -870,7 +870,7 @@ TEST(Scheduler, PacingBoundsKernelsInFlightOfBestEffortTenants) {
     return [x, slot]() -> absl::Status {
       GPUArray v = x.array;
       for (int i = 0; i < kOps; ++i) {
-        PGK_ASSIGN_OR_RETURN(v, ops::Binary(ops::BinaryOp::kAdd, v, Scalar::Float(1.0)));
+        PGK_ASSIGN_OR_RETURN(v, ops::Binary(ops::ElementwiseOp::kAdd, v, Scalar::Float(1.0)));
       }
       slot->Set(v);
       return absl::OkStatus();
@@ -894,7 +894,7 @@ TEST(Scheduler, PacingBoundsKernelsInFlightOfBestEffortTenants) {
     ASSERT_OK_AND_ASSIGN(InlineTask it, s->Begin("be"));
     GPUArray v = x.array;
     for (int i = 0; i < kOps; ++i) {
-      ASSERT_OK_AND_ASSIGN(v, ops::Binary(ops::BinaryOp::kAdd, v, Scalar::Float(1.0)));
+      ASSERT_OK_AND_ASSIGN(v, ops::Binary(ops::ElementwiseOp::kAdd, v, Scalar::Float(1.0)));
     }
     ASSERT_OK(it.End());
     ASSERT_OK_AND_ASSIGN(auto got, ToVector<double>(v));
@@ -919,7 +919,7 @@ TEST(Scheduler, PacedTenantFillsItsLimitAndWaitsThenDrains) {
   SKIP_UNLESS_CPU();
   Data x = RandomArray({512}, 12);
   const int64_t per_op = LaunchesOf([&] {
-    EXPECT_OK(ops::Binary(ops::BinaryOp::kMultiply, x.array, Scalar::Float(2.0)).status());
+    EXPECT_OK(ops::Binary(ops::ElementwiseOp::kMultiply, x.array, Scalar::Float(2.0)).status());
   });
   auto s = Make();
   ASSERT_NE(s, nullptr);
@@ -932,7 +932,7 @@ TEST(Scheduler, PacedTenantFillsItsLimitAndWaitsThenDrains) {
   ASSERT_OK_AND_ASSIGN(auto task, s->Submit("be", [x, slot]() -> absl::Status {
     GPUArray v = x.array;
     for (int i = 0; i < kOps; ++i) {
-      PGK_ASSIGN_OR_RETURN(v, ops::Binary(ops::BinaryOp::kMultiply, v, Scalar::Float(2.0)));
+      PGK_ASSIGN_OR_RETURN(v, ops::Binary(ops::ElementwiseOp::kMultiply, v, Scalar::Float(2.0)));
     }
     slot->Set(v);
     return absl::OkStatus();
@@ -978,7 +978,7 @@ TEST(Scheduler, BestEffortIsThrottledWhileGuaranteedWorkRuns) {
   ASSERT_OK_AND_ASSIGN(auto task, s->Submit("be", [x, slot]() -> absl::Status {
     GPUArray v = x.array;
     for (int i = 0; i < 10; ++i) {
-      PGK_ASSIGN_OR_RETURN(v, ops::Binary(ops::BinaryOp::kAdd, v, Scalar::Float(1.0)));
+      PGK_ASSIGN_OR_RETURN(v, ops::Binary(ops::ElementwiseOp::kAdd, v, Scalar::Float(1.0)));
     }
     slot->Set(v);
     return absl::OkStatus();
@@ -1021,7 +1021,7 @@ TEST(Scheduler, BestEffortWaitsWhileGuaranteedWorkRunsWhenItsBudgetIsZero) {
   ASSERT_TRUE(blocker.WaitStarted());
   auto slot = std::make_shared<Slot>();
   ASSERT_OK_AND_ASSIGN(auto task, s->Submit("be", [x, slot]() -> absl::Status {
-    PGK_ASSIGN_OR_RETURN(GPUArray v, ops::Binary(ops::BinaryOp::kAdd, x.array, Scalar::Float(2.0)));
+    PGK_ASSIGN_OR_RETURN(GPUArray v, ops::Binary(ops::ElementwiseOp::kAdd, x.array, Scalar::Float(2.0)));
     slot->Set(v);
     return absl::OkStatus();
   }));
@@ -1155,7 +1155,7 @@ TEST(Scheduler, NoLeaksAfterDrainAndTheDecisionsReplay) {
     auto slot = std::make_shared<Slot>();
     slots.push_back(slot);
     TaskFn fn = [x, slot, i]() -> absl::Status {
-      PGK_ASSIGN_OR_RETURN(GPUArray v, ops::Binary(ops::BinaryOp::kAdd, x.array,
+      PGK_ASSIGN_OR_RETURN(GPUArray v, ops::Binary(ops::ElementwiseOp::kAdd, x.array,
                                                    Scalar::Float(static_cast<double>(i))));
       slot->Set(v);
       if (i % 9 == 3) return absl::InternalError("planned failure");

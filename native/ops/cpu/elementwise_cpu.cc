@@ -85,48 +85,4 @@ absl::Status Arange(hal::Stream& s, DType dtype, const kernels::ArangeParams& p,
   });
 }
 
-absl::Status Unary(hal::Stream& s, UnaryOp op, DType dtype, const ElementwiseParams& p,
-                   KeepAlive keep) {
-  return VisitDType(dtype, [&](auto tag) -> absl::Status {
-    using T = typename decltype(tag)::type;
-    if constexpr (std::is_same_v<T, bool>) {
-      return TypeError(
-          absl::StrCat(UnaryOpName(op), ": boolean operands are rejected before kernels"));
-    } else {
-      switch (op) {
-        case UnaryOp::kNegative:
-          return Enqueue(s, "negative", p.n, std::move(keep),
-                         [p](int64_t i) { kernels::UnaryElement<kernels::NegOp, T>(p, i); });
-      }
-      return RuntimeError("unary: unknown op");
-    }
-  });
-}
-
-absl::Status Binary(hal::Stream& s, BinaryOp op, DType dtype, const ElementwiseParams& p,
-                    KeepAlive keep) {
-  return VisitDType(dtype, [&](auto tag) -> absl::Status {
-    using T = typename decltype(tag)::type;
-    switch (op) {
-      case BinaryOp::kAdd:
-        return Enqueue(s, "add", p.n, std::move(keep),
-                       [p](int64_t i) { kernels::BinaryElement<kernels::AddOp, T>(p, i); });
-      case BinaryOp::kSubtract:
-        return Enqueue(s, "subtract", p.n, std::move(keep),
-                       [p](int64_t i) { kernels::BinaryElement<kernels::SubOp, T>(p, i); });
-      case BinaryOp::kMultiply:
-        return Enqueue(s, "multiply", p.n, std::move(keep),
-                       [p](int64_t i) { kernels::BinaryElement<kernels::MulOp, T>(p, i); });
-      case BinaryOp::kDivide:
-        if constexpr (std::is_integral_v<T>) {
-          return TypeError("divide: integer operands must be promoted before the kernel");
-        } else {
-          return Enqueue(s, "divide", p.n, std::move(keep),
-                         [p](int64_t i) { kernels::BinaryElement<kernels::DivOp, T>(p, i); });
-        }
-    }
-    return RuntimeError("binary: unknown op");
-  });
-}
-
 }  // namespace pygpukit::ops::cpu_kernels

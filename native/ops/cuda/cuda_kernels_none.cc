@@ -15,10 +15,12 @@ absl::Status Copy(hal::Stream&, DType, DType, const kernels::ElementwiseParams&)
 }
 absl::Status Fill(hal::Stream&, int, const kernels::ElementwiseParams&) { return NoCuda(); }
 absl::Status Arange(hal::Stream&, DType, const kernels::ArangeParams&) { return NoCuda(); }
-absl::Status Binary(hal::Stream&, BinaryOp, DType, const kernels::ElementwiseParams&) {
+absl::Status Binary(hal::Stream&, ElementwiseOp, DType, const kernels::ElementwiseParams&) {
   return NoCuda();
 }
-absl::Status Unary(hal::Stream&, UnaryOp, DType, const kernels::ElementwiseParams&) {
+absl::Status Negative(hal::Stream&, DType, const kernels::ElementwiseParams&) { return NoCuda(); }
+absl::Status ElementwiseJit(hal::Stream&, const EwLaunch&, const GPUArray&,
+                            absl::Span<const GPUArray>) {
   return NoCuda();
 }
 absl::Status Matmul(hal::Stream&, const MatmulProblem&, Device) { return NoCuda(); }

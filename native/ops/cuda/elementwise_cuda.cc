@@ -41,19 +41,19 @@ absl::Status Arange(hal::Stream& s, DType dtype, const kernels::ArangeParams& p)
   return Launch(s, absl::StrCat("pgk_arange_", DTypeCode(dtype)), p.n, p);
 }
 
-absl::Status Binary(hal::Stream& s, BinaryOp op, DType dtype, const kernels::ElementwiseParams& p) {
-  if (op == BinaryOp::kDivide && (IsInteger(dtype) || dtype == DType::Bool)) {
+absl::Status Binary(hal::Stream& s, ElementwiseOp op, DType dtype,
+                    const kernels::ElementwiseParams& p) {
+  if (op == ElementwiseOp::kDivide && (IsInteger(dtype) || dtype == DType::Bool)) {
     return TypeError("divide: integer operands must be promoted before the kernel");
   }
-  return Launch(s, absl::StrCat("pgk_", BinaryOpName(op), "_", DTypeCode(dtype)), p.n, p);
+  return Launch(s, absl::StrCat("pgk_", ElementwiseOpName(op), "_", DTypeCode(dtype)), p.n, p);
 }
 
-absl::Status Unary(hal::Stream& s, UnaryOp op, DType dtype, const kernels::ElementwiseParams& p) {
+absl::Status Negative(hal::Stream& s, DType dtype, const kernels::ElementwiseParams& p) {
   if (dtype == DType::Bool) {
-    return TypeError(
-        absl::StrCat(UnaryOpName(op), ": boolean operands are rejected before kernels"));
+    return TypeError("negative: boolean operands are rejected before kernels");
   }
-  return Launch(s, absl::StrCat("pgk_", UnaryOpName(op), "_", DTypeCode(dtype)), p.n, p);
+  return Launch(s, absl::StrCat("pgk_negative_", DTypeCode(dtype)), p.n, p);
 }
 
 }  // namespace pygpukit::ops::cuda_kernels

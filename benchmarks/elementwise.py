@@ -1,0 +1,253 @@
+"""Elementwise benchmarks: memory bandwidth of the JIT elementwise kernels on large arrays and the
+per-call Python overhead on tiny ones, with torch and CuPy measured in the same process.
+
+Bandwidth cases (n elements, default 2^28): copy, add, mul, exp, sin for float32 and bfloat16
+(CuPy has no bfloat16), plus add with a transposed operand (strided) and with a row vector
+(broadcast). GB/s counts the bytes each op must read and write once (a broadcast operand once).
+Each library is timed with its own CUDA events around `--iters` back-to-back calls after warm-up;
+the median of `--reps` such runs is reported. Inputs are random.
+
+Overhead: host wall time per call of `a + b` on 16-element float32 arrays in a loop (no
+synchronization), median of repetitions.
+
+Also reported: the first-call latency of a kernel never compiled before (NVRTC) and of one found
+in the disk cache (a fresh process). Results go to <out>/<gpu>-sm<XY>-elementwise.json.
+"""
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+from results_file import write_result
+
+import pygpukit as gp
+
+
+class Lib:
+    """One library's way to make arrays, run ops and time them on its own stream."""
+
+    def __init__(self, name, dev):
+        self.name = name
+        self.dev = dev
+        if name == "torch":
+            import torch
+
+            self.m = torch
+        elif name == "cupy":
+            import cupy
+
+            self.m = cupy
+
+    def array(self, host, dtype):
+        if self.name == "ours":
+            return gp.asarray(host, device=self.dev).astype(getattr(gp, dtype))
+        if self.name == "torch":
+            t = self.m.from_numpy(host).cuda()
+            return t.to(getattr(self.m, dtype))
+        return self.m.asarray(host).astype(dtype)
+
+    def fn(self, op):
+        if self.name == "ours":
+            return {
+                "copy": lambda a: a.copy(),
+                "add": lambda a, b: a + b,
+                "mul": lambda a, b: a * b,
+                "exp": gp.exp,
+                "sin": gp.sin,
+            }[op]
+        m = self.m
+        return {
+            "copy": (lambda a: a.clone()) if self.name == "torch" else (lambda a: a.copy()),
+            "add": lambda a, b: a + b,
+            "mul": lambda a, b: a * b,
+            "exp": m.exp,
+            "sin": m.sin,
+        }[op]
+
+    def time_ms(self, call, iters):
+        if self.name == "ours":
+            s, e = gp.Event(self.dev), gp.Event(self.dev)
+            s.record()
+            for _ in range(iters):
+                call()
+            e.record()
+            e.synchronize()
+            return s.elapsed_time(e) / iters
+        if self.name == "torch":
+            s = self.m.cuda.Event(enable_timing=True)
+            e = self.m.cuda.Event(enable_timing=True)
+        else:
+            s, e = self.m.cuda.Event(), self.m.cuda.Event()
+        s.record()
+        for _ in range(iters):
+            call()
+        e.record()
+        e.synchronize()
+        if self.name == "torch":
+            return s.elapsed_time(e) / iters
+        return self.m.cuda.get_elapsed_time(s, e) / iters
+
+    def sync(self):
+        if self.name == "ours":
+            gp.synchronize(self.dev)
+        elif self.name == "torch":
+            self.m.cuda.synchronize()
+        else:
+            self.m.cuda.Device().synchronize()
+
+
+def bandwidth(lib, op, layout, dtype, n, iters, reps, rng):
+    """GB/s of `op` on n elements (layout: contiguous, strided, broadcast)."""
+    side = int(round(n**0.5))
+    host = rng.standard_normal(n if layout == "contiguous" else side * side).astype(np.float32)
+    itemsize = 2 if dtype == "bfloat16" else 4
+    a = lib.array(host, dtype)
+    if layout == "contiguous":
+        b = lib.array(rng.standard_normal(n).astype(np.float32), dtype)
+        elems = n
+    else:
+        a = a.reshape(side, side)
+        elems = side * side
+        if layout == "strided":
+            b = lib.array(rng.standard_normal(side * side).astype(np.float32), dtype)
+            b = b.reshape(side, side).T
+        else:
+            b = lib.array(rng.standard_normal(side).astype(np.float32), dtype)
+    f = lib.fn(op)
+    arity = 1 if op in ("copy", "exp", "sin") else 2
+    call = (lambda: f(a)) if arity == 1 else (lambda: f(a, b))
+    bytes_moved = elems * itemsize * (arity + 1)
+    if layout == "broadcast":
+        bytes_moved = elems * itemsize * 2 + side * itemsize
+    for _ in range(3):
+        call()
+    lib.sync()
+    ms = statistics.median(lib.time_ms(call, iters) for _ in range(reps))
+    return bytes_moved / (ms * 1e-3) / 1e9
+
+
+def overhead_us(call, iters, reps):
+    for _ in range(100):
+        call()
+    out = []
+    for _ in range(reps):
+        t = time.perf_counter_ns()
+        for _ in range(iters):
+            call()
+        out.append((time.perf_counter_ns() - t) / iters / 1e3)
+    return statistics.median(out)
+
+
+CHILD = r"""
+import sys, time, pygpukit as gp
+x = gp.ones((16,), dtype=gp.float64, device="cuda")
+gp.synchronize("cuda")
+t = time.perf_counter()
+gp.%s(x)
+gp.synchronize("cuda")
+print(time.perf_counter() - t, gp.jit.cache_info()["disk_hits"])
+"""
+
+
+def first_call_ms(op, cache_dir):
+    """First call of gp.<op> on float64 in a fresh process: (compile, disk hit) in ms."""
+    env = dict(os.environ, PYGPUKIT_CACHE_DIR=cache_dir)
+    out = []
+    for _ in range(2):
+        r = subprocess.run(
+            [sys.executable, "-c", CHILD % op], env=env, capture_output=True, text=True, check=True
+        )
+        seconds, hits = r.stdout.split()
+        out.append((float(seconds) * 1e3, int(hits)))
+    assert out[0][1] == 0 and out[1][1] >= 1, out
+    return out[0][0], out[1][0]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--log2n", type=int, default=28)
+    p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--out", default=None, help="JSON folder (default benchmarks/results)")
+    args = p.parse_args()
+    info = gp.runtime_info()
+    if not info["cuda_available"]:
+        sys.exit(f"needs a CUDA device: {info['cuda_status']}")
+    dev = gp.Device("cuda:0")
+    props = gp.device_properties(dev)
+    rng = np.random.default_rng(0)
+    n = 1 << args.log2n
+    libs = [Lib("ours", dev)]
+    versions = {"pygpukit": gp.__version__, "numpy": np.__version__}
+    for name in ("torch", "cupy"):
+        try:
+            libs.append(Lib(name, dev))
+            versions[name] = libs[-1].m.__version__
+        except ImportError:
+            pass
+
+    rows = []
+    cases = [(op, "contiguous") for op in ("copy", "add", "mul", "exp", "sin")]
+    cases += [("add", "strided"), ("add", "broadcast")]
+    for dtype in ("float32", "bfloat16"):
+        for op, layout in cases:
+            row = {"op": op, "layout": layout, "dtype": dtype, "n": n, "gbps": {}}
+            for lib in libs:
+                if lib.name == "cupy" and dtype == "bfloat16":
+                    continue
+                row["gbps"][lib.name] = bandwidth(
+                    lib, op, layout, dtype, n, args.iters, args.reps, rng
+                )
+            rows.append(row)
+            g = row["gbps"]
+            print(
+                f"{dtype:9s} {op:5s} {layout:10s} "
+                + "  ".join(f"{k} {v:7.1f} GB/s" for k, v in g.items())
+                + (f"  ours/torch {g['ours'] / g['torch']:.3f}" if "torch" in g else "")
+            )
+
+    overhead = {}
+    x = gp.ones((16,), device=dev)
+    overhead["ours"] = overhead_us(lambda: x + x, 5000, args.reps)
+    for lib in libs[1:]:
+        t = lib.array(np.ones(16, np.float32), "float32")
+        overhead[lib.name] = overhead_us(lambda t=t: t + t, 5000, args.reps)
+        lib.sync()
+    gp.synchronize(dev)
+    print(
+        "per-call overhead, 16-element add (us): "
+        + ", ".join(f"{k} {v:.2f}" for k, v in overhead.items())
+    )
+
+    cache_dir = tempfile.mkdtemp(prefix="pgk-ew-bench-")
+    compile_ms, disk_ms = first_call_ms("tanh", cache_dir)
+    print(
+        f"first call of a new kernel: compile {compile_ms:.1f} ms, disk hit {disk_ms:.1f} ms "
+        "(fresh processes, including import-time JIT setup)"
+    )
+
+    result = {
+        "gpu": props["name"],
+        "sm": props["sm"],
+        "driver": props["driver_version"],
+        "python": platform.python_version(),
+        "versions": versions,
+        "iters": args.iters,
+        "reps": args.reps,
+        "bandwidth": rows,
+        "overhead_us_per_call": overhead,
+        "first_call_ms": {"compile": compile_ms, "disk_hit_fresh_process": disk_ms},
+        "timing": "CUDA events of each library around back-to-back calls, median of reps; "
+        "GB/s = bytes read + written once / time. Overhead: host wall time per call in a loop.",
+    }
+    write_result(result, args.out, props, "elementwise", cuda=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,163 @@
+// CUDA elementwise functions through the JIT: picks the layout (dense with 16-byte accesses,
+// dense unaligned, or strided with 32- or 64-bit indexing), finds or generates and compiles the
+// kernel for the operands' dtypes, and launches it through the dispatcher.
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "core/status.h"
+#include "ops/elementwise_codegen.h"
+#include "ops/kernel_launch.h"
+#include "runtime/runtime.h"
+
+namespace pygpukit::ops::cuda_kernels {
+namespace {
+
+// Everything the generated source depends on, as a short byte string.
+std::string KeyOf(const EwLaunch& l, DType out, absl::Span<const GPUArray> inputs,
+                  const EwLayout& layout, int device) {
+  std::string k;
+  k.reserve(16 + 3 * inputs.size());
+  k.push_back(static_cast<char>(l.op));
+  k.push_back(static_cast<char>(l.compute));
+  k.push_back(static_cast<char>(out));
+  k.push_back(static_cast<char>(device));
+  k.push_back(static_cast<char>(layout.contiguous ? layout.vec : 32 + layout.ndim));
+  k.push_back(layout.index32 ? 1 : 0);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    k.push_back(static_cast<char>(inputs[i].valid() ? inputs[i].dtype() : l.inputs[i].compute));
+    k.push_back(static_cast<char>(l.inputs[i].compute));
+    k.push_back(inputs[i].valid() ? 1 : 0);
+  }
+  return k;
+}
+
+EwKernelSpec SpecOf(const EwLaunch& l, DType out, absl::Span<const GPUArray> inputs,
+                    const EwLayout& layout) {
+  absl::InlinedVector<EwInput, 3> in;
+  absl::InlinedVector<DType, 3> compute;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const bool scalar = !inputs[i].valid();
+    in.push_back(EwInput{scalar ? l.inputs[i].compute : inputs[i].dtype(), scalar});
+    compute.push_back(l.inputs[i].compute);
+  }
+  return OpKernelSpec(l.op, l.name, in, compute, out, layout);
+}
+
+struct Entry {
+  void* function = nullptr;
+  int64_t max_blocks = 0;  // enough resident blocks to fill the GPU; grid-stride loops do the rest
+};
+
+class KernelCache {
+ public:
+  absl::StatusOr<Entry> Get(const std::string& key, const EwLaunch& l, DType out,
+                            absl::Span<const GPUArray> inputs, const EwLayout& layout, Device d) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (auto it = entries_.find(key); it != entries_.end()) return it->second;
+    }
+    Runtime& rt = Runtime::Get();
+    const EwKernelSpec spec = SpecOf(l, out, inputs, layout);
+    const JitSource src = ElementwiseProgram(spec);
+    Entry e;
+    PGK_ASSIGN_OR_RETURN(e.function, rt.jit().Function(src, kEwKernelName, d.index));
+    PGK_ASSIGN_OR_RETURN(hal::DeviceProperties props, rt.properties(d));
+    e.max_blocks = int64_t{props.multiprocessors} * 8;
+    std::lock_guard<std::mutex> lock(mu_);
+    entries_.emplace(key, e);
+    return e;
+  }
+  void Clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    entries_.clear();
+  }
+
+ private:
+  std::mutex mu_;
+  absl::flat_hash_map<std::string, Entry> entries_;
+};
+
+KernelCache& Cache() {
+  static KernelCache* cache = new KernelCache;  // never destroyed: used until process exit
+  return *cache;
+}
+
+}  // namespace
+
+absl::Status ElementwiseJit(hal::Stream& s, const EwLaunch& l, const GPUArray& out,
+                            absl::Span<const GPUArray> inputs) {
+  absl::InlinedVector<const GPUArray*, 4> arrays = {&out};
+  absl::InlinedVector<absl::Span<const int64_t>, 4> strides = {out.strides()};
+  for (const GPUArray& a : inputs) {
+    if (!a.valid()) continue;
+    arrays.push_back(&a);
+    strides.push_back(a.strides());
+  }
+  PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident(absl::MakeConstSpan(arrays)));
+  const CoalescedLayout coalesced = Coalesce(out.shape(), strides);
+  const int ndim = static_cast<int>(coalesced.shape.size());
+  if (ndim > kernels::kKernelMaxDims) {
+    return NotImplementedError(absl::StrCat(l.name, ": operand layout has ", ndim,
+                                            " non-mergeable dimensions; kernels support ",
+                                            kernels::kKernelMaxDims));
+  }
+  const int64_t n = out.size();
+  EwLayout layout;
+  for (const auto& st : coalesced.strides) {
+    layout.contiguous = layout.contiguous && (ndim == 0 || (ndim == 1 && st[0] == 1));
+  }
+  if (layout.contiguous) {
+    // 16 bytes per access for the widest operand when every pointer is aligned for it.
+    int64_t widest = 1;
+    for (const GPUArray* a : arrays) widest = std::max(widest, a->itemsize());
+    layout.vec = static_cast<int>(std::max<int64_t>(1, 16 / widest));
+    for (const GPUArray* a : arrays) {
+      if (reinterpret_cast<uintptr_t>(a->data()) % (layout.vec * a->itemsize()) != 0) {
+        layout.vec = 1;
+      }
+    }
+  } else {
+    layout.ndim = ndim;
+    int64_t reach = n;
+    for (const auto& st : coalesced.strides) {
+      int64_t r = 0;
+      for (int d = 0; d < ndim; ++d) r += (coalesced.shape[d] - 1) * std::abs(st[d]);
+      reach = std::max(reach, r + 1);
+    }
+    layout.index32 = reach <= INT32_MAX;
+  }
+  const std::string key = KeyOf(l, out.dtype(), inputs, layout, out.device().index);
+  PGK_ASSIGN_OR_RETURN(Entry e, Cache().Get(key, l, out.dtype(), inputs, layout, out.device()));
+
+  // Parameters in the generated signature's order (elementwise_codegen.h).
+  long long n_param = n;
+  void* out_ptr = out.data();
+  absl::InlinedVector<void*, 12> params = {&n_param};
+  if (!layout.contiguous) params.push_back(const_cast<int64_t*>(coalesced.shape.data()));
+  params.push_back(&out_ptr);
+  if (!layout.contiguous) params.push_back(const_cast<int64_t*>(coalesced.strides[0].data()));
+  absl::InlinedVector<void*, 3> ptrs(inputs.size());
+  size_t k = 1;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].valid()) {
+      params.push_back(const_cast<unsigned char*>(l.inputs[i].scalar));
+      continue;
+    }
+    ptrs[i] = inputs[i].data();
+    params.push_back(&ptrs[i]);
+    if (!layout.contiguous) params.push_back(const_cast<int64_t*>(coalesced.strides[k].data()));
+    ++k;
+  }
+  const int64_t units = layout.contiguous ? (n / layout.vec + kEwUnroll - 1) / kEwUnroll : n;
+  hal::LaunchDims dims;
+  dims.block[0] = kEwBlock;
+  dims.grid[0] = static_cast<unsigned>(
+      std::clamp<int64_t>((units + kEwBlock - 1) / kEwBlock, 1, e.max_blocks));
+  return Runtime::Get().dispatcher().LaunchFunction(s, l.name, e.function, dims, params.data());
+}
+
+}  // namespace pygpukit::ops::cuda_kernels

@@ -1,0 +1,79 @@
+// Source generation for the JIT elementwise kernels (pure: unit-tested, and compiled by NVRTC in
+// tests, without a GPU). A kernel is described by what changes its code: the element body, the
+// operands' storage dtypes, which inputs are by-value scalars, and the launch layout.
+//
+// Layouts:
+//  - contiguous: every array operand is dense in C order over the same n elements; each thread
+//    moves `vec` elements per operand as one access (16 bytes for the widest operand when every
+//    pointer is aligned for it, else 1), `kUnroll` such vectors per loop trip, all loads before
+//    any store, in a grid-stride loop; the n % vec tail is done element by element.
+//  - strided: `ndim` (coalesced) dimensions with per-operand element strides (negative and zero
+//    included); each element's offsets come from its linear index by division, in 32-bit
+//    arithmetic when every index and offset fits (`index32`), else 64-bit.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/types/span.h"
+#include "core/dtype.h"
+#include "ops/elementwise_table.h"
+#include "runtime/jit_cache.h"
+
+namespace pygpukit::ops {
+
+/// One input of a generated kernel.
+struct EwInput {
+  DType storage;        // the dtype it is read as (for scalars: the dtype its bytes encode)
+  bool scalar = false;  // passed by value instead of as an array
+};
+
+/// A generated elementwise kernel: out[i] = body(inputs at i).
+struct EwKernelSpec {
+  /// Statements computing `o0` (the output, of the output dtype) from `i0`, `i1`, ... (the
+  /// inputs in their storage types). Names from pygpukit::kernels are visible unqualified.
+  std::string body;
+  std::vector<EwInput> inputs;
+  DType output = DType::Float32;
+  bool needs_complex = false;  // include ops/kernels/complex_math.h
+  bool contiguous = true;
+  int vec = 1;           // contiguous: elements per access (1, 2, 4, 8 or 16)
+  int ndim = 1;          // strided: dimensions (1 .. kernels::kKernelMaxDims)
+  bool index32 = false;  // strided: 32-bit index arithmetic
+  /// Program name (NVRTC reports errors as "<name>.cu(line)").
+  std::string name = "elementwise";
+};
+
+/// Vectors per loop trip in the contiguous layout.
+inline constexpr int kEwUnroll = 2;
+/// Threads per block of every generated elementwise kernel.
+inline constexpr int kEwBlock = 256;
+/// The generated kernel's extern "C" name.
+inline constexpr const char* kEwKernelName = "pgk_ew";
+
+/// The C++ spelling of a dtype's scalar type in generated code ("float", "::pygpukit::bfloat16").
+const char* EwTypeName(DType dt);
+
+/// The layout part of a spec (EwKernelSpec's fields of the same names).
+struct EwLayout {
+  bool contiguous = true;
+  int vec = 1;
+  int ndim = 1;
+  bool index32 = false;
+};
+
+/// The kernel of table function `op`: input i is read as inputs[i] and converted to compute[i]
+/// (Cast), the functor applied, and its result converted to `out`.
+EwKernelSpec OpKernelSpec(ElementwiseOp op, absl::string_view name,
+                          absl::Span<const EwInput> inputs, absl::Span<const DType> compute,
+                          DType out, const EwLayout& layout);
+
+/// The program the JIT compiles for `spec` (generated source, name, NVRTC options).
+JitSource ElementwiseProgram(const EwKernelSpec& spec);
+
+/// CUDA C++ source of the kernel `kEwKernelName`. Parameters, in order: `long long n`; for the
+/// strided layout `Dims<ndim> shape`; the output pointer (strided: then its `Dims<ndim>`
+/// strides); per input its pointer (strided: then its strides) or its scalar value.
+std::string GenerateElementwiseSource(const EwKernelSpec& spec);
+
+}  // namespace pygpukit::ops

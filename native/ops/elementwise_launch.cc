@@ -1,0 +1,173 @@
+// Routing of elementwise functions to the backends (LaunchElementwise): operand views, overlap
+// between the output and the inputs, the CPU kernels, the CUDA JIT and its precompiled fallback.
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "core/status.h"
+#include "ops/kernel_launch.h"
+#include "runtime/runtime.h"
+
+namespace pygpukit::ops {
+namespace {
+
+// First and one-past-last byte an array's elements occupy, relative to its buffer.
+std::pair<int64_t, int64_t> ByteRange(const GPUArray& a) {
+  int64_t lo = a.offset(), hi = a.offset();
+  for (int d = 0; d < a.ndim(); ++d) {
+    const int64_t span = (a.shape()[d] - 1) * a.strides()[d];
+    (span < 0 ? lo : hi) += span;
+  }
+  return {lo * a.itemsize(), (hi + 1) * a.itemsize()};
+}
+
+// Whether writing `out` element by element could change what `in` reads later: they share
+// memory and element i of `in` is not exactly element i of `out` (same address, same dtype).
+bool Conflicts(const GPUArray& out, const GPUArray& in) {
+  if (out.buffer() != in.buffer() || out.size() == 0) return false;
+  const auto [a0, a1] = ByteRange(out);
+  const auto [b0, b1] = ByteRange(in);
+  if (a1 <= b0 || b1 <= a0) return false;
+  if (in.dtype() != out.dtype() || in.offset() != out.offset()) return true;
+  for (int d = 0; d < out.ndim(); ++d) {
+    if (out.shape()[d] != 1 && in.strides()[d] != out.strides()[d]) return true;
+  }
+  return false;
+}
+
+absl::Status LaunchCpu(const EwLaunch& l, const GPUArray& out) {
+  // Inputs converted to their compute dtypes first (the same Cast a fused conversion applies),
+  // so the CPU kernels are instantiated per compute dtype only.
+  absl::InlinedVector<GPUArray, 3> inputs;
+  bool conflict = out.dtype() != l.result;
+  for (const EwLaunch::Input& in : l.inputs) {
+    GPUArray v;
+    if (in.array != nullptr) {
+      PGK_ASSIGN_OR_RETURN(GPUArray cast, AsType(*in.array, in.compute, /*copy=*/false));
+      PGK_ASSIGN_OR_RETURN(v, BroadcastTo(cast, out.shape()));
+      conflict = conflict || Conflicts(out, v);
+    }
+    inputs.push_back(std::move(v));
+  }
+  GPUArray dst = out;
+  if (conflict) {
+    PGK_ASSIGN_OR_RETURN(dst, NewArray(out.shape(), l.result, out.device(), l.name));
+  }
+
+  absl::InlinedVector<const GPUArray*, 4> arrays = {&dst};
+  absl::InlinedVector<absl::Span<const int64_t>, 4> strides = {dst.strides()};
+  for (const GPUArray& v : inputs) {
+    if (!v.valid()) continue;
+    arrays.push_back(&v);
+    strides.push_back(v.strides());
+  }
+  PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident(absl::MakeConstSpan(arrays)));
+  CoalescedLayout layout = Coalesce(dst.shape(), strides);
+  if (layout.shape.size() > static_cast<size_t>(kernels::kKernelMaxDims)) {
+    return NotImplementedError(absl::StrCat(l.name, ": operand layout has ", layout.shape.size(),
+                                            " non-mergeable dimensions; kernels support ",
+                                            kernels::kKernelMaxDims));
+  }
+  EwCpuArgs args;
+  args.n = dst.size();
+  args.ndim = static_cast<int>(layout.shape.size());
+  std::copy(layout.shape.begin(), layout.shape.end(), args.shape);
+  std::copy(layout.strides[0].begin(), layout.strides[0].end(), args.out_strides);
+  args.out = dst.data();
+  args.ninputs = static_cast<int>(l.inputs.size());
+  auto dense = [&](absl::Span<const int64_t> s) {
+    return args.ndim == 0 || (args.ndim == 1 && s[0] == 1);
+  };
+  args.contiguous = dense(layout.strides[0]);
+  size_t k = 1;
+  KeepAlive keep = {dst.buffer()};
+  for (int i = 0; i < args.ninputs; ++i) {
+    if (inputs[i].valid()) {
+      args.in[i] = inputs[i].data();
+      std::copy(layout.strides[k].begin(), layout.strides[k].end(), args.in_strides[i]);
+      args.contiguous = args.contiguous && dense(layout.strides[k]);
+      keep.push_back(inputs[i].buffer());
+      ++k;
+    } else {
+      args.in_scalar[i] = true;
+      std::memcpy(args.scalars[i], l.inputs[i].scalar, 16);
+    }
+  }
+  PGK_ASSIGN_OR_RETURN(hal::Stream * s, Runtime::Get().stream(dst.device()));
+  PGK_RETURN_IF_ERROR(cpu_kernels::Elementwise(*s, l, args, std::move(keep)));
+  if (conflict) return Assign(out, dst);
+  return absl::OkStatus();
+}
+
+// Without NVRTC: the precompiled kernels, which compute in one dtype (operands converted
+// first) and exist for the arithmetic operators only.
+absl::Status LaunchCudaPrecompiled(const EwLaunch& l, const GPUArray& out, absl::Status why) {
+  const bool arithmetic = l.op == ElementwiseOp::kAdd || l.op == ElementwiseOp::kSubtract ||
+                          l.op == ElementwiseOp::kMultiply || l.op == ElementwiseOp::kDivide ||
+                          l.op == ElementwiseOp::kNegative;
+  if (!arithmetic) {
+    return NotImplementedError(absl::StrCat(
+        l.name, " on ", out.device().ToString(), " needs the NVRTC JIT, which is unavailable (",
+        why.message(), "); install the CUDA runtime compiler (libnvrtc) or use the CPU backend"));
+  }
+  absl::InlinedVector<GPUArray, 2> inputs;
+  bool conflict = out.dtype() != l.result;
+  for (const EwLaunch::Input& in : l.inputs) {
+    GPUArray v;
+    if (in.array != nullptr) {
+      PGK_ASSIGN_OR_RETURN(GPUArray cast, AsType(*in.array, in.compute, /*copy=*/false));
+      PGK_ASSIGN_OR_RETURN(v, BroadcastTo(cast, out.shape()));
+      conflict = conflict || Conflicts(out, v);
+    }
+    inputs.push_back(std::move(v));
+  }
+  GPUArray dst = out;
+  if (conflict) {
+    PGK_ASSIGN_OR_RETURN(dst, NewArray(out.shape(), l.result, out.device(), l.name));
+  }
+  if (l.op == ElementwiseOp::kNegative) {
+    PGK_RETURN_IF_ERROR(LaunchNegative(dst, inputs[0]));
+  } else {
+    const GPUArray* a = inputs[0].valid() ? &inputs[0] : nullptr;
+    const GPUArray* b = inputs[1].valid() ? &inputs[1] : nullptr;
+    const unsigned char* scalar = a == nullptr ? l.inputs[0].scalar : l.inputs[1].scalar;
+    PGK_RETURN_IF_ERROR(LaunchBinary(l.op, dst, a, b, scalar));
+  }
+  if (conflict) return Assign(out, dst);
+  return absl::OkStatus();
+}
+
+absl::Status LaunchCuda(const EwLaunch& l, const GPUArray& out) {
+  Runtime& rt = Runtime::Get();
+  if (absl::Status available = rt.jit().Available(); !available.ok()) {
+    return LaunchCudaPrecompiled(l, out, available);
+  }
+  absl::InlinedVector<GPUArray, 3> inputs;
+  bool conflict = false;
+  for (const EwLaunch::Input& in : l.inputs) {
+    GPUArray v;
+    if (in.array != nullptr) {
+      PGK_ASSIGN_OR_RETURN(v, BroadcastTo(*in.array, out.shape()));
+      conflict = conflict || Conflicts(out, v);
+    }
+    inputs.push_back(std::move(v));
+  }
+  GPUArray dst = out;
+  if (conflict) {
+    PGK_ASSIGN_OR_RETURN(dst, NewArray(out.shape(), out.dtype(), out.device(), l.name));
+  }
+  PGK_ASSIGN_OR_RETURN(hal::Stream * s, rt.stream(dst.device()));
+  PGK_RETURN_IF_ERROR(cuda_kernels::ElementwiseJit(*s, l, dst, inputs));
+  if (conflict) return Assign(out, dst);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status LaunchElementwise(const EwLaunch& l, const GPUArray& out) {
+  if (out.size() == 0) return absl::OkStatus();
+  if (out.device().is_cpu()) return LaunchCpu(l, out);
+  return LaunchCuda(l, out);
+}
+
+}  // namespace pygpukit::ops

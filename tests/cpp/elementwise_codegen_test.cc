@@ -1,0 +1,159 @@
+// The elementwise kernel generator: the source's shape for each layout, and every function of
+// the op table compiling under NVRTC for representative dtypes of its domain (no GPU needed).
+#include "ops/elementwise_codegen.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "file_test_util.h"
+#include "runtime/jit.h"
+
+namespace pygpukit::ops {
+namespace {
+
+EwKernelSpec AddSpec(const EwLayout& layout, bool scalar_b = false) {
+  const EwInput in[] = {{DType::BFloat16, false}, {DType::Float32, scalar_b}};
+  const DType compute[] = {DType::Float32, DType::Float32};
+  return OpKernelSpec(ElementwiseOp::kAdd, "add", in, compute, DType::Float32, layout);
+}
+
+TEST(ElementwiseCodegen, ContiguousSourceMovesVectors) {
+  EwLayout layout;
+  layout.vec = 4;
+  const std::string src = GenerateElementwiseSource(AddSpec(layout));
+  EXPECT_TRUE(absl::StrContains(src, "constexpr int V = 4")) << src;
+  EXPECT_TRUE(absl::StrContains(src, "Vec<V, ::pygpukit::bfloat16>")) << src;
+  EXPECT_TRUE(absl::StrContains(src,
+                                "o0 = Cast<float>(AddOp::Apply(Cast<float>(i0), "
+                                "Cast<float>(i1)));"))
+      << src;
+  EXPECT_TRUE(absl::StrContains(src, kEwKernelName)) << src;
+  EXPECT_FALSE(absl::StrContains(src, "complex_math.h")) << src;
+}
+
+TEST(ElementwiseCodegen, ScalarsArePassedByValue) {
+  const std::string src = GenerateElementwiseSource(AddSpec(EwLayout{}, /*scalar_b=*/true));
+  EXPECT_TRUE(absl::StrContains(src, ", const float i1)")) << src;
+  EXPECT_FALSE(absl::StrContains(src, "i1p")) << src;
+}
+
+TEST(ElementwiseCodegen, StridedSourceIndexesEachOperand) {
+  EwLayout layout;
+  layout.contiguous = false;
+  layout.ndim = 3;
+  layout.index32 = true;
+  const std::string src = GenerateElementwiseSource(AddSpec(layout));
+  EXPECT_TRUE(absl::StrContains(src, "const Dims<3> shape")) << src;
+  EXPECT_TRUE(absl::StrContains(src, "typedef int I;")) << src;
+  EXPECT_TRUE(absl::StrContains(src, "i1o += idx * (I)i1s.v[d];")) << src;
+  layout.index32 = false;
+  EXPECT_TRUE(
+      absl::StrContains(GenerateElementwiseSource(AddSpec(layout)), "typedef long long I;"));
+}
+
+TEST(ElementwiseCodegen, ComplexOperandsIncludeComplexMath) {
+  const EwInput in[] = {{DType::Complex64, false}};
+  const DType compute[] = {DType::Complex64};
+  EwKernelSpec spec = OpKernelSpec(ElementwiseOp::kExp, "exp", in, compute, DType::Complex64, {});
+  EXPECT_TRUE(absl::StrContains(GenerateElementwiseSource(spec), "complex_math.h"));
+  EXPECT_EQ(ElementwiseProgram(spec).name, "ew_exp");
+}
+
+// Representative compute dtypes of each domain: every kind it accepts, the narrowest and widest.
+std::vector<DType> Representatives(EwDomain d) {
+  using D = DType;
+  switch (d) {
+    case EwDomain::kAll:
+      return {D::Bool, D::Int8, D::UInt64, D::Float16, D::BFloat16, D::Float64, D::Complex64};
+    case EwDomain::kNumeric:
+      return {D::Int16, D::UInt32, D::BFloat16, D::Float32, D::Complex128};
+    case EwDomain::kReal:
+      return {D::Int8, D::UInt64, D::Float16, D::Float64};
+    case EwDomain::kRealOrBool:
+      return {D::Bool, D::Int32, D::BFloat16, D::Float32};
+    case EwDomain::kInexact:
+      return {D::Float16, D::BFloat16, D::Float32, D::Float64, D::Complex64, D::Complex128};
+    case EwDomain::kRealInexact:
+      return {D::Float16, D::BFloat16, D::Float32, D::Float64};
+    case EwDomain::kIntOrBool:
+      return {D::Bool, D::Int8, D::UInt64};
+    case EwDomain::kInt:
+      return {D::Int8, D::Int64, D::UInt16};
+    case EwDomain::kLogical:
+      return {D::Bool};
+  }
+  return {};
+}
+
+DType ResultOf(EwResult r, DType compute) {
+  return r == EwResult::kBool ? DType::Bool : r == EwResult::kReal ? RealOf(compute) : compute;
+}
+
+TEST(ElementwiseCodegen, EveryTableFunctionCompilesUnderNvrtc) {
+  // A fresh cache directory: every program is really compiled.
+  const std::string dir = testing::FreshTestDir("pgk_ew_codegen");
+  setenv("PYGPUKIT_CACHE_DIR", dir.c_str(), 1);
+  JitEngine jit(nullptr);
+  if (!jit.info().nvrtc_available) GTEST_SKIP() << "NVRTC is not available here";
+  struct Case {
+    std::string what;
+    EwKernelSpec spec;
+  };
+  std::vector<Case> cases;
+  auto add = [&](ElementwiseOp op, const char* name, int arity, EwDomain domain, EwResult result) {
+    for (DType c : Representatives(domain)) {
+      std::vector<EwInput> in(arity, EwInput{c, false});
+      std::vector<DType> compute(arity, c);
+      if (op == ElementwiseOp::kWhere) {
+        in[0] = {DType::UInt8, false};  // a condition of another dtype converts to bool
+        compute[0] = DType::Bool;
+      }
+      if (arity >= 2) in[1].scalar = true;
+      // Inputs stored in another dtype than they compute in (the conversion is fused).
+      if (!IsComplex(c) && c != DType::Bool) in[0].storage = DType::Int16;
+      EwLayout layout;
+      layout.vec = static_cast<int>(16 / ItemSize(c));
+      cases.push_back({absl::StrCat(name, " ", DTypeName(c)),
+                       OpKernelSpec(op, name, in, compute, ResultOf(result, c), layout)});
+    }
+  };
+#define PGK_EW_CASE(E, name, F, arity, domain, result) \
+  add(ElementwiseOp::k##E, #name, arity, EwDomain::domain, EwResult::result);
+  PGK_FOR_EACH_ELEMENTWISE_OP(PGK_EW_CASE)
+#undef PGK_EW_CASE
+  // Strided layouts with 32- and 64-bit indexing.
+  EwLayout strided;
+  strided.contiguous = false;
+  strided.ndim = 4;
+  cases.push_back({"add strided64", AddSpec(strided)});
+  strided.index32 = true;
+  cases.push_back({"add strided32", AddSpec(strided)});
+
+  std::atomic<size_t> next{0};
+  std::vector<std::string> failures(cases.size());
+  auto work = [&] {
+    for (size_t i = next++; i < cases.size(); i = next++) {
+      auto image = jit.Image(ElementwiseProgram(cases[i].spec), "sm_90");
+      if (!image.ok()) failures[i] = std::string(image.status().message());
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) threads.emplace_back(work);
+  for (auto& t : threads) t.join();
+  for (size_t i = 0; i < cases.size(); ++i) {
+    EXPECT_EQ(failures[i], "") << cases[i].what;
+  }
+  EXPECT_EQ(jit.info().compiles, static_cast<int64_t>(cases.size()));
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace pygpukit::ops
