@@ -102,23 +102,31 @@ class Lib:
             self.m.cuda.Device().synchronize()
 
 
+_HOST = {}
+
+
+def host_data(rng, n, which):
+    """Random float32 data of n elements, generated once per (n, which)."""
+    if (n, which) not in _HOST:
+        _HOST[(n, which)] = rng.standard_normal(n, dtype=np.float32)
+    return _HOST[(n, which)]
+
+
 def bandwidth(lib, op, layout, dtype, n, iters, reps, rng):
     """GB/s of `op` on n elements (layout: contiguous, strided, broadcast)."""
     side = int(round(n**0.5))
-    host = rng.standard_normal(n if layout == "contiguous" else side * side).astype(np.float32)
     itemsize = 2 if dtype == "bfloat16" else 4
-    a = lib.array(host, dtype)
     if layout == "contiguous":
-        b = lib.array(rng.standard_normal(n).astype(np.float32), dtype)
+        a = lib.array(host_data(rng, n, "a"), dtype)
+        b = lib.array(host_data(rng, n, "b"), dtype)
         elems = n
     else:
-        a = a.reshape(side, side)
         elems = side * side
+        a = lib.array(host_data(rng, elems, "a"), dtype).reshape(side, side)
         if layout == "strided":
-            b = lib.array(rng.standard_normal(side * side).astype(np.float32), dtype)
-            b = b.reshape(side, side).T
+            b = lib.array(host_data(rng, elems, "b"), dtype).reshape(side, side).T
         else:
-            b = lib.array(rng.standard_normal(side).astype(np.float32), dtype)
+            b = lib.array(host_data(rng, side, "row"), dtype)
     f = lib.fn(op)
     arity = 1 if op in ("copy", "exp", "sin") else 2
     call = (lambda: f(a)) if arity == 1 else (lambda: f(a, b))
