@@ -31,7 +31,7 @@ void AppendContiguous(const EwKernelSpec& spec, std::string& s) {
     }
   }
   absl::StrAppend(&s, ") {\n");
-  absl::StrAppend(&s, "  constexpr int V = ", spec.vec, ", U = ", kEwUnroll, ";\n",
+  absl::StrAppend(&s, "  constexpr int V = ", spec.vec, ", U = ", spec.unroll, ";\n",
                   "  const long long nvec = n / V;\n",
                   "  const long long step = (long long)gridDim.x * blockDim.x;\n",
                   "  const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n",
@@ -83,29 +83,47 @@ void AppendStrided(const EwKernelSpec& spec, std::string& s) {
       absl::StrAppend(&s, ", const ", t, "* ", In(i), "p, const ", dims, " ", In(i), "s");
     }
   }
-  absl::StrAppend(&s, ") {\n  typedef ", index, " I;\n",
+  // U elements per thread and trip, all offsets and loads before any store: several (possibly
+  // uncoalesced) loads in flight per thread.
+  absl::StrAppend(&s, ") {\n  typedef ", index, " I;\n  constexpr int U = ", spec.unroll, ";\n",
                   "  const long long step = (long long)gridDim.x * blockDim.x;\n",
-                  "  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < n; "
-                  "e += step) {\n",
-                  "    I rem = (I)e, o0o = 0");
+                  "  for (long long base = (long long)blockIdx.x * blockDim.x + threadIdx.x; "
+                  "base < n; base += step * U) {\n",
+                  "    I o0o[U]");
   for (size_t i = 0; i < spec.inputs.size(); ++i) {
-    if (!spec.inputs[i].scalar) absl::StrAppend(&s, ", ", In(i), "o = 0");
+    if (!spec.inputs[i].scalar) absl::StrAppend(&s, ", ", In(i), "o[U]");
   }
-  absl::StrAppend(&s, ";\n#pragma unroll\n    for (int d = ", spec.ndim - 1,
-                  "; d >= 0; --d) {\n      const I extent = (I)shape.v[d];\n",
-                  "      const I idx = rem % extent;\n      rem /= extent;\n",
-                  "      o0o += idx * (I)o0s.v[d];\n");
+  absl::StrAppend(&s, ";\n#pragma unroll\n    for (int u = 0; u < U; ++u) {\n",
+                  "      I rem = (I)(base + u * step);\n      o0o[u] = 0;\n");
+  for (size_t i = 0; i < spec.inputs.size(); ++i) {
+    if (!spec.inputs[i].scalar) absl::StrAppend(&s, "      ", In(i), "o[u] = 0;\n");
+  }
+  absl::StrAppend(&s, "#pragma unroll\n      for (int d = ", spec.ndim - 1,
+                  "; d >= 0; --d) {\n        const I extent = (I)shape.v[d];\n",
+                  "        const I idx = rem % extent;\n        rem /= extent;\n",
+                  "        o0o[u] += idx * (I)o0s.v[d];\n");
   for (size_t i = 0; i < spec.inputs.size(); ++i) {
     if (!spec.inputs[i].scalar) {
-      absl::StrAppend(&s, "      ", In(i), "o += idx * (I)", In(i), "s.v[d];\n");
+      absl::StrAppend(&s, "        ", In(i), "o[u] += idx * (I)", In(i), "s.v[d];\n");
     }
   }
-  absl::StrAppend(&s, "    }\n    pgk_body(");
+  absl::StrAppend(&s, "      }\n    }\n");
   for (size_t i = 0; i < spec.inputs.size(); ++i) {
-    absl::StrAppend(&s, spec.inputs[i].scalar ? In(i) : absl::StrCat(In(i), "p[", In(i), "o]"),
-                    ", ");
+    if (spec.inputs[i].scalar) continue;
+    absl::StrAppend(&s, "    ", EwTypeName(spec.inputs[i].storage), " ", In(i), "v[U];\n");
   }
-  absl::StrAppend(&s, "o0p[o0o]);\n  }\n}\n");
+  absl::StrAppend(&s, "#pragma unroll\n    for (int u = 0; u < U; ++u) {\n",
+                  "      if (base + u * step < n) {\n");
+  for (size_t i = 0; i < spec.inputs.size(); ++i) {
+    if (spec.inputs[i].scalar) continue;
+    absl::StrAppend(&s, "        ", In(i), "v[u] = ", In(i), "p[", In(i), "o[u]];\n");
+  }
+  absl::StrAppend(&s, "      }\n    }\n#pragma unroll\n    for (int u = 0; u < U; ++u) {\n",
+                  "      if (base + u * step < n) pgk_body(");
+  for (size_t i = 0; i < spec.inputs.size(); ++i) {
+    absl::StrAppend(&s, spec.inputs[i].scalar ? In(i) : absl::StrCat(In(i), "v[u]"), ", ");
+  }
+  absl::StrAppend(&s, "o0p[o0o[u]]);\n    }\n  }\n}\n");
 }
 
 }  // namespace
@@ -136,6 +154,7 @@ EwKernelSpec OpKernelSpec(ElementwiseOp op, absl::string_view name,
   spec.vec = layout.vec;
   spec.ndim = layout.ndim;
   spec.index32 = layout.index32;
+  spec.unroll = layout.unroll;
   spec.needs_complex = IsComplex(out);
   std::string args;
   for (size_t i = 0; i < inputs.size(); ++i) {

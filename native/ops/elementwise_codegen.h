@@ -5,11 +5,12 @@
 // Layouts:
 //  - contiguous: every array operand is dense in C order over the same n elements; each thread
 //    moves `vec` elements per operand as one access (16 bytes for the widest operand when every
-//    pointer is aligned for it, else 1), `kUnroll` such vectors per loop trip, all loads before
+//    pointer is aligned for it, else 1), `unroll` such vectors per loop trip, all loads before
 //    any store, in a grid-stride loop; the n % vec tail is done element by element.
 //  - strided: `ndim` (coalesced) dimensions with per-operand element strides (negative and zero
 //    included); each element's offsets come from its linear index by division, in 32-bit
-//    arithmetic when every index and offset fits (`index32`), else 64-bit.
+//    arithmetic when every index and offset fits (`index32`), else 64-bit; `unroll` elements
+//    per thread and trip, loads first.
 #pragma once
 
 #include <string>
@@ -21,6 +22,11 @@
 #include "runtime/jit_cache.h"
 
 namespace pygpukit::ops {
+
+/// Default vectors (contiguous) or elements (strided) per thread and loop trip.
+inline constexpr int kEwUnroll = 4;
+/// Threads per block of every generated elementwise kernel.
+inline constexpr int kEwBlock = 256;
 
 /// One input of a generated kernel.
 struct EwInput {
@@ -37,17 +43,14 @@ struct EwKernelSpec {
   DType output = DType::Float32;
   bool needs_complex = false;  // include ops/kernels/complex_math.h
   bool contiguous = true;
-  int vec = 1;           // contiguous: elements per access (1, 2, 4, 8 or 16)
-  int ndim = 1;          // strided: dimensions (1 .. kernels::kKernelMaxDims)
-  bool index32 = false;  // strided: 32-bit index arithmetic
+  int vec = 1;             // contiguous: elements per access (1, 2, 4, 8 or 16)
+  int ndim = 1;            // strided: dimensions (1 .. kernels::kKernelMaxDims)
+  bool index32 = false;    // strided: 32-bit index arithmetic
+  int unroll = kEwUnroll;  // vectors (contiguous) or elements (strided) per thread and loop trip
   /// Program name (NVRTC reports errors as "<name>.cu(line)").
   std::string name = "elementwise";
 };
 
-/// Vectors per loop trip in the contiguous layout.
-inline constexpr int kEwUnroll = 2;
-/// Threads per block of every generated elementwise kernel.
-inline constexpr int kEwBlock = 256;
 /// The generated kernel's extern "C" name.
 inline constexpr const char* kEwKernelName = "pgk_ew";
 
@@ -60,6 +63,7 @@ struct EwLayout {
   int vec = 1;
   int ndim = 1;
   bool index32 = false;
+  int unroll = kEwUnroll;
 };
 
 /// The kernel of table function `op`: input i is read as inputs[i] and converted to compute[i]

@@ -53,7 +53,8 @@ TEST(ElementwiseCodegen, StridedSourceIndexesEachOperand) {
   const std::string src = GenerateElementwiseSource(AddSpec(layout));
   EXPECT_TRUE(absl::StrContains(src, "const Dims<3> shape")) << src;
   EXPECT_TRUE(absl::StrContains(src, "typedef int I;")) << src;
-  EXPECT_TRUE(absl::StrContains(src, "i1o += idx * (I)i1s.v[d];")) << src;
+  EXPECT_TRUE(absl::StrContains(src, "i1o[u] += idx * (I)i1s.v[d];")) << src;
+  EXPECT_TRUE(absl::StrContains(src, "constexpr int U = 4;")) << src;
   layout.index32 = false;
   EXPECT_TRUE(
       absl::StrContains(GenerateElementwiseSource(AddSpec(layout)), "typedef long long I;"));

@@ -110,13 +110,14 @@ BINARY = {
     "subtract": ("numeric", "same", np.subtract, False),
 }
 
-# Relative tolerance of results computed in each dtype (the math libraries differ by a few ulp).
+# Relative tolerance of results computed in each dtype (the math libraries differ by a few ulp;
+# libcu++'s single-precision inverse complex functions by up to about 400 ulp).
 RTOL = {
     "float16": 2e-3,
     "bfloat16": 1.6e-2,
     "float32": 1e-5,
     "float64": 1e-12,
-    "complex64": 1e-5,
+    "complex64": 1e-4,
     "complex128": 1e-12,
 }
 
@@ -182,8 +183,9 @@ def assert_matches(got_arr, expected, result, exact):
     g, e = as_wide(got), as_wide(expected)
     if exact or kind(result) in "biu":
         np.testing.assert_array_equal(g, e)
-        if kind(result) in "fc":  # signed zeros too
-            np.testing.assert_array_equal(np.signbit(g.real), np.signbit(e.real))
+        if kind(result) in "fc":  # signed zeros too (a NaN's sign is not specified)
+            keep = ~np.isnan(e.real)
+            np.testing.assert_array_equal(np.signbit(g.real[keep]), np.signbit(e.real[keep]))
         return
     rtol = RTOL[result]
     np.testing.assert_allclose(g, e, rtol=rtol, atol=rtol, equal_nan=True)

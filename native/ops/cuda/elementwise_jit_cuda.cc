@@ -2,6 +2,7 @@
 // dense unaligned, or strided with 32- or 64-bit indexing), finds or generates and compiles the
 // kernel for the operands' dtypes, and launches it through the dispatcher.
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -16,6 +17,30 @@
 namespace pygpukit::ops::cuda_kernels {
 namespace {
 
+// Measurement knobs (read once): PYGPUKIT_EW_UNROLL (1, 2, 4 or 8 vectors / elements per thread
+// and trip) and PYGPUKIT_EW_BLOCKS_PER_SM (resident blocks the grid is capped at per SM; 0 for
+// one trip per thread). Invalid values keep the defaults.
+struct Tuning {
+  int unroll = kEwUnroll;
+  int blocks_per_sm = 8;
+};
+
+const Tuning& Knobs() {
+  static const Tuning t = [] {
+    Tuning t;
+    if (const char* u = std::getenv("PYGPUKIT_EW_UNROLL")) {
+      const int v = std::atoi(u);
+      if (v == 1 || v == 2 || v == 4 || v == 8) t.unroll = v;
+    }
+    if (const char* b = std::getenv("PYGPUKIT_EW_BLOCKS_PER_SM")) {
+      const int v = std::atoi(b);
+      if (v >= 0 && v <= 64) t.blocks_per_sm = v;
+    }
+    return t;
+  }();
+  return t;
+}
+
 // Everything the generated source depends on, as a short byte string.
 std::string KeyOf(const EwLaunch& l, DType out, absl::Span<const GPUArray> inputs,
                   const EwLayout& layout, int device) {
@@ -26,7 +51,7 @@ std::string KeyOf(const EwLaunch& l, DType out, absl::Span<const GPUArray> input
   k.push_back(static_cast<char>(out));
   k.push_back(static_cast<char>(device));
   k.push_back(static_cast<char>(layout.contiguous ? layout.vec : 32 + layout.ndim));
-  k.push_back(layout.index32 ? 1 : 0);
+  k.push_back(static_cast<char>((layout.index32 ? 1 : 0) | layout.unroll << 1));
   for (size_t i = 0; i < inputs.size(); ++i) {
     k.push_back(static_cast<char>(inputs[i].valid() ? inputs[i].dtype() : l.inputs[i].compute));
     k.push_back(static_cast<char>(l.inputs[i].compute));
@@ -66,7 +91,8 @@ class KernelCache {
     Entry e;
     PGK_ASSIGN_OR_RETURN(e.function, rt.jit().Function(src, kEwKernelName, d.index));
     PGK_ASSIGN_OR_RETURN(hal::DeviceProperties props, rt.properties(d));
-    e.max_blocks = int64_t{props.multiprocessors} * 8;
+    const int per_sm = Knobs().blocks_per_sm;
+    e.max_blocks = per_sm > 0 ? int64_t{props.multiprocessors} * per_sm : int64_t{1} << 31;
     std::lock_guard<std::mutex> lock(mu_);
     entries_.emplace(key, e);
     return e;
@@ -107,6 +133,7 @@ absl::Status ElementwiseJit(hal::Stream& s, const EwLaunch& l, const GPUArray& o
   }
   const int64_t n = out.size();
   EwLayout layout;
+  layout.unroll = Knobs().unroll;
   for (const auto& st : coalesced.strides) {
     layout.contiguous = layout.contiguous && (ndim == 0 || (ndim == 1 && st[0] == 1));
   }
@@ -152,11 +179,12 @@ absl::Status ElementwiseJit(hal::Stream& s, const EwLaunch& l, const GPUArray& o
     if (!layout.contiguous) params.push_back(const_cast<int64_t*>(coalesced.strides[k].data()));
     ++k;
   }
-  const int64_t units = layout.contiguous ? (n / layout.vec + kEwUnroll - 1) / kEwUnroll : n;
+  const int64_t per_thread = layout.unroll * (layout.contiguous ? layout.vec : 1);
+  const int64_t units = std::max<int64_t>(1, n / per_thread + (n % per_thread != 0));
   hal::LaunchDims dims;
   dims.block[0] = kEwBlock;
-  dims.grid[0] = static_cast<unsigned>(
-      std::clamp<int64_t>((units + kEwBlock - 1) / kEwBlock, 1, e.max_blocks));
+  dims.grid[0] = static_cast<unsigned>(std::clamp<int64_t>(
+      (units + kEwBlock - 1) / kEwBlock, 1, std::min(e.max_blocks, int64_t{INT32_MAX})));
   return Runtime::Get().dispatcher().LaunchFunction(s, l.name, e.function, dims, params.data());
 }
 
