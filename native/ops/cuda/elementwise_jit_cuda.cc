@@ -17,12 +17,17 @@
 namespace pygpukit::ops::cuda_kernels {
 namespace {
 
-// Measurement knobs (read once): PYGPUKIT_EW_UNROLL (1, 2, 4 or 8 vectors / elements per thread
-// and trip) and PYGPUKIT_EW_BLOCKS_PER_SM (resident blocks the grid is capped at per SM; 0 for
-// one trip per thread). Invalid values keep the defaults.
+// Launch shape, from an H100 sweep at 2^28 elements (.exp-style runs of benchmarks/elementwise.py
+// cases): one loop trip per thread (an uncapped grid) beats grid-stride loops over a resident
+// grid of 4 to 16 blocks per SM in every case (float32 add 3.05 vs 2.85-2.91 TB/s); dense
+// kernels move one 16-byte vector per operand per thread (3.05 TB/s; 2 to 8 vectors: 3.00 to
+// 3.03), strided ones 4 elements (add with a broadcast row 2.82 TB/s; 1 element: 1.45).
+// Measurement knobs, read once: PYGPUKIT_EW_UNROLL (1, 2, 4 or 8, for both layouts) and
+// PYGPUKIT_EW_BLOCKS_PER_SM (a cap on the grid, 0 = none). Invalid values keep the defaults.
 struct Tuning {
-  int unroll = kEwUnroll;
-  int blocks_per_sm = 8;
+  int unroll_contiguous = 1;
+  int unroll_strided = 4;
+  int blocks_per_sm = 0;
 };
 
 const Tuning& Knobs() {
@@ -30,7 +35,7 @@ const Tuning& Knobs() {
     Tuning t;
     if (const char* u = std::getenv("PYGPUKIT_EW_UNROLL")) {
       const int v = std::atoi(u);
-      if (v == 1 || v == 2 || v == 4 || v == 8) t.unroll = v;
+      if (v == 1 || v == 2 || v == 4 || v == 8) t.unroll_contiguous = t.unroll_strided = v;
     }
     if (const char* b = std::getenv("PYGPUKIT_EW_BLOCKS_PER_SM")) {
       const int v = std::atoi(b);
@@ -74,7 +79,7 @@ EwKernelSpec SpecOf(const EwLaunch& l, DType out, absl::Span<const GPUArray> inp
 
 struct Entry {
   void* function = nullptr;
-  int64_t max_blocks = 0;  // enough resident blocks to fill the GPU; grid-stride loops do the rest
+  int64_t max_blocks = 0;  // grid cap (kernels loop over what a capped grid does not cover)
 };
 
 class KernelCache {
@@ -133,7 +138,6 @@ absl::Status ElementwiseJit(hal::Stream& s, const EwLaunch& l, const GPUArray& o
   }
   const int64_t n = out.size();
   EwLayout layout;
-  layout.unroll = Knobs().unroll;
   for (const auto& st : coalesced.strides) {
     layout.contiguous = layout.contiguous && (ndim == 0 || (ndim == 1 && st[0] == 1));
   }
@@ -179,6 +183,7 @@ absl::Status ElementwiseJit(hal::Stream& s, const EwLaunch& l, const GPUArray& o
     if (!layout.contiguous) params.push_back(const_cast<int64_t*>(coalesced.strides[k].data()));
     ++k;
   }
+  layout.unroll = layout.contiguous ? Knobs().unroll_contiguous : Knobs().unroll_strided;
   const int64_t per_thread = layout.unroll * (layout.contiguous ? layout.vec : 1);
   const int64_t units = std::max<int64_t>(1, n / per_thread + (n % per_thread != 0));
   hal::LaunchDims dims;
