@@ -161,6 +161,7 @@ absl::Status ElementwiseJit(hal::Stream& s, const EwLaunch& l, const GPUArray& o
     }
     layout.index32 = reach <= INT32_MAX;
   }
+  layout.unroll = layout.contiguous ? Knobs().unroll_contiguous : Knobs().unroll_strided;
   const std::string key = KeyOf(l, out.dtype(), inputs, layout, out.device().index);
   PGK_ASSIGN_OR_RETURN(Entry e, Cache().Get(key, l, out.dtype(), inputs, layout, out.device()));
 
@@ -183,7 +184,6 @@ absl::Status ElementwiseJit(hal::Stream& s, const EwLaunch& l, const GPUArray& o
     if (!layout.contiguous) params.push_back(const_cast<int64_t*>(coalesced.strides[k].data()));
     ++k;
   }
-  layout.unroll = layout.contiguous ? Knobs().unroll_contiguous : Knobs().unroll_strided;
   const int64_t per_thread = layout.unroll * (layout.contiguous ? layout.vec : 1);
   const int64_t units = std::max<int64_t>(1, n / per_thread + (n % per_thread != 0));
   hal::LaunchDims dims;
