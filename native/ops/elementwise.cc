@@ -198,7 +198,7 @@ absl::StatusOr<GPUArray> Run(ElementwiseOp op, absl::Span<const EwOperand> opera
     device = o.array->device();
     if (!any_array) {
       shape = o.array->shape();
-    } else {
+    } else if (o.array->shape() != shape) {
       PGK_ASSIGN_OR_RETURN(shape, BroadcastShapes(shape, o.array->shape(), info.name));
     }
     any_array = true;

@@ -147,7 +147,11 @@ absl::Status LaunchCuda(const EwLaunch& l, const GPUArray& out) {
   for (const EwLaunch::Input& in : l.inputs) {
     GPUArray v;
     if (in.array != nullptr) {
-      PGK_ASSIGN_OR_RETURN(v, BroadcastTo(*in.array, out.shape()));
+      if (in.array->shape() == out.shape()) {
+        v = *in.array;  // the common case: no broadcast view to build
+      } else {
+        PGK_ASSIGN_OR_RETURN(v, BroadcastTo(*in.array, out.shape()));
+      }
       conflict = conflict || Conflicts(out, v);
     }
     inputs.push_back(std::move(v));

@@ -129,7 +129,16 @@ absl::Status ElementwiseJit(hal::Stream& s, const EwLaunch& l, const GPUArray& o
     strides.push_back(a.strides());
   }
   PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident(absl::MakeConstSpan(arrays)));
-  const CoalescedLayout coalesced = Coalesce(out.shape(), strides);
+  // Every operand dense in C order (the common case): one dimension, no coalescing to do.
+  bool all_dense = true;
+  for (const GPUArray* a : arrays) all_dense = all_dense && a->is_contiguous();
+  CoalescedLayout coalesced;
+  if (all_dense) {
+    coalesced.shape = {out.size()};
+    coalesced.strides.assign(arrays.size(), Strides{1});
+  } else {
+    coalesced = Coalesce(out.shape(), strides);
+  }
   const int ndim = static_cast<int>(coalesced.shape.size());
   if (ndim > kernels::kKernelMaxDims) {
     return NotImplementedError(absl::StrCat(l.name, ": operand layout has ", ndim,
