@@ -169,6 +169,13 @@ absl::Status CheckOut(absl::string_view name, const GPUArray& out, absl::Span<co
     return ValueError(absl::StrCat(name, ": out has shape ", ShapeToString(out.shape()),
                                    ", the result has shape ", ShapeToString(shape)));
   }
+  for (int d = 0; d < out.ndim(); ++d) {
+    if (out.shape()[d] > 1 && out.strides()[d] == 0) {
+      return ValueError(
+          absl::StrCat(name, ": out (shape ", ShapeToString(out.shape()),
+                       ") is a broadcast view: several of its elements share memory"));
+    }
+  }
   if (KindRank(out.dtype()) < KindRank(result)) {
     return TypeError(absl::StrCat(name, ": cannot store the ", DTypeName(result),
                                   " result in an out array of dtype ", DTypeName(out.dtype())));
@@ -259,14 +266,19 @@ absl::StatusOr<EwOperand> ClipBound(const EwOperand& bound, DType dt) {
   return VisitDType(dt, [&](auto tag) -> absl::StatusOr<EwOperand> {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-      const double lo = static_cast<double>(std::numeric_limits<T>::min());
-      const double hi = static_cast<double>(std::numeric_limits<T>::max());
       // Beyond the range: a bound past the dtype's own extreme on its side affects no element,
       // one past the other extreme clamps every element to it; either way, that extreme.
-      if (s.beyond_64_bits || s.above_int64 || s.f < lo || s.f > hi) {
-        return EwOperand(s.f < 0
-                             ? Scalar::Int(static_cast<int64_t>(std::numeric_limits<T>::min()))
-                             : Scalar::UInt(static_cast<uint64_t>(std::numeric_limits<T>::max())));
+      // Compared exactly (a double would misjudge uint64 bounds near 2^64).
+      const Scalar lowest = Scalar::Int(static_cast<int64_t>(std::numeric_limits<T>::min()));
+      const Scalar highest = Scalar::UInt(static_cast<uint64_t>(std::numeric_limits<T>::max()));
+      if (s.beyond_64_bits) return EwOperand(s.f < 0 ? lowest : highest);
+      if (s.above_int64) {
+        if (!std::is_same_v<T, uint64_t>) return EwOperand(highest);
+      } else if (s.i < static_cast<int64_t>(std::numeric_limits<T>::min())) {
+        return EwOperand(lowest);
+      } else if (s.i >= 0 && static_cast<uint64_t>(s.i) >
+                                 static_cast<uint64_t>(std::numeric_limits<T>::max())) {
+        return EwOperand(highest);
       }
     }
     return bound;
@@ -317,9 +329,17 @@ absl::StatusOr<GPUArray> Clip(const GPUArray& x, std::optional<EwOperand> min,
   PGK_ASSIGN_OR_RETURN(EwOperand hi,
                        max.has_value() ? ClipBound(*max, dt) : EwOperand(NoBound(dt, false)));
   for (const EwOperand* b : {&lo, &hi}) {
-    if (b->array != nullptr && IsComplex(b->array->dtype())) {
+    if (b->array == nullptr) continue;
+    if (IsComplex(b->array->dtype())) {
       return TypeError(
           absl::StrCat("clip: complex bounds have no order (", Describe(*b->array), ")"));
+    }
+    // The result keeps x's dtype, so a bound must convert to it exactly.
+    if (PromoteTypes(dt, b->array->dtype()) != dt) {
+      return TypeError(absl::StrCat("clip: a ", DTypeName(b->array->dtype()), " bound for a ",
+                                    DTypeName(dt),
+                                    " array (bounds must promote to the array's dtype, which the "
+                                    "result keeps)"));
     }
   }
   const EwOperand operands[] = {EwOperand(x), lo, hi};

@@ -105,7 +105,9 @@ absl::Status LaunchCudaPrecompiled(const EwLaunch& l, const GPUArray& out, absl:
   const bool arithmetic = l.op == ElementwiseOp::kAdd || l.op == ElementwiseOp::kSubtract ||
                           l.op == ElementwiseOp::kMultiply || l.op == ElementwiseOp::kDivide ||
                           l.op == ElementwiseOp::kNegative;
-  if (!arithmetic) {
+  const bool any_array = std::any_of(l.inputs.begin(), l.inputs.end(),
+                                     [](const EwLaunch::Input& in) { return in.array != nullptr; });
+  if (!arithmetic || !any_array) {
     return NotImplementedError(absl::StrCat(
         l.name, " on ", out.device().ToString(), " needs the NVRTC JIT, which is unavailable (",
         why.message(), "); install the CUDA runtime compiler (libnvrtc) or use the CPU backend"));

@@ -12,6 +12,7 @@ from helpers import (
     INTS,
     NUMERIC,
     SIGNED,
+    gpdt,
     host,
     kind,
     npdt,
@@ -302,6 +303,35 @@ def test_complex_functions_special_values():
     np.testing.assert_allclose(host(gp.pow(gp.asarray(base), gp.asarray(w))), base**w, rtol=1e-12)
 
 
+EXACT_FLOAT_BINARY = sorted(
+    n
+    for n, (d, r, f, exact) in BINARY.items()
+    if exact and d in ("real_inexact", "real", "all", "real_or_bool")
+)
+
+
+@pytest.mark.parametrize("name", EXACT_FLOAT_BINARY)
+@pytest.mark.parametrize("dt", ["float16", "float32", "float64"])
+def test_special_value_pairs(name, dt):
+    # Every pair of special values, against NumPy (the random tests only pair them diagonally).
+    sp = np.array(SPECIAL, dtype=np.float64)
+    a, b = (v.astype(npdt(dt)) for v in np.meshgrid(sp, sp))
+    _, res, fn, _ = BINARY[name]
+    got = host(getattr(gp, name)(gp.asarray(a), gp.asarray(b)))
+    with np.errstate(all="ignore"):
+        expected = fn(a, b)
+    if name in ("maximum", "minimum"):
+        zeros = (a == 0) & (b == 0)  # which zero: see test_maximum_minimum_zeros_and_nan
+        got, expected = got[~zeros], expected[~zeros]
+    if name == "nextafter":
+        same = a == b  # the Array API returns x2 (NumPy's float16 loop returns x1)
+        got, expected = got[~same], expected[~same]
+    np.testing.assert_array_equal(got, expected)
+    if got.dtype.kind == "f":
+        keep = ~np.isnan(expected)
+        np.testing.assert_array_equal(np.signbit(got[keep]), np.signbit(expected[keep]))
+
+
 @pytest.mark.parametrize("dt", FLOATS)
 def test_maximum_minimum_zeros_and_nan(dt):
     a = np.array([0.0, -0.0, np.nan, 1.0, np.nan], dtype=npdt(dt))
@@ -352,6 +382,22 @@ def test_clip(dt, rng):
     expected = np.minimum(np.maximum(wide[0], wide[1]), wide[2]).astype(as_wide(x).dtype)
     assert str(got.dtype) == dt
     np.testing.assert_array_equal(as_wide(host(got)), expected)
+
+
+def test_clip_uint64_bounds_and_bound_dtypes():
+    big = 2**63
+    x = gp.asarray(np.array([0, 5, big + 100, 2**64 - 1], np.uint64))
+    assert host(gp.clip(x, None, big + 5)).tolist() == [0, 5, big + 5, big + 5]
+    assert host(gp.clip(x, big + 5, None)).tolist() == [big + 5, big + 5, big + 100, 2**64 - 1]
+    assert host(gp.clip(x, -1, 2**70)).tolist() == host(x).tolist()
+    i8 = gp.asarray(np.int8([1, 2, 3]))
+    with pytest.raises(TypeError, match="clip: a int16 bound for a int8 array"):
+        gp.clip(i8, gp.asarray(np.int16([300])), None)
+    with pytest.raises(TypeError, match="clip: a float32 bound for a int32 array"):
+        gp.clip(gp.asarray(np.int32([0, 1])), gp.asarray(np.float32([0.5])), None)
+    # Bounds that promote to x's dtype are fine.
+    f = gp.asarray(np.float32([0.25, 2.0]))
+    assert host(gp.clip(f, gp.asarray(np.int8([1])), None)).tolist() == [1.0, 2.0]
 
 
 def test_clip_bounds():
@@ -411,8 +457,10 @@ def test_out_and_casting(rng):
     x = rand(rng, (4, 5), "float32")
     out = gp.empty((4, 5), dtype=gp.float64)
     r = gp.sin(gp.asarray(x), out=out)
-    assert r is out or r.shape == out.shape
     np.testing.assert_allclose(host(out), np.sin(x).astype(np.float64), rtol=1e-6)
+    np.testing.assert_array_equal(host(r), host(out))  # the result is out's memory
+    gp.add(out, 1.0, out=out)
+    np.testing.assert_array_equal(host(r), host(out))
     with pytest.raises(TypeError, match="cannot store the float32 result in an out array of"):
         gp.sin(gp.asarray(x), out=gp.empty((4, 5), dtype=gp.int32))
     with pytest.raises(ValueError, match=r"out has shape \(5, 4\)"):
@@ -435,6 +483,16 @@ def test_out_overlapping_inputs(rng):
     expected = v.copy()
     expected[1:] = v[:-1] + 1
     np.testing.assert_array_equal(host(g), expected)
+
+
+def test_broadcast_out_is_rejected():
+    z = gp.zeros((1,), dtype=gp.float32)
+    b = gp.broadcast_to(z, (8,))
+    with pytest.raises(ValueError, match=r"add: out \(shape \(8,\)\) is a broadcast view"):
+        b += 1
+    with pytest.raises(ValueError, match="broadcast view"):
+        gp.add(gp.ones((8,)), 0, out=b)
+    assert host(z).tolist() == [0.0]
 
 
 def test_in_place_operators(rng):
@@ -539,3 +597,38 @@ def test_readme_example_runs(capsys):
     exec(compile(code, "README.md", "exec"), {})  # noqa: S102 - the documented example
     printed = capsys.readouterr().out
     assert printed.startswith("[-1. -1.  0.  1.  1.  1.  1.] float32 [3.6055"), printed
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+def test_16_bit_conversions_match_the_cpu_bit_for_bit(dt, cuda):
+    # The GPU converts with its cvt instructions, the CPU in software: every 16-bit pattern back
+    # to float32, and float32 values at, just below and just above every rounding midpoint.
+    patterns = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(npdt(dt))
+    wide = patterns.astype(np.float32)
+    finite = np.sort(wide[np.isfinite(wide)].astype(np.float64))
+    mid = ((finite[:-1] + finite[1:]) / 2).astype(np.float32)
+    values = np.concatenate(
+        [
+            wide,
+            mid,
+            np.nextafter(mid, np.float32(np.inf)),
+            np.nextafter(mid, np.float32(-np.inf)),
+            np.array([1e30, -1e30, 7e4, -7e4, 65520, 65519.99, 1e-40, -1e-45], np.float32),
+        ]
+    )
+    cpu = gp.asarray(values, device="cpu").astype(gpdt(dt))
+    gpu = gp.asarray(values, device=cuda).astype(gpdt(dt))
+    np.testing.assert_array_equal(host(gpu).view(np.uint16), host(cpu).view(np.uint16))
+    back_cpu = gp.asarray(patterns, device="cpu").astype(gp.float32)
+    back_gpu = gp.asarray(patterns, device=cuda).astype(gp.float32)
+    np.testing.assert_array_equal(host(back_gpu).view(np.uint32), host(back_cpu).view(np.uint32))
+    # Through a JIT kernel too (a conversion fused into an elementwise function).
+    np.testing.assert_array_equal(
+        host(
+            gp.negative(
+                gp.asarray(values, device=cuda),
+                out=gp.empty(values.shape, dtype=gpdt(dt), device=cuda),
+            )
+        ).view(np.uint16),
+        host(gp.negative(gp.asarray(values, device="cpu")).astype(gpdt(dt))).view(np.uint16),
+    )
