@@ -24,13 +24,10 @@ namespace {
 // 3.03), strided ones 4 elements (add with a broadcast row 2.82 TB/s; 1 element: 1.45).
 // Measurement knobs, read once: PYGPUKIT_EW_UNROLL (1, 2, 4 or 8, for both layouts) and
 // PYGPUKIT_EW_BLOCKS_PER_SM (a cap on the grid, 0 = none). Invalid values keep the defaults.
-// PYGPUKIT_EW_MATH_VEC caps the elements per access of functions that call the math library
-// (sin, exp, atan2, pow, ...), whose bodies are long: fewer inlined copies per thread.
 struct Tuning {
   int unroll_contiguous = 1;
   int unroll_strided = 4;
   int blocks_per_sm = 0;
-  int math_vec = 16;
 };
 
 const Tuning& Knobs() {
@@ -40,10 +37,6 @@ const Tuning& Knobs() {
       const int v = std::atoi(u);
       if (v == 1 || v == 2 || v == 4 || v == 8) t.unroll_contiguous = t.unroll_strided = v;
     }
-    if (const char* m = std::getenv("PYGPUKIT_EW_MATH_VEC")) {
-      const int v = std::atoi(m);
-      if (v == 1 || v == 2 || v == 4 || v == 8 || v == 16) t.math_vec = v;
-    }
     if (const char* b = std::getenv("PYGPUKIT_EW_BLOCKS_PER_SM")) {
       const int v = std::atoi(b);
       if (v >= 0 && v <= 64) t.blocks_per_sm = v;
@@ -51,30 +44,6 @@ const Tuning& Knobs() {
     return t;
   }();
   return t;
-}
-
-// Whether the function's body calls the math library (a long body per element).
-bool CallsMathLibrary(ElementwiseOp op) {
-  switch (op) {
-    case ElementwiseOp::kAtan2:
-    case ElementwiseOp::kHypot:
-    case ElementwiseOp::kLogaddexp:
-    case ElementwiseOp::kPow:
-      return true;
-    case ElementwiseOp::kReciprocal:  // one division
-      return false;
-    default:
-      break;
-  }
-  // The other floating-point functions of one operand (sin, exp, log1p, ...).
-  switch (op) {
-#define PGK_EW_MATH(E, name, F, arity, domain, result) \
-  case ElementwiseOp::k##E:                            \
-    return arity == 1 && EwDomain::domain == EwDomain::kInexact;
-    PGK_FOR_EACH_ELEMENTWISE_OP(PGK_EW_MATH)
-#undef PGK_EW_MATH
-  }
-  return false;
 }
 
 // Everything the generated source depends on, as a short byte string.
@@ -186,7 +155,6 @@ absl::Status ElementwiseJit(hal::Stream& s, const EwLaunch& l, const GPUArray& o
     int64_t widest = 1;
     for (const GPUArray* a : arrays) widest = std::max(widest, a->itemsize());
     layout.vec = static_cast<int>(std::max<int64_t>(1, 16 / widest));
-    if (CallsMathLibrary(l.op)) layout.vec = std::min(layout.vec, Knobs().math_vec);
     for (const GPUArray* a : arrays) {
       if (reinterpret_cast<uintptr_t>(a->data()) % (layout.vec * a->itemsize()) != 0) {
         layout.vec = 1;
