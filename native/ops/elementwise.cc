@@ -305,7 +305,6 @@ Scalar NoBound(DType dt, bool lower) {
 }  // namespace
 
 absl::string_view ElementwiseOpName(ElementwiseOp op) { return InfoOf(op).name; }
-int ElementwiseOpArity(ElementwiseOp op) { return InfoOf(op).arity; }
 
 absl::StatusOr<GPUArray> Elementwise(ElementwiseOp op, absl::Span<const EwOperand> operands,
                                      const GPUArray* out) {

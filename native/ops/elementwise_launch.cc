@@ -35,24 +35,42 @@ bool Conflicts(const GPUArray& out, const GPUArray& in) {
   return false;
 }
 
-absl::Status LaunchCpu(const EwLaunch& l, const GPUArray& out) {
-  // Inputs converted to their compute dtypes first (the same Cast a fused conversion applies),
-  // so the CPU kernels are instantiated per compute dtype only.
+// The operands of a kernel that computes in one dtype: array inputs converted to their compute
+// dtypes and broadcast to out's shape (invalid arrays stand for scalars), and where the result
+// goes: `out`, or a temporary of the result dtype when out has another dtype or overlaps an
+// input other than element for element (then copied into out afterwards).
+struct CastFirst {
   absl::InlinedVector<GPUArray, 3> inputs;
-  bool conflict = out.dtype() != l.result;
+  GPUArray dst;
+  bool temporary = false;
+};
+
+absl::StatusOr<CastFirst> ConvertInputs(const EwLaunch& l, const GPUArray& out) {
+  CastFirst c;
+  c.temporary = out.dtype() != l.result;
   for (const EwLaunch::Input& in : l.inputs) {
     GPUArray v;
     if (in.array != nullptr) {
       PGK_ASSIGN_OR_RETURN(GPUArray cast, AsType(*in.array, in.compute, /*copy=*/false));
       PGK_ASSIGN_OR_RETURN(v, BroadcastTo(cast, out.shape()));
-      conflict = conflict || Conflicts(out, v);
+      c.temporary = c.temporary || Conflicts(out, v);
     }
-    inputs.push_back(std::move(v));
+    c.inputs.push_back(std::move(v));
   }
-  GPUArray dst = out;
-  if (conflict) {
-    PGK_ASSIGN_OR_RETURN(dst, NewArray(out.shape(), l.result, out.device(), l.name));
+  c.dst = out;
+  if (c.temporary) {
+    PGK_ASSIGN_OR_RETURN(c.dst, NewArray(out.shape(), l.result, out.device(), l.name));
   }
+  return c;
+}
+
+absl::Status LaunchCpu(const EwLaunch& l, const GPUArray& out) {
+  // Inputs converted to their compute dtypes first (the same Cast a fused conversion applies),
+  // so the CPU kernels are instantiated per compute dtype only.
+  PGK_ASSIGN_OR_RETURN(CastFirst c, ConvertInputs(l, out));
+  const auto& inputs = c.inputs;
+  const GPUArray& dst = c.dst;
+  const bool conflict = c.temporary;
 
   absl::InlinedVector<const GPUArray*, 4> arrays = {&dst};
   absl::InlinedVector<absl::Span<const int64_t>, 4> strides = {dst.strides()};
@@ -112,21 +130,10 @@ absl::Status LaunchCudaPrecompiled(const EwLaunch& l, const GPUArray& out, absl:
         l.name, " on ", out.device().ToString(), " needs the NVRTC JIT, which is unavailable (",
         why.message(), "); install the CUDA runtime compiler (libnvrtc) or use the CPU backend"));
   }
-  absl::InlinedVector<GPUArray, 2> inputs;
-  bool conflict = out.dtype() != l.result;
-  for (const EwLaunch::Input& in : l.inputs) {
-    GPUArray v;
-    if (in.array != nullptr) {
-      PGK_ASSIGN_OR_RETURN(GPUArray cast, AsType(*in.array, in.compute, /*copy=*/false));
-      PGK_ASSIGN_OR_RETURN(v, BroadcastTo(cast, out.shape()));
-      conflict = conflict || Conflicts(out, v);
-    }
-    inputs.push_back(std::move(v));
-  }
-  GPUArray dst = out;
-  if (conflict) {
-    PGK_ASSIGN_OR_RETURN(dst, NewArray(out.shape(), l.result, out.device(), l.name));
-  }
+  PGK_ASSIGN_OR_RETURN(CastFirst c, ConvertInputs(l, out));
+  const auto& inputs = c.inputs;
+  const GPUArray& dst = c.dst;
+  const bool conflict = c.temporary;
   if (l.op == ElementwiseOp::kNegative) {
     PGK_RETURN_IF_ERROR(LaunchNegative(dst, inputs[0]));
   } else {

@@ -84,14 +84,13 @@ struct EwOperand {
   EwOperand(const GPUArray& a) : array(&a) {}  // NOLINT(runtime/explicit): operands convert
   EwOperand(const Scalar& s) : scalar(s) {}    // NOLINT(runtime/explicit)
 };
-/// The Array API function `op` of its operands (ElementwiseOpArity(op) of them), broadcast
+/// The Array API function `op` of its operands (the table's arity of them), broadcast
 /// together and promoted. Into `out` when given: it must have the broadcast shape, and its dtype
 /// the result's kind or a higher one (NumPy's same_kind rule); it may be one of the operands.
 absl::StatusOr<GPUArray> Elementwise(ElementwiseOp op, absl::Span<const EwOperand> operands,
                                      const GPUArray* out = nullptr);
 /// The function's Array API name ("add", "sin", ...).
 absl::string_view ElementwiseOpName(ElementwiseOp op);
-int ElementwiseOpArity(ElementwiseOp op);
 /// Elementwise of one array.
 absl::StatusOr<GPUArray> Unary(ElementwiseOp op, const GPUArray& a, const GPUArray* out = nullptr);
 /// Elementwise of two operands (at least one an array).

@@ -115,5 +115,47 @@ absl::Status Enqueue(hal::Stream& s, const EwLaunch& l, const EwCpuArgs& args, K
   });
 }
 
+/// Queues table function `Op` (of `kArity` operands, domain D) in l.compute.
+template <int kArity, typename Op, EwDomain D>
+absl::Status Run(hal::Stream& s, const EwLaunch& l, const EwCpuArgs& args, KeepAlive keep) {
+  return VisitDType(l.compute, [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    if constexpr (!InDomain<D, T>()) {
+      return RuntimeError(absl::StrCat(l.name, ": no CPU kernel for ", DTypeName(l.compute)));
+    } else if constexpr (kArity == 1) {
+      using R = decltype(Op::Apply(T{}));
+      return Enqueue<R, T>(s, l, args, std::move(keep), [](T x) { return Op::Apply(x); });
+    } else if constexpr (kArity == 2) {
+      using R = decltype(Op::Apply(T{}, T{}));
+      return Enqueue<R, T, T>(s, l, args, std::move(keep),
+                              [](T x, T y) { return Op::Apply(x, y); });
+    } else if constexpr (std::is_same_v<Op, kernels::WhereOp>) {
+      return Enqueue<T, bool, T, T>(s, l, args, std::move(keep),
+                                    [](bool c, T x, T y) { return Op::Apply(c, x, y); });
+    } else {
+      return Enqueue<T, T, T, T>(s, l, args, std::move(keep),
+                                 [](T x, T lo, T hi) { return Op::Apply(x, lo, hi); });
+    }
+  });
+}
+
+/// The table's functions of `kArity` operands (one instantiation per file, compiled in
+/// parallel); the other rows of the switch instantiate nothing.
+template <int kArity>
+absl::Status ElementwiseOfArity(hal::Stream& s, const EwLaunch& l, const EwCpuArgs& args,
+                                KeepAlive keep) {
+  switch (l.op) {
+#define PGK_EW_CASE(E, name, F, arity, domain, result)                              \
+  case ElementwiseOp::k##E:                                                         \
+    if constexpr (arity == kArity) {                                                \
+      return Run<arity, kernels::F, EwDomain::domain>(s, l, args, std::move(keep)); \
+    }                                                                               \
+    break;
+    PGK_FOR_EACH_ELEMENTWISE_OP(PGK_EW_CASE)
+#undef PGK_EW_CASE
+  }
+  return RuntimeError(absl::StrCat(l.name, ": not a function of ", kArity, " operands"));
+}
+
 }  // namespace ew_detail
 }  // namespace pygpukit::ops::cpu_kernels
