@@ -15,6 +15,7 @@
 #include "ops/array.h"
 #include "ops/kernels/gemm_params.h"
 #include "ops/kernels/params.h"
+#include "ops/kernels/reduce_ops.h"
 #include "ops/ops.h"
 
 namespace pygpukit::ops {
@@ -107,6 +108,21 @@ absl::Status LaunchBinary(ElementwiseOp op, const GPUArray& out, const GPUArray*
                           const GPUArray* b, const unsigned char* scalar);
 /// Precompiled path: out = -a; a shares out's dtype and shape.
 absl::Status LaunchNegative(const GPUArray& out, const GPUArray& a);
+/// One reduction or scan, checked and typed by the op layer.
+struct ReduceLaunch {
+  ReduceOp op;
+  absl::string_view name;
+  DType compute;  // the dtype elements are cast to before they are folded
+  double correction = 0.0;
+};
+/// out (dense, of the result dtype, the kept dims' extents) = the reduction of `a` over the dims
+/// flagged in `reduced` (one flag per dim of a).
+absl::Status LaunchReduce(const ReduceLaunch& l, const GPUArray& a, absl::Span<const bool> reduced,
+                          const GPUArray& out);
+/// out (dense, a's shape with `include_initial` more elements along `axis`) = the running
+/// reduction of `a` along `axis`.
+absl::Status LaunchScan(const ReduceLaunch& l, const GPUArray& a, int axis, bool include_initial,
+                        const GPUArray& out);
 absl::Status LaunchMatmul(const MatmulProblem& problem, Device device, KeepAlive keep);
 /// problem's output = its epilogue applied to `src`, a plain product (float32 / float64) laid
 /// out like the output. CUDA only: the CPU backend always fuses.
@@ -137,6 +153,12 @@ absl::Status Arange(hal::Stream& s, DType dtype, const kernels::ArangeParams& p,
 /// into an output of dtype `l.result`.
 absl::Status Elementwise(hal::Stream& s, const EwLaunch& l, const EwCpuArgs& args, KeepAlive keep);
 absl::Status Matmul(hal::Stream& s, const MatmulProblem& p, KeepAlive keep);
+/// The reduction `l` of p.in (already of dtype l.compute) into p.out (of dtype `out`).
+absl::Status Reduce(hal::Stream& s, const ReduceLaunch& l, DType out,
+                    const kernels::ReduceParams& p, KeepAlive keep);
+/// The scan `l` of p.in (already of dtype l.compute) into p.out (of dtype `out`).
+absl::Status Scan(hal::Stream& s, const ReduceLaunch& l, DType out, const kernels::ScanParams& p,
+                  KeepAlive keep);
 }  // namespace cpu_kernels
 
 namespace cuda_kernels {
@@ -150,6 +172,13 @@ absl::Status Negative(hal::Stream& s, DType dtype, const kernels::ElementwisePar
 /// out's shape; null for scalars), converted in the kernel; the result stored as out's dtype.
 absl::Status ElementwiseJit(hal::Stream& s, const EwLaunch& l, const GPUArray& out,
                             absl::Span<const GPUArray> inputs);
+/// The JIT reduction `l` of p.in (of dtype `in`) into p.out (of dtype `out`) on `device`
+/// (ops/reduce_codegen.h); allocates the slice workspace it needs from the pool.
+absl::Status ReduceJit(hal::Stream& s, const ReduceLaunch& l, DType in, DType out,
+                       kernels::ReduceParams p, Device device);
+/// The JIT scan `l` of p.in (of dtype `in`) into p.out (of dtype `out`) on `device`.
+absl::Status ScanJit(hal::Stream& s, const ReduceLaunch& l, DType in, DType out,
+                     kernels::ScanParams p, Device device);
 /// Matmul on a CUDA device: selects a kernel family (ops/gemm_select.h) and launches it.
 /// UnimplementedError when the selection cannot fuse the requested epilogue (the op layer then
 /// runs the product and the epilogue separately).

@@ -11,6 +11,7 @@
 #include "absl/types/span.h"
 #include "ops/array.h"
 #include "ops/elementwise_table.h"
+#include "ops/reduce_table.h"
 
 namespace pygpukit::ops {
 
@@ -111,6 +112,37 @@ absl::StatusOr<GPUArray> Add(const GPUArray& a, const GPUArray& b);
 absl::StatusOr<GPUArray> Subtract(const GPUArray& a, const GPUArray& b);
 absl::StatusOr<GPUArray> Multiply(const GPUArray& a, const GPUArray& b);
 absl::StatusOr<GPUArray> Divide(const GPUArray& a, const GPUArray& b);
+
+// ---- reductions and scans (ops/reduce_table.h lists them) ----
+/// Arguments of a reduction beyond its input.
+struct ReduceOptions {
+  /// The axes to reduce (negative counted from the end; distinct); nullopt: all of them.
+  /// argmax / argmin take one axis or all.
+  std::optional<std::vector<int64_t>> axes;
+  /// Keep the reduced axes as extent-1 dimensions.
+  bool keepdims = false;
+  /// sum / prod: the dtype the input is cast to and the result has (default: bool and signed
+  /// integers give int64, unsigned integers uint64, others their own dtype).
+  std::optional<DType> dtype;
+  /// var / std: the divisor is (number of elements - correction).
+  double correction = 0.0;
+};
+/// The reduction `op` of `a` over the chosen axes, with the Array API's (and NumPy's) result
+/// dtypes: mean / var / std of bool or integers are float64; var / std of complex are real;
+/// argmax / argmin give int64 indices (the first extreme; NaN counts as the extreme); all / any
+/// give bool. Empty reductions give the identity (sum 0, prod 1, all true, any false) or NaN
+/// (mean, var, std); max / min / argmax / argmin of none raise ValueError. Deterministic: the
+/// same input on the same device gives the same bits.
+absl::StatusOr<GPUArray> Reduce(ReduceOp op, const GPUArray& a, const ReduceOptions& options = {});
+/// The reduction's Array API name ("sum", "argmax", ...).
+absl::string_view ReduceOpName(ReduceOp op);
+/// cumulative_sum (op kSum) or cumulative_prod (kProd) along `axis` (required unless `a` is 1-D),
+/// in the dtype sum / prod would give (or `dtype`); with `include_initial` the result starts
+/// with the identity (one more element along the axis).
+absl::StatusOr<GPUArray> CumulativeReduce(ReduceOp op, const GPUArray& a,
+                                          std::optional<int64_t> axis,
+                                          std::optional<DType> dtype = std::nullopt,
+                                          bool include_initial = false);
 
 // ---- linear algebra ----
 /// Precision of float32 matrix products.

@@ -349,6 +349,7 @@ indexing run on the array's device. Convert to NumPy with pygpukit.to_numpy(x) o
       .attr("__array_ufunc__") = pyb::none();
 
   BindElementwise(m, cls);
+  BindReductions(m, cls);
 }
 
 }  // namespace pygpukit::py

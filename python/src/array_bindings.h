@@ -13,6 +13,9 @@ void BindArray(pyb::module_& m);
 /// Registers the elementwise functions on the module and the operators on GPUArray
 /// (elementwise_bindings.cc).
 void BindElementwise(pyb::module_& m, pyb::class_<GPUArray>& cls);
+/// Registers the reductions and scans on the module and their GPUArray methods
+/// (reduction_bindings.cc).
+void BindReductions(pyb::module_& m, pyb::class_<GPUArray>& cls);
 /// Registers gp.Event (event_bindings.cc).
 void BindEvent(pyb::module_& m);
 /// x.astype(dtype, copy): `self` itself when copy is false and the dtype already matches.

@@ -23,6 +23,13 @@ absl::Status ElementwiseJit(hal::Stream&, const EwLaunch&, const GPUArray&,
                             absl::Span<const GPUArray>) {
   return NoCuda();
 }
+absl::Status ReduceJit(hal::Stream&, const ReduceLaunch&, DType, DType, kernels::ReduceParams,
+                       Device) {
+  return NoCuda();
+}
+absl::Status ScanJit(hal::Stream&, const ReduceLaunch&, DType, DType, kernels::ScanParams, Device) {
+  return NoCuda();
+}
 absl::Status Matmul(hal::Stream&, const MatmulProblem&, Device) { return NoCuda(); }
 absl::Status MatmulCublasLt(hal::Stream&, const MatmulProblem&, Device) { return NoCuda(); }
 absl::Status GemmEpilogueApply(hal::Stream&, const MatmulProblem&, const void*, DType) {

@@ -4,12 +4,11 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <string>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
+#include "ops/cuda/jit_kernel_cache.h"
 #include "ops/elementwise_codegen.h"
 #include "ops/kernel_launch.h"
 #include "runtime/runtime.h"
@@ -82,38 +81,8 @@ struct Entry {
   int64_t max_blocks = 0;  // grid cap (kernels loop over what a capped grid does not cover)
 };
 
-class KernelCache {
- public:
-  absl::StatusOr<Entry> Get(const std::string& key, const EwLaunch& l, DType out,
-                            absl::Span<const GPUArray> inputs, const EwLayout& layout, Device d) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (auto it = entries_.find(key); it != entries_.end()) return it->second;
-    }
-    Runtime& rt = Runtime::Get();
-    const EwKernelSpec spec = SpecOf(l, out, inputs, layout);
-    const JitSource src = ElementwiseProgram(spec);
-    Entry e;
-    PGK_ASSIGN_OR_RETURN(e.function, rt.jit().Function(src, kEwKernelName, d.index));
-    PGK_ASSIGN_OR_RETURN(hal::DeviceProperties props, rt.properties(d));
-    const int per_sm = Knobs().blocks_per_sm;
-    e.max_blocks = per_sm > 0 ? int64_t{props.multiprocessors} * per_sm : int64_t{1} << 31;
-    std::lock_guard<std::mutex> lock(mu_);
-    entries_.emplace(key, e);
-    return e;
-  }
-  void Clear() {
-    std::lock_guard<std::mutex> lock(mu_);
-    entries_.clear();
-  }
-
- private:
-  std::mutex mu_;
-  absl::flat_hash_map<std::string, Entry> entries_;
-};
-
-KernelCache& Cache() {
-  static KernelCache* cache = new KernelCache;  // never destroyed: used until process exit
+JitKernelCache<Entry>& Cache() {
+  static auto* cache = new JitKernelCache<Entry>;  // never destroyed: used until process exit
   return *cache;
 }
 
@@ -172,7 +141,16 @@ absl::Status ElementwiseJit(hal::Stream& s, const EwLaunch& l, const GPUArray& o
   }
   layout.unroll = layout.contiguous ? Knobs().unroll_contiguous : Knobs().unroll_strided;
   const std::string key = KeyOf(l, out.dtype(), inputs, layout, out.device().index);
-  PGK_ASSIGN_OR_RETURN(Entry e, Cache().Get(key, l, out.dtype(), inputs, layout, out.device()));
+  PGK_ASSIGN_OR_RETURN(Entry e, Cache().Get(key, [&]() -> absl::StatusOr<Entry> {
+    Runtime& rt = Runtime::Get();
+    const JitSource src = ElementwiseProgram(SpecOf(l, out.dtype(), inputs, layout));
+    Entry e;
+    PGK_ASSIGN_OR_RETURN(e.function, rt.jit().Function(src, kEwKernelName, out.device().index));
+    PGK_ASSIGN_OR_RETURN(hal::DeviceProperties props, rt.properties(out.device()));
+    const int per_sm = Knobs().blocks_per_sm;
+    e.max_blocks = per_sm > 0 ? int64_t{props.multiprocessors} * per_sm : int64_t{1} << 31;
+    return e;
+  }));
 
   // Parameters in the generated signature's order (elementwise_codegen.h).
   long long n_param = n;

@@ -1,0 +1,228 @@
+// CUDA reductions and scans through the JIT: picks the launch configuration from the shape, the
+// layout and the device (ops/kernels/reduce_jit.h describes the modes), finds or compiles the
+// program and launches its kernels through the dispatcher, with the slice workspace from the
+// pool (stream-ordered, so it is reusable as soon as the launches are queued).
+#include <algorithm>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "core/status.h"
+#include "ops/cuda/jit_kernel_cache.h"
+#include "ops/kernel_launch.h"
+#include "ops/kernels/complex_math.h"
+#include "ops/reduce_codegen.h"
+#include "runtime/runtime.h"
+
+namespace pygpukit::ops::cuda_kernels {
+namespace {
+
+constexpr int kBlock = 256;  // kernels::kReduceBlock
+// Blocks of kBlock threads resident per SM at full occupancy (2048 threads): the grid is split
+// until it has this many per SM, so every SM has enough loads in flight.
+constexpr int64_t kBlocksPerSm = 4;
+// The largest reducer state (var / std of complex128); workspaces hold this much per slice.
+constexpr int64_t kMaxAcc = 48;
+static_assert(sizeof(kernels::StdReducer<complex128>::Acc) <= kMaxAcc);
+static_assert(sizeof(kernels::ArgMaxReducer<double>::Acc) <= kMaxAcc);
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t RoundUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
+int Pow2Floor(int64_t v) {
+  int p = 1;
+  while (p * 2 <= v && p < kBlock) p *= 2;
+  return p;
+}
+int Pow2Ceil(int64_t v) {
+  int p = 1;
+  while (p < v && p < kBlock) p *= 2;
+  return p;
+}
+
+absl::StatusOr<int64_t> Multiprocessors(Device d) {
+  PGK_ASSIGN_OR_RETURN(hal::DeviceProperties props, Runtime::Get().properties(d));
+  return std::max(1, props.multiprocessors);
+}
+
+// ---- reductions ----
+
+ReduceKernelSpec ReduceSpecOf(const ReduceLaunch& l, DType in, DType out,
+                              const kernels::ReduceParams& p, int64_t sms,
+                              int64_t* grid_x, int64_t* slices, int64_t* slice) {
+  ReduceKernelSpec k;
+  k.op = l.op;
+  k.in = in;
+  k.compute = l.compute;
+  k.out = out;
+  k.out_ndim = static_cast<int>(p.out_ndim);
+  k.red_ndim = static_cast<int>(p.red_ndim);
+  const int64_t last_red = p.red_ndim > 0 ? std::abs(p.red_stride[p.red_ndim - 1]) : INT64_MAX;
+  const int64_t last_out = p.out_ndim > 0 ? std::abs(p.out_stride[p.out_ndim - 1]) : INT64_MAX;
+  // Threads of a row walk the reduced elements when they are the faster memory dimension.
+  k.inner = p.red_ndim > 0 && (p.out_ndim == 0 || last_red <= last_out);
+  const int64_t itemsize = ItemSize(in);
+  if (k.inner && p.red_ndim == 1 && p.red_stride[0] == 1) {
+    // 16-byte accesses when every output's run starts 16-byte aligned.
+    const int vec = static_cast<int>(16 / itemsize);
+    bool aligned = reinterpret_cast<uintptr_t>(p.in) % 16 == 0 && p.n_red >= vec;
+    for (int64_t d = 0; d < p.out_ndim; ++d) {
+      aligned = aligned && (p.out_stride[d] * itemsize) % 16 == 0;
+    }
+    if (aligned) k.vec = vec;
+  }
+  if (k.inner) {
+    k.bx = Pow2Floor(std::max<int64_t>(1, CeilDiv(p.n_red, k.vec) / k.unroll));
+  } else {
+    // Rows of 32 consecutive outputs (one 128-byte line of float32 per warp access); a row of
+    // 256 when there is (almost) nothing to reduce.
+    k.bx = std::min(Pow2Ceil(p.n_out), p.n_red <= 4 ? kBlock : 32);
+  }
+  const int64_t group = k.inner ? k.bx : kBlock / k.bx;  // threads per output
+  const int64_t outputs_per_block = kBlock / group;
+  *grid_x = CeilDiv(p.n_out, outputs_per_block);
+  *slices = 1;
+  *slice = std::max<int64_t>(p.n_red, 1);
+  const int64_t target = sms * kBlocksPerSm;
+  if (*grid_x < target) {
+    const int64_t step = group * k.vec;
+    const int64_t min_slice = step * k.unroll * 4;  // at least 4 trips per thread
+    const int64_t want = CeilDiv(target, *grid_x);
+    const int64_t s = std::max(min_slice, RoundUp(CeilDiv(p.n_red, want), step));
+    if (s < p.n_red) {
+      *slice = s;
+      *slices = std::min<int64_t>(CeilDiv(p.n_red, s), 65535);
+      *slice = RoundUp(CeilDiv(p.n_red, *slices), step);
+      *slices = CeilDiv(p.n_red, *slice);
+    }
+  }
+  return k;
+}
+
+std::string ReduceKey(const ReduceKernelSpec& k, int device) {
+  return absl::StrCat("r", static_cast<int>(k.op), ",", static_cast<int>(k.in), ",",
+                      static_cast<int>(k.compute), ",", static_cast<int>(k.out), ",", k.out_ndim,
+                      ",", k.red_ndim, ",", k.inner, ",", k.bx, ",", k.vec, ",", k.unroll, "@",
+                      device);
+}
+
+struct ReduceEntry {
+  void* main = nullptr;
+  void* final = nullptr;
+};
+
+JitKernelCache<ReduceEntry>& ReduceCache() {
+  static auto* cache = new JitKernelCache<ReduceEntry>;  // never destroyed
+  return *cache;
+}
+
+// ---- scans ----
+
+struct ScanEntry {
+  void* serial = nullptr;
+  void* totals = nullptr;
+  void* prefixes = nullptr;
+  void* block = nullptr;
+};
+
+JitKernelCache<ScanEntry>& ScanCache() {
+  static auto* cache = new JitKernelCache<ScanEntry>;  // never destroyed
+  return *cache;
+}
+
+}  // namespace
+
+absl::Status ReduceJit(hal::Stream& s, const ReduceLaunch& l, DType in, DType out,
+                       kernels::ReduceParams p, Device device) {
+  Runtime& rt = Runtime::Get();
+  PGK_ASSIGN_OR_RETURN(int64_t sms, Multiprocessors(device));
+  int64_t grid_x = 0;
+  const ReduceKernelSpec spec =
+      ReduceSpecOf(l, in, out, p, sms, &grid_x, &p.slices, &p.slice);
+  PGK_ASSIGN_OR_RETURN(
+      ReduceEntry e, ReduceCache().Get(ReduceKey(spec, device.index), [&]() -> absl::StatusOr<ReduceEntry> {
+        const JitSource src = ReduceProgram(spec);
+        ReduceEntry e;
+        PGK_ASSIGN_OR_RETURN(e.main, rt.jit().Function(src, kReduceKernelName, device.index));
+        PGK_ASSIGN_OR_RETURN(e.final, rt.jit().Function(src, kReduceFinalKernelName, device.index));
+        return e;
+      }));
+  GPUArray workspace;
+  if (p.slices > 1) {
+    PGK_ASSIGN_OR_RETURN(workspace, NewArray({p.n_out * p.slices * kMaxAcc}, DType::UInt8, device,
+                                             l.name));
+    p.partial = workspace.data();
+  }
+  void* params[] = {&p};
+  hal::LaunchDims dims;
+  dims.block[0] = spec.bx;
+  dims.block[1] = kBlock / spec.bx;
+  dims.grid[0] = static_cast<unsigned>(grid_x);
+  dims.grid[1] = static_cast<unsigned>(p.slices);
+  PGK_RETURN_IF_ERROR(rt.dispatcher().LaunchFunction(s, l.name, e.main, dims, params));
+  if (p.slices == 1) return absl::OkStatus();
+  hal::LaunchDims fin;
+  fin.block[0] = 32;
+  fin.block[1] = kBlock / 32;
+  fin.grid[0] = static_cast<unsigned>(CeilDiv(p.n_out, kBlock / 32));
+  return rt.dispatcher().LaunchFunction(s, l.name, e.final, fin, params);
+}
+
+absl::Status ScanJit(hal::Stream& s, const ReduceLaunch& l, DType in, DType out,
+                     kernels::ScanParams p, Device device) {
+  Runtime& rt = Runtime::Get();
+  PGK_ASSIGN_OR_RETURN(int64_t sms, Multiprocessors(device));
+  ScanKernelSpec spec;
+  spec.op = l.op;
+  spec.in = in;
+  spec.compute = l.compute;
+  spec.out = out;
+  spec.line_ndim = static_cast<int>(p.line_ndim);
+  // One thread per line for short lines, and for lines that are not the fast dimension when
+  // there are enough of them to fill the GPU; otherwise blocks scan chunks of a line.
+  spec.serial = p.length <= 64 || (std::abs(p.in_axis_stride) != 1 && p.n_lines >= sms * 512);
+  if (!spec.serial) {
+    const int64_t tile = int64_t{kBlock} * spec.k;
+    const int64_t per_line = std::max<int64_t>(1, CeilDiv(sms * kBlocksPerSm, p.n_lines));
+    p.chunk = RoundUp(std::max<int64_t>(1, CeilDiv(p.length, per_line)), tile);
+    p.chunks = CeilDiv(p.length, p.chunk);
+  }
+  const std::string key =
+      absl::StrCat("s", static_cast<int>(spec.op), ",", static_cast<int>(in), ",",
+                   static_cast<int>(spec.compute), ",", static_cast<int>(out), ",",
+                   spec.line_ndim, ",", spec.serial, ",", spec.k, "@", device.index);
+  PGK_ASSIGN_OR_RETURN(ScanEntry e, ScanCache().Get(key, [&]() -> absl::StatusOr<ScanEntry> {
+    const JitSource src = ScanProgram(spec);
+    ScanEntry e;
+    if (spec.serial) {
+      PGK_ASSIGN_OR_RETURN(e.serial, rt.jit().Function(src, kScanSerialKernelName, device.index));
+      return e;
+    }
+    PGK_ASSIGN_OR_RETURN(e.totals, rt.jit().Function(src, kScanTotalsKernelName, device.index));
+    PGK_ASSIGN_OR_RETURN(e.prefixes,
+                         rt.jit().Function(src, kScanPrefixesKernelName, device.index));
+    PGK_ASSIGN_OR_RETURN(e.block, rt.jit().Function(src, kScanBlockKernelName, device.index));
+    return e;
+  }));
+  void* params[] = {&p};
+  hal::LaunchDims lines;  // one thread per line
+  lines.block[0] = kBlock;
+  lines.grid[0] = static_cast<unsigned>(CeilDiv(p.n_lines, kBlock));
+  if (spec.serial) return rt.dispatcher().LaunchFunction(s, l.name, e.serial, lines, params);
+  if (p.n_lines > INT32_MAX) {
+    return NotImplementedError(absl::StrCat(l.name, ": more than 2^31 - 1 lines"));
+  }
+  hal::LaunchDims chunks;  // one block per chunk of a line
+  chunks.block[0] = kBlock;
+  chunks.grid[0] = static_cast<unsigned>(p.n_lines);
+  chunks.grid[1] = static_cast<unsigned>(p.chunks);
+  GPUArray workspace;
+  if (p.chunks > 1) {
+    PGK_ASSIGN_OR_RETURN(workspace, NewArray({p.n_lines * p.chunks * kMaxAcc}, DType::UInt8,
+                                             device, l.name));
+    p.partial = workspace.data();
+    PGK_RETURN_IF_ERROR(rt.dispatcher().LaunchFunction(s, l.name, e.totals, chunks, params));
+    PGK_RETURN_IF_ERROR(rt.dispatcher().LaunchFunction(s, l.name, e.prefixes, lines, params));
+  }
+  return rt.dispatcher().LaunchFunction(s, l.name, e.block, chunks, params);
+}
+
+}  // namespace pygpukit::ops::cuda_kernels
