@@ -24,82 +24,30 @@ import tempfile
 import time
 
 import numpy as np
+from peers import load
 from results_file import write_result
 
 import pygpukit as gp
 
 
-class Lib:
-    """One library's way to make arrays, run ops and time them on its own stream."""
-
-    def __init__(self, name, dev):
-        self.name = name
-        self.dev = dev
-        if name == "torch":
-            import torch
-
-            self.m = torch
-        elif name == "cupy":
-            import cupy
-
-            self.m = cupy
-
-    def array(self, host, dtype):
-        if self.name == "ours":
-            return gp.asarray(host, device=self.dev).astype(getattr(gp, dtype))
-        if self.name == "torch":
-            t = self.m.from_numpy(host).cuda()
-            return t.to(getattr(self.m, dtype))
-        return self.m.asarray(host).astype(dtype)
-
-    def fn(self, op):
-        if self.name == "ours":
-            return {
-                "copy": lambda a: a.copy(),
-                "add": lambda a, b: a + b,
-                "mul": lambda a, b: a * b,
-                "exp": gp.exp,
-                "sin": gp.sin,
-            }[op]
-        m = self.m
+def ew_fn(lib, op):
+    """The library's function for elementwise case `op`."""
+    if lib.name == "ours":
         return {
-            "copy": (lambda a: a.clone()) if self.name == "torch" else (lambda a: a.copy()),
+            "copy": lambda a: a.copy(),
             "add": lambda a, b: a + b,
             "mul": lambda a, b: a * b,
-            "exp": m.exp,
-            "sin": m.sin,
+            "exp": gp.exp,
+            "sin": gp.sin,
         }[op]
-
-    def time_ms(self, call, iters):
-        if self.name == "ours":
-            s, e = gp.Event(self.dev), gp.Event(self.dev)
-            s.record()
-            for _ in range(iters):
-                call()
-            e.record()
-            e.synchronize()
-            return s.elapsed_time(e) / iters
-        if self.name == "torch":
-            s = self.m.cuda.Event(enable_timing=True)
-            e = self.m.cuda.Event(enable_timing=True)
-        else:
-            s, e = self.m.cuda.Event(), self.m.cuda.Event()
-        s.record()
-        for _ in range(iters):
-            call()
-        e.record()
-        e.synchronize()
-        if self.name == "torch":
-            return s.elapsed_time(e) / iters
-        return self.m.cuda.get_elapsed_time(s, e) / iters
-
-    def sync(self):
-        if self.name == "ours":
-            gp.synchronize(self.dev)
-        elif self.name == "torch":
-            self.m.cuda.synchronize()
-        else:
-            self.m.cuda.Device().synchronize()
+    m = lib.m
+    return {
+        "copy": (lambda a: a.clone()) if lib.name == "torch" else (lambda a: a.copy()),
+        "add": lambda a, b: a + b,
+        "mul": lambda a, b: a * b,
+        "exp": m.exp,
+        "sin": m.sin,
+    }[op]
 
 
 _HOST = {}
@@ -127,7 +75,7 @@ def bandwidth(lib, op, layout, dtype, n, iters, reps, rng):
             b = lib.array(host_data(rng, elems, "b"), dtype).reshape(side, side).T
         else:
             b = lib.array(host_data(rng, side, "row"), dtype)
-    f = lib.fn(op)
+    f = ew_fn(lib, op)
     arity = 1 if op in ("copy", "exp", "sin") else 2
     call = (lambda: f(a)) if arity == 1 else (lambda: f(a, b))
     bytes_moved = elems * itemsize * (arity + 1)
@@ -191,14 +139,8 @@ def main():
     props = gp.device_properties(dev)
     rng = np.random.default_rng(0)
     n = 1 << args.log2n
-    libs = [Lib("ours", dev)]
-    versions = {"pygpukit": gp.__version__, "numpy": np.__version__}
-    for name in ("torch", "cupy"):
-        try:
-            libs.append(Lib(name, dev))
-            versions[name] = libs[-1].m.__version__
-        except ImportError:
-            pass
+    libs, versions = load(dev)
+    versions["numpy"] = np.__version__
 
     rows = []
     cases = [(op, "contiguous") for op in ("copy", "add", "mul", "exp", "sin")]

@@ -12,6 +12,8 @@
 #   bench-jit: benchmarks/jit.py (compile / cache-hit latency, launch overhead; JSON in $OUT)
 #   bench-elementwise: benchmarks/elementwise.py (bandwidth, per-call overhead beside torch and
 #   CuPy; JSON in $OUT); extra arguments in EW_ARGS
+#   bench-reduction: benchmarks/reduction.py (reductions and scans beside torch and CuPy; JSON
+#   in $OUT); extra arguments in RED_ARGS
 #   bench-memory: benchmarks/cpp/memory_bench (Google Benchmark, JSON in $OUT/memory_bench.json)
 #   and benchmarks/memory.py (JSON in $OUT)
 #   bench-scheduler: benchmarks/cpp/scheduler_bench (admission decisions), the C++ example
@@ -106,6 +108,10 @@ fi
 if has bench-elementwise; then
   PYGPUKIT_DEVICE=cuda $PY benchmarks/elementwise.py --out "$OUTDIR" ${EW_ARGS:-} 2>&1 |
     tee "$OUTDIR/bench_elementwise.log" || rc=1
+fi
+if has bench-reduction; then
+  PYGPUKIT_DEVICE=cuda $PY benchmarks/reduction.py --out "$OUTDIR" ${RED_ARGS:-} 2>&1 |
+    tee "$OUTDIR/bench_reduction.log" || rc=1
 fi
 if has bench-memory; then
   PYGPUKIT_DEVICE=cuda $BUILD/benchmarks/cpp/memory_bench --benchmark_out="$OUTDIR/memory_bench.json" \

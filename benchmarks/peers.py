@@ -1,0 +1,72 @@
+"""Peers measured beside pygpukit in the benchmark scripts: one library's way to make arrays on
+the GPU, time a call with its own CUDA events and synchronize ("ours", "torch", "cupy")."""
+
+import pygpukit as gp
+
+
+class Lib:
+    """One library's way to make arrays, run ops and time them on its own stream."""
+
+    def __init__(self, name, dev):
+        self.name = name
+        self.dev = dev
+        if name == "torch":
+            import torch
+
+            self.m = torch
+        elif name == "cupy":
+            import cupy
+
+            self.m = cupy
+
+    def array(self, host, dtype):
+        if self.name == "ours":
+            return gp.asarray(host, device=self.dev).astype(getattr(gp, dtype))
+        if self.name == "torch":
+            t = self.m.from_numpy(host).cuda()
+            return t.to(getattr(self.m, dtype))
+        return self.m.asarray(host).astype(dtype)
+
+    def time_ms(self, call, iters):
+        if self.name == "ours":
+            s, e = gp.Event(self.dev), gp.Event(self.dev)
+            s.record()
+            for _ in range(iters):
+                call()
+            e.record()
+            e.synchronize()
+            return s.elapsed_time(e) / iters
+        if self.name == "torch":
+            s = self.m.cuda.Event(enable_timing=True)
+            e = self.m.cuda.Event(enable_timing=True)
+        else:
+            s, e = self.m.cuda.Event(), self.m.cuda.Event()
+        s.record()
+        for _ in range(iters):
+            call()
+        e.record()
+        e.synchronize()
+        if self.name == "torch":
+            return s.elapsed_time(e) / iters
+        return self.m.cuda.get_elapsed_time(s, e) / iters
+
+    def sync(self):
+        if self.name == "ours":
+            gp.synchronize(self.dev)
+        elif self.name == "torch":
+            self.m.cuda.synchronize()
+        else:
+            self.m.cuda.Device().synchronize()
+
+
+def load(dev):
+    """Lib objects for ours and every peer importable here, and their versions."""
+    libs = [Lib("ours", dev)]
+    versions = {"pygpukit": gp.__version__}
+    for name in ("torch", "cupy"):
+        try:
+            libs.append(Lib(name, dev))
+            versions[name] = libs[-1].m.__version__
+        except ImportError:
+            pass
+    return libs, versions

@@ -1,0 +1,205 @@
+"""Reduction and scan benchmarks: memory bandwidth of the JIT reductions on large arrays beside
+torch and CuPy in the same process, and the accuracy of each library's float32 sum.
+
+Cases (n elements, default 2^28 = 1 GiB of float32): sum / max / mean / argmax of everything
+("full"), over the last axis of (2^14, 2^14) and of (2^20, 256) ("rows"), over the first axis
+("columns"), over the last axis of a transposed view ("transposed") and of a broadcast row
+("broadcast"), and cumulative_sum of a 1-D array; float32 and bfloat16 (CuPy has no bfloat16).
+GB/s counts the bytes each op must read (a broadcast row once) and write. Each library is timed
+with its own CUDA events around `--iters` back-to-back calls after warm-up; the median of
+`--reps` runs is reported. Inputs are random normal.
+
+Accuracy: the relative error of the full float32 sum of each library against a float64 sum of
+the same data on the host. Results go to <out>/<gpu>-sm<XY>-reduction.json.
+"""
+
+import argparse
+import platform
+import statistics
+import sys
+
+import numpy as np
+from peers import load
+from results_file import write_result
+
+import pygpukit as gp
+
+
+def red_fn(lib, op):
+    """The library's f(x, axis) for reduction `op` (axis None: everything)."""
+    if lib.name == "ours":
+        return {
+            "sum": lambda a, ax: gp.sum(a, axis=ax),
+            "max": lambda a, ax: gp.max(a, axis=ax),
+            "mean": lambda a, ax: gp.mean(a, axis=ax),
+            "argmax": lambda a, ax: gp.argmax(a, axis=ax),
+            "cumsum": lambda a, ax: gp.cumulative_sum(a, axis=ax),
+        }[op]
+    m = lib.m
+    if lib.name == "torch":
+
+        def full_or(f):
+            return lambda a, ax: f(a) if ax is None else f(a, dim=ax)
+
+        return {
+            "sum": full_or(m.sum),
+            "max": full_or(m.amax),
+            "mean": full_or(m.mean),
+            "argmax": full_or(m.argmax),
+            "cumsum": lambda a, ax: m.cumsum(a, dim=ax),
+        }[op]
+    return {
+        "sum": lambda a, ax: m.sum(a, axis=ax),
+        "max": lambda a, ax: m.max(a, axis=ax),
+        "mean": lambda a, ax: m.mean(a, axis=ax),
+        "argmax": lambda a, ax: m.argmax(a, axis=ax),
+        "cumsum": lambda a, ax: m.cumsum(a, axis=ax),
+    }[op]
+
+
+def transpose(lib, a):
+    if lib.name == "ours":
+        return gp.matrix_transpose(a)
+    return a.T
+
+
+def broadcast(lib, row, shape):
+    if lib.name == "ours":
+        return gp.broadcast_to(row, shape)
+    if lib.name == "torch":
+        return row.expand(*shape)
+    return lib.m.broadcast_to(row, shape)
+
+
+_HOST = {}
+
+
+def host_data(rng, n):
+    if n not in _HOST:
+        _HOST[n] = rng.standard_normal(n, dtype=np.float32)
+    return _HOST[n]
+
+
+def case_input(lib, layout, dtype, n, rng):
+    """(array, axis, elements read, outputs) for a layout."""
+    side = 1 << (int(np.log2(n)) // 2)
+    if layout == "full":
+        return lib.array(host_data(rng, n), dtype), None, n, 1
+    if layout == "rows":
+        return (
+            lib.array(host_data(rng, side * side), dtype).reshape(side, side),
+            1,
+            side * side,
+            side,
+        )
+    if layout == "short-rows":
+        rows = n // 256
+        return lib.array(host_data(rng, n), dtype).reshape(rows, 256), 1, n, rows
+    if layout == "columns":
+        return (
+            lib.array(host_data(rng, side * side), dtype).reshape(side, side),
+            0,
+            side * side,
+            side,
+        )
+    if layout == "transposed":
+        a = lib.array(host_data(rng, side * side), dtype).reshape(side, side)
+        return transpose(lib, a), 1, side * side, side
+    if layout == "broadcast":
+        row = lib.array(host_data(rng, side), dtype)
+        return broadcast(lib, row, (side, side)), 1, side, side
+    raise ValueError(layout)
+
+
+def bandwidth(lib, op, layout, dtype, n, iters, reps, rng):
+    a, axis, elems_read, outputs = case_input(lib, layout, dtype, n, rng)
+    itemsize = 2 if dtype == "bfloat16" else 4
+    out_size = 8 if op == "argmax" else itemsize
+    written = elems_read * itemsize if op == "cumsum" else outputs * out_size
+    f = red_fn(lib, op)
+    if op == "cumsum":
+        axis = 0 if axis is None else axis
+    call = lambda: f(a, axis)  # noqa: E731
+    for _ in range(3):
+        call()
+    lib.sync()
+    ms = statistics.median(lib.time_ms(call, iters) for _ in range(reps))
+    return (elems_read * itemsize + written) / (ms * 1e-3) / 1e9
+
+
+def sum_errors(libs, n, rng):
+    """Relative error of each library's float32 full sum against a float64 host sum."""
+    host = host_data(rng, n) + np.float32(1.0)  # a nonzero mean, so the sum is well conditioned
+    exact = float(np.sum(host, dtype=np.float64))
+    errs = {}
+    for lib in libs:
+        a = lib.array(host, "float32")
+        s = red_fn(lib, "sum")(a, None)
+        got = float(gp.to_numpy(s)) if lib.name == "ours" else float(s.item())
+        errs[lib.name] = abs(got - exact) / abs(exact)
+    return errs
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--log2n", type=int, default=28)
+    p.add_argument("--iters", type=int, default=10)
+    p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--out", default=None, help="JSON folder (default benchmarks/results)")
+    args = p.parse_args()
+    info = gp.runtime_info()
+    if not info["cuda_available"]:
+        sys.exit(f"needs a CUDA device: {info['cuda_status']}")
+    dev = gp.Device("cuda:0")
+    props = gp.device_properties(dev)
+    rng = np.random.default_rng(0)
+    n = 1 << args.log2n
+    libs, versions = load(dev)
+    versions["numpy"] = np.__version__
+
+    cases = [(op, "full") for op in ("sum", "max", "mean", "argmax")]
+    cases += [(op, "rows") for op in ("sum", "max", "mean")]
+    cases += [("sum", "short-rows"), ("sum", "columns"), ("sum", "transposed")]
+    cases += [("sum", "broadcast"), ("cumsum", "full")]
+    rows = []
+    for dtype in ("float32", "bfloat16"):
+        for op, layout in cases:
+            row = {"op": op, "layout": layout, "dtype": dtype, "n": n, "gbps": {}}
+            for lib in libs:
+                if lib.name == "cupy" and dtype == "bfloat16":
+                    continue
+                row["gbps"][lib.name] = bandwidth(
+                    lib, op, layout, dtype, n, args.iters, args.reps, rng
+                )
+                lib.sync()
+            rows.append(row)
+            g = row["gbps"]
+            print(
+                f"{dtype:9s} {op:6s} {layout:10s} "
+                + "  ".join(f"{k} {v:7.1f} GB/s" for k, v in g.items())
+                + (f"  ours/torch {g['ours'] / g['torch']:.3f}" if "torch" in g else ""),
+                flush=True,
+            )
+    errors = sum_errors(libs, n, rng)
+    print(
+        "float32 full-sum relative error vs float64: "
+        + ", ".join(f"{k} {v:.2e}" for k, v in errors.items())
+    )
+    result = {
+        "gpu": props["name"],
+        "sm": props["sm"],
+        "driver": props["driver_version"],
+        "python": platform.python_version(),
+        "versions": versions,
+        "iters": args.iters,
+        "reps": args.reps,
+        "bandwidth": rows,
+        "float32_sum_relative_error": errors,
+        "timing": "CUDA events of each library around back-to-back calls, median of reps; "
+        "GB/s = bytes read + written once / time.",
+    }
+    write_result(result, args.out, props, "reduction", cuda=True)
+
+
+if __name__ == "__main__":
+    main()
