@@ -5,7 +5,8 @@ Cases (n elements, default 2^28 = 1 GiB of float32): sum / max / mean / argmax o
 ("full"), over the last axis of (2^14, 2^14) and of (2^20, 256) ("rows"), over the first axis
 ("columns"), over the last axis of a transposed view ("transposed") and of a broadcast row
 ("broadcast"), and cumulative_sum of a 1-D array; float32 and bfloat16 (CuPy has no bfloat16).
-GB/s counts the bytes each op must read (a broadcast row once) and write. Each library is timed
+GB/s counts the bytes each op must read and write (for the broadcast case, the logical input:
+the row itself is tiny and stays in cache). Each library is timed
 with its own CUDA events around `--iters` back-to-back calls after warm-up; the median of
 `--reps` runs is reported. Inputs are random normal.
 
@@ -107,7 +108,8 @@ def case_input(lib, layout, dtype, n, rng):
         return transpose(lib, a), 1, side * side, side
     if layout == "broadcast":
         row = lib.array(host_data(rng, side), dtype)
-        return broadcast(lib, row, (side, side)), 1, side, side
+        # The row is read from L2 over and over: count the logical input (side^2 elements).
+        return broadcast(lib, row, (side, side)), 1, side * side, side
     raise ValueError(layout)
 
 

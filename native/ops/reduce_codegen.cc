@@ -43,12 +43,13 @@ JitSource ReduceProgram(const ReduceKernelSpec& spec) {
   const char* in = EwTypeName(spec.in);
   const char* out = EwTypeName(spec.out);
   std::string s = Prologue(spec.op, spec.compute);
-  absl::StrAppend(&s, Kernel(kReduceKernelName, "ReduceParams",
-                             absl::StrCat("ReduceMain<R, ", in, ", ", out, ", ", spec.out_ndim,
-                                          ", ", spec.red_ndim, ", ", spec.inner ? "true" : "false",
-                                          ", ", spec.bx, ", ", spec.vec, ", ", spec.unroll,
-                                          ">(p);")));
-  absl::StrAppend(&s, Kernel(kReduceFinalKernelName, "ReduceParams", absl::StrCat("ReduceFinal<R, ", out, ">(p);")));
+  absl::StrAppend(
+      &s, Kernel(kReduceKernelName, "ReduceParams",
+                 absl::StrCat("ReduceMain<R, ", in, ", ", out, ", ", spec.out_ndim, ", ",
+                              spec.red_ndim, ", ", spec.inner ? "true" : "false", ", ", spec.bx,
+                              ", ", spec.vec, ", ", spec.unroll, ">(p);")));
+  absl::StrAppend(&s, Kernel(kReduceFinalKernelName, "ReduceParams",
+                             absl::StrCat("ReduceFinal<R, ", out, ">(p);")));
   return Program(std::move(s), absl::StrCat("reduce_", ReduceOpName(spec.op)));
 }
 
@@ -60,17 +61,20 @@ JitSource ScanProgram(const ScanKernelSpec& spec) {
     return Kernel(name, "ScanParams", body);
   };
   if (spec.serial) {
-    absl::StrAppend(&s, scan_kernel(kScanSerialKernelName,
-                                    absl::StrCat("ScanSerial<R, ", in, ", ", out, ", ",
-                                                 spec.line_ndim, ">(p);")));
+    absl::StrAppend(
+        &s, scan_kernel(kScanSerialKernelName, absl::StrCat("ScanSerial<R, ", in, ", ", out, ", ",
+                                                            spec.line_ndim, ">(p);")));
   } else {
     absl::StrAppend(
         &s,
         scan_kernel(kScanTotalsKernelName,
-                    absl::StrCat("ScanChunkTotals<R, ", in, ", ", spec.line_ndim, ">(p);")),
+                    absl::StrCat("ScanChunkTotals<R, ", in, ", ", spec.line_ndim, ", ", spec.k,
+                                 ", ", spec.vec_in ? "true" : "false", ">(p);")),
         scan_kernel(kScanPrefixesKernelName, "ScanChunkPrefixes<R>(p);"),
-        scan_kernel(kScanBlockKernelName, absl::StrCat("ScanBlock<R, ", in, ", ", out, ", ",
-                                                       spec.line_ndim, ", ", spec.k, ">(p);")));
+        scan_kernel(kScanBlockKernelName,
+                    absl::StrCat("ScanBlock<R, ", in, ", ", out, ", ", spec.line_ndim, ", ", spec.k,
+                                 ", ", spec.vec_in ? "true" : "false", ", ",
+                                 spec.vec_out ? "true" : "false", ">(p);")));
   }
   return Program(std::move(s), absl::StrCat("scan_", ReduceOpName(spec.op)));
 }

@@ -35,9 +35,11 @@ inline constexpr const char* kReduceFinalKernelName = "pgk_reduce_final";
 struct ScanKernelSpec {
   ReduceOp op = ReduceOp::kSum;  // kSum or kProd
   DType in = DType::Float32, compute = DType::Float32, out = DType::Float32;
-  int line_ndim = 0;    // dims other than the axis, coalesced
-  bool serial = false;  // one thread per line (else blocks per chunk of a line)
-  int k = 4;            // block mode: elements per thread per tile
+  int line_ndim = 0;     // dims other than the axis, coalesced
+  bool serial = false;   // one thread per line (else blocks per chunk of a line)
+  int k = 8;             // block mode: elements per thread per tile
+  bool vec_in = false;   // block mode: the lines are dense and 16-byte aligned in the input
+  bool vec_out = false;  // ... and in the output
 };
 
 inline constexpr const char* kScanSerialKernelName = "pgk_scan_serial";

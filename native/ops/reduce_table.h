@@ -3,17 +3,17 @@
 // CUDA source generator and the bindings expand it.
 #pragma once
 
-#define PGK_FOR_EACH_REDUCE_OP(X)     \
-  X(Sum, sum, SumReducer)             \
-  X(Prod, prod, ProdReducer)          \
-  X(Mean, mean, MeanReducer)          \
-  X(Max, max, MaxReducer)             \
-  X(Min, min, MinReducer)             \
-  X(ArgMax, argmax, ArgMaxReducer)    \
-  X(ArgMin, argmin, ArgMinReducer)    \
-  X(All, all, AllReducer)             \
-  X(Any, any, AnyReducer)             \
-  X(Var, var, VarReducer)             \
+#define PGK_FOR_EACH_REDUCE_OP(X)  \
+  X(Sum, sum, SumReducer)          \
+  X(Prod, prod, ProdReducer)       \
+  X(Mean, mean, MeanReducer)       \
+  X(Max, max, MaxReducer)          \
+  X(Min, min, MinReducer)          \
+  X(ArgMax, argmax, ArgMaxReducer) \
+  X(ArgMin, argmin, ArgMinReducer) \
+  X(All, all, AllReducer)          \
+  X(Any, any, AnyReducer)          \
+  X(Var, var, VarReducer)          \
   X(Std, std, StdReducer)
 
 namespace pygpukit::ops {

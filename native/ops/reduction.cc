@@ -63,8 +63,8 @@ absl::StatusOr<Typing> TypingOf(ReduceOp op, absl::string_view name, const GPUAr
     case ReduceOp::kArgMax:
     case ReduceOp::kArgMin:
       if (IsComplex(dt)) {
-        return TypeError(absl::StrCat(name, ": complex values have no order (got ", Describe(a),
-                                      ")"));
+        return TypeError(
+            absl::StrCat(name, ": complex values have no order (got ", Describe(a), ")"));
       }
       return Typing{dt, op == ReduceOp::kArgMax || op == ReduceOp::kArgMin ? DType::Int64 : dt};
     case ReduceOp::kAll:
@@ -76,7 +76,7 @@ absl::StatusOr<Typing> TypingOf(ReduceOp op, absl::string_view name, const GPUAr
 
 // Flags of the reduced dims (all when `axes` is absent); ValueError for a repeated axis.
 absl::StatusOr<DimFlags> ReducedDims(absl::string_view name, const GPUArray& a,
-                                              const std::optional<std::vector<int64_t>>& axes) {
+                                     const std::optional<std::vector<int64_t>>& axes) {
   DimFlags reduced(a.ndim(), !axes.has_value());
   if (!axes.has_value()) return reduced;
   for (int64_t axis : *axes) {
@@ -106,8 +106,8 @@ absl::StatusOr<GPUArray> Reduce(ReduceOp op, const GPUArray& a, const ReduceOpti
   if (!a.valid()) return ValueError(absl::StrCat(name, ": invalid array"));
   const bool arg = op == ReduceOp::kArgMax || op == ReduceOp::kArgMin;
   if (arg && options.axes.has_value() && options.axes->size() != 1) {
-    return ValueError(absl::StrCat(name, ": takes one axis or none (got ",
-                                   options.axes->size(), ")"));
+    return ValueError(
+        absl::StrCat(name, ": takes one axis or none (got ", options.axes->size(), ")"));
   }
   PGK_ASSIGN_OR_RETURN(Typing typing, TypingOf(op, name, a, options.dtype));
   PGK_ASSIGN_OR_RETURN(DimFlags reduced, ReducedDims(name, a, options.axes));
@@ -124,8 +124,8 @@ absl::StatusOr<GPUArray> Reduce(ReduceOp op, const GPUArray& a, const ReduceOpti
   }
   const bool needs_elements = op == ReduceOp::kMax || op == ReduceOp::kMin || arg;
   if (needs_elements && n_red == 0) {
-    return ValueError(absl::StrCat(name, ": reduction over zero elements (", Describe(a),
-                                   ") has no identity"));
+    return ValueError(
+        absl::StrCat(name, ": reduction over zero elements (", Describe(a), ") has no identity"));
   }
   if (!std::isfinite(options.correction)) {
     return ValueError(absl::StrCat(name, ": correction must be finite, got ", options.correction));
@@ -148,8 +148,8 @@ absl::StatusOr<GPUArray> CumulativeReduce(ReduceOp op, const GPUArray& a,
   const std::string name = absl::StrCat("cumulative_", ReduceOpName(op));
   if (!a.valid()) return ValueError(absl::StrCat(name, ": invalid array"));
   if (a.ndim() == 0) {
-    return ValueError(absl::StrCat(name, ": needs an array of at least one dimension (got ",
-                                   Describe(a), ")"));
+    return ValueError(
+        absl::StrCat(name, ": needs an array of at least one dimension (got ", Describe(a), ")"));
   }
   if (!axis.has_value() && a.ndim() > 1) {
     return ValueError(absl::StrCat(name, ": axis is required for an array of ", a.ndim(),

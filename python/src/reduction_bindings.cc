@@ -36,8 +36,8 @@ std::optional<std::vector<int64_t>> ToAxes(const pyb::handle& obj, absl::string_
     }
     return axes;
   }
-  RaiseStatus(TypeError(
-      absl::StrCat(op, ": axis must be None, an integer or a tuple of integers, got ", TypeName(obj))));
+  RaiseStatus(TypeError(absl::StrCat(
+      op, ": axis must be None, an integer or a tuple of integers, got ", TypeName(obj))));
 }
 
 std::optional<DType> ToOptionalDType(const pyb::handle& obj, absl::string_view op) {
@@ -59,8 +59,8 @@ GPUArray Run(ReduceOp op, const GPUArray& x, const pyb::object& axis, const pyb:
 std::optional<int64_t> ToAxis(const pyb::object& axis, absl::string_view op) {
   if (axis.is_none()) return std::nullopt;
   if (!IsInt(axis)) {
-    RaiseStatus(TypeError(absl::StrCat(op, ": axis must be None or an integer, got ",
-                                       TypeName(axis))));
+    RaiseStatus(
+        TypeError(absl::StrCat(op, ": axis must be None or an integer, got ", TypeName(axis))));
   }
   return axis.attr("__index__")().cast<int64_t>();
 }
@@ -81,16 +81,18 @@ std::string Doc(absl::string_view signature, absl::string_view what) {
 void BindReductions(pyb::module_& m, pyb::class_<GPUArray>& cls) {
   const auto none = pyb::none();
   // sum / prod: with dtype.
-  for (auto [op, what] : {std::pair{ReduceOp::kSum, "Sum"}, std::pair{ReduceOp::kProd, "Product"}}) {
+  for (auto [op, what] :
+       {std::pair{ReduceOp::kSum, "Sum"}, std::pair{ReduceOp::kProd, "Product"}}) {
     const std::string name(ops::ReduceOpName(op));
     auto fn = [op](const GPUArray& x, const pyb::object& axis, const pyb::object& dtype,
                    bool keepdims) { return Run(op, x, axis, dtype, keepdims, 0.0); };
-    const std::string doc = Doc(
-        absl::StrCat(name, "(x, /, *, axis=None, dtype=None, keepdims=False)"),
-        absl::StrCat(what, " of the elements over `axis` (an int, a tuple, or None for all). "
-                           "Bool and signed integers give int64, unsigned uint64, others "
-                           "their own dtype, unless `dtype` is given. Floating values "
-                           "accumulate in float64; deterministic."));
+    const std::string doc =
+        Doc(absl::StrCat(name, "(x, /, *, axis=None, dtype=None, keepdims=False)"),
+            absl::StrCat(what,
+                         " of the elements over `axis` (an int, a tuple, or None for all). "
+                         "Bool and signed integers give int64, unsigned uint64, others "
+                         "their own dtype, unless `dtype` is given. Floating values "
+                         "accumulate in float64; deterministic."));
     m.def(name.c_str(), fn, pyb::arg("x"), pyb::pos_only(), pyb::kw_only(), pyb::arg("axis") = none,
           pyb::arg("dtype") = none, pyb::arg("keepdims") = false, doc.c_str());
     cls.def(name.c_str(), fn, pyb::arg("axis") = none, pyb::arg("dtype") = none,
@@ -115,37 +117,42 @@ void BindReductions(pyb::module_& m, pyb::class_<GPUArray>& cls) {
     auto fn = [op](const GPUArray& x, const pyb::object& axis, bool keepdims) {
       return Run(op, x, axis, pyb::none(), keepdims, 0.0);
     };
-    const std::string doc =
-        Doc(absl::StrCat(name, "(x, /, *, axis=None, keepdims=False)"), what);
+    const std::string doc = Doc(absl::StrCat(name, "(x, /, *, axis=None, keepdims=False)"), what);
     m.def(name.c_str(), fn, pyb::arg("x"), pyb::pos_only(), pyb::kw_only(), pyb::arg("axis") = none,
           pyb::arg("keepdims") = false, doc.c_str());
     cls.def(name.c_str(), fn, pyb::arg("axis") = none, pyb::arg("keepdims") = false, doc.c_str());
   }
   // var / std: with correction.
-  for (auto [op, what] : {std::pair{ReduceOp::kVar, "Variance"},
-                          std::pair{ReduceOp::kStd, "Standard deviation"}}) {
+  for (auto [op, what] :
+       {std::pair{ReduceOp::kVar, "Variance"}, std::pair{ReduceOp::kStd, "Standard deviation"}}) {
     const std::string name(ops::ReduceOpName(op));
-    auto fn = [op](const GPUArray& x, const pyb::object& axis, double correction,
-                   bool keepdims) { return Run(op, x, axis, pyb::none(), keepdims, correction); };
-    const std::string doc = Doc(
-        absl::StrCat(name, "(x, /, *, axis=None, correction=0.0, keepdims=False)"),
-        absl::StrCat(what, " over `axis`, dividing by N - correction (1 gives the sample "
-                           "estimate; NumPy's ddof). Complex input gives a real result; bool "
-                           "and integers give float32. One pass (Welford), float64 state."));
+    auto fn = [op](const GPUArray& x, const pyb::object& axis, double correction, bool keepdims) {
+      return Run(op, x, axis, pyb::none(), keepdims, correction);
+    };
+    const std::string doc =
+        Doc(absl::StrCat(name, "(x, /, *, axis=None, correction=0.0, keepdims=False)"),
+            absl::StrCat(what,
+                         " over `axis`, dividing by N - correction (1 gives the sample "
+                         "estimate; NumPy's ddof). Complex input gives a real result; bool "
+                         "and integers give float32. One pass (Welford), float64 state."));
     m.def(name.c_str(), fn, pyb::arg("x"), pyb::pos_only(), pyb::kw_only(), pyb::arg("axis") = none,
           pyb::arg("correction") = 0.0, pyb::arg("keepdims") = false, doc.c_str());
     cls.def(name.c_str(), fn, pyb::arg("axis") = none, pyb::arg("correction") = 0.0,
             pyb::arg("keepdims") = false, doc.c_str());
   }
   // cumulative_sum / cumulative_prod.
-  for (auto [op, what] : {std::pair{ReduceOp::kSum, "sums"}, std::pair{ReduceOp::kProd, "products"}}) {
+  for (auto [op, what] :
+       {std::pair{ReduceOp::kSum, "sums"}, std::pair{ReduceOp::kProd, "products"}}) {
     const std::string name = absl::StrCat("cumulative_", ops::ReduceOpName(op));
     auto fn = [op](const GPUArray& x, const pyb::object& axis, const pyb::object& dtype,
-                   bool include_initial) { return Cumulative(op, x, axis, dtype, include_initial); };
+                   bool include_initial) {
+      return Cumulative(op, x, axis, dtype, include_initial);
+    };
     const std::string doc = Doc(
         absl::StrCat(name, "(x, /, *, axis=None, dtype=None, include_initial=False)"),
         absl::StrCat("Running ", what, " along `axis` (required unless x is 1-D), in the dtype ",
-                     ops::ReduceOpName(op), " would give. With include_initial the result "
+                     ops::ReduceOpName(op),
+                     " would give. With include_initial the result "
                      "starts with the identity."));
     m.def(name.c_str(), fn, pyb::arg("x"), pyb::pos_only(), pyb::kw_only(), pyb::arg("axis") = none,
           pyb::arg("dtype") = none, pyb::arg("include_initial") = false, doc.c_str());

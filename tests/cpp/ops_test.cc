@@ -67,8 +67,8 @@ TEST(Ops, BinaryBroadcastsAndPromotes) {
   std::vector<float> b = ToFloat(bd);
   ASSERT_OK_AND_ASSIGN(GPUArray A, FromVector(a, {3, 1}));
   ASSERT_OK_AND_ASSIGN(GPUArray B, FromVector(b, {4}));
-  for (ops::ElementwiseOp op : {ops::ElementwiseOp::kAdd, ops::ElementwiseOp::kSubtract, ops::ElementwiseOp::kMultiply,
-                           ops::ElementwiseOp::kDivide}) {
+  for (ops::ElementwiseOp op : {ops::ElementwiseOp::kAdd, ops::ElementwiseOp::kSubtract,
+                                ops::ElementwiseOp::kMultiply, ops::ElementwiseOp::kDivide}) {
     SCOPED_TRACE(static_cast<int>(op));
     ASSERT_OK_AND_ASSIGN(GPUArray C, ops::Binary(op, A, B));
     EXPECT_EQ(C.dtype(), DType::Float64);
@@ -80,7 +80,7 @@ TEST(Ops, BinaryBroadcastsAndPromotes) {
                want = op == ops::ElementwiseOp::kAdd        ? x + y
                       : op == ops::ElementwiseOp::kSubtract ? x - y
                       : op == ops::ElementwiseOp::kMultiply ? x * y
-                                                       : x / y;
+                                                            : x / y;
         EXPECT_EQ(c[i * 4 + j], want) << i << "," << j;
       }
     }
@@ -108,7 +108,8 @@ TEST(Ops, ScalarOperandsAreWeak) {
   EXPECT_EQ(R.dtype(), DType::UInt16);
   ASSERT_OK_AND_ASSIGN(auto r, ToVector<uint16_t>(R));
   for (int i = 0; i < 6; ++i) EXPECT_EQ(r[i], static_cast<uint16_t>(5 - a[i]));
-  ASSERT_OK_AND_ASSIGN(GPUArray F, ops::Binary(ops::ElementwiseOp::kMultiply, A, Scalar::Float(0.5)));
+  ASSERT_OK_AND_ASSIGN(GPUArray F,
+                       ops::Binary(ops::ElementwiseOp::kMultiply, A, Scalar::Float(0.5)));
   EXPECT_EQ(F.dtype(), kDefaultFloat);
   auto over = ops::Binary(ops::ElementwiseOp::kAdd, A, Scalar::Int(70000));
   EXPECT_EQ(ErrorTypeOf(over.status()), ErrorType::kOverflow) << over.status();

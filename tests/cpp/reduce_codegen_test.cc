@@ -107,7 +107,9 @@ TEST(ReduceCodegen, EveryReducerCompilesUnderNvrtc) {
       spec.out_ndim = variant % 3;
       spec.red_ndim = variant % 3 == 1 ? 2 : 1;
       spec.inner = variant % 3 != 2;
-      spec.vec = variant % 3 == 0 ? static_cast<int>(16 / ItemSize(spec.in)) : 1;
+      // Vectors: along the reduction (inner), or runs of 2 outputs (outer).
+      spec.vec = variant % 3 == 0 ? static_cast<int>(16 / ItemSize(spec.in))
+                                  : (variant % 3 == 2 && ItemSize(c) <= 8 ? 2 : 1);
       spec.bx = variant % 3 == 2 ? 32 : 128;
       cases.push_back({absl::StrCat(ReduceOpName(op), " ", DTypeName(c), " variant ", variant),
                        ReduceProgram(spec)});
@@ -123,6 +125,7 @@ TEST(ReduceCodegen, EveryReducerCompilesUnderNvrtc) {
         spec.compute = spec.out = c;
         spec.line_ndim = serial ? 2 : 1;
         spec.serial = serial;
+        spec.vec_in = spec.vec_out = c != DType::Complex64;
         cases.push_back({absl::StrCat("scan ", ReduceOpName(op), " ", DTypeName(c), serial),
                          ScanProgram(spec)});
       }

@@ -217,8 +217,8 @@ void RunSoak(QosClass churn_qos) {
           o.depends_on = {dep};
           for (int j = 0; j < kElems; ++j) r.want[j] = dep_want[j] * 2.0;
           fn = [dep_slot, slot]() -> absl::Status {
-            PGK_ASSIGN_OR_RETURN(GPUArray y, ops::Binary(ops::ElementwiseOp::kMultiply, dep_slot->Get(),
-                                                         Scalar::Float(2.0)));
+            PGK_ASSIGN_OR_RETURN(GPUArray y, ops::Binary(ops::ElementwiseOp::kMultiply,
+                                                         dep_slot->Get(), Scalar::Float(2.0)));
             slot->Set(y);
             return absl::OkStatus();
           };

@@ -811,8 +811,8 @@ TEST(Scheduler, DependenciesAcrossTenantsOrderTasksAndPassResults) {
                                         [produced, consumed]() -> absl::Status {
                                           PGK_ASSIGN_OR_RETURN(
                                               GPUArray d,
-                                              ops::Binary(ops::ElementwiseOp::kSubtract, produced->Get(),
-                                                          Scalar::Float(0.5)));
+                                              ops::Binary(ops::ElementwiseOp::kSubtract,
+                                                          produced->Get(), Scalar::Float(0.5)));
                                           consumed->Set(d);
                                           return absl::OkStatus();
                                         },
@@ -856,8 +856,9 @@ TEST(Scheduler, DependenciesAcrossTenantsOrderTasksAndPassResults) {
 
 TEST(Scheduler, PacingBoundsKernelsInFlightOfBestEffortTenants) {
   Data x = RandomArray({2048}, 11);
-  const int64_t per_op = LaunchesOf(
-      [&] { EXPECT_OK(ops::Binary(ops::ElementwiseOp::kAdd, x.array, Scalar::Float(1.0)).status()); });
+  const int64_t per_op = LaunchesOf([&] {
+    EXPECT_OK(ops::Binary(ops::ElementwiseOp::kAdd, x.array, Scalar::Float(1.0)).status());
+  });
   ASSERT_GE(per_op, 1);
   auto s = Make();
   ASSERT_NE(s, nullptr);
@@ -1021,7 +1022,8 @@ TEST(Scheduler, BestEffortWaitsWhileGuaranteedWorkRunsWhenItsBudgetIsZero) {
   ASSERT_TRUE(blocker.WaitStarted());
   auto slot = std::make_shared<Slot>();
   ASSERT_OK_AND_ASSIGN(auto task, s->Submit("be", [x, slot]() -> absl::Status {
-    PGK_ASSIGN_OR_RETURN(GPUArray v, ops::Binary(ops::ElementwiseOp::kAdd, x.array, Scalar::Float(2.0)));
+    PGK_ASSIGN_OR_RETURN(GPUArray v,
+                         ops::Binary(ops::ElementwiseOp::kAdd, x.array, Scalar::Float(2.0)));
     slot->Set(v);
     return absl::OkStatus();
   }));

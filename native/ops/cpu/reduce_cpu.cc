@@ -97,10 +97,10 @@ void RunScan(const kernels::ScanParams& p) {
   cpu::ParallelFor(p.n_lines, grain, [&](int64_t b, int64_t e) {
     for (int64_t line = b; line < e; ++line) {
       const int nd = static_cast<int>(p.line_ndim);
-      const C* x = static_cast<const C*>(p.in) +
-                   kernels::OffsetOf(line, nd, p.line_shape, p.line_in_stride);
-      Out* y = static_cast<Out*>(p.out) +
-               kernels::OffsetOf(line, nd, p.line_shape, p.line_out_stride);
+      const C* x =
+          static_cast<const C*>(p.in) + kernels::OffsetOf(line, nd, p.line_shape, p.line_in_stride);
+      Out* y =
+          static_cast<Out*>(p.out) + kernels::OffsetOf(line, nd, p.line_shape, p.line_out_stride);
       typename R::Acc acc = R::Init();
       if (p.include_initial) {
         *y = R::template Finalize<Out>(acc, 0, 0.0);
@@ -139,9 +139,9 @@ constexpr bool Accepts(ReduceOp op) {
 template <ReduceOp kOp, typename T>
 using OutOf = std::conditional_t<
     kOp == ReduceOp::kArgMax || kOp == ReduceOp::kArgMin, int64_t,
-    std::conditional_t<kOp == ReduceOp::kAll || kOp == ReduceOp::kAny, bool,
-                       std::conditional_t<kOp == ReduceOp::kVar || kOp == ReduceOp::kStd,
-                                          kernels::RealOf<T>, T>>>;
+    std::conditional_t<
+        kOp == ReduceOp::kAll || kOp == ReduceOp::kAny, bool,
+        std::conditional_t<kOp == ReduceOp::kVar || kOp == ReduceOp::kStd, kernels::RealOf<T>, T>>>;
 
 // Calls fn.template operator()<R, Out>() for the reducer of l.op over l.compute.
 template <typename Fn>
@@ -149,19 +149,19 @@ absl::Status Dispatch(const ReduceLaunch& l, DType out, Fn&& fn) {
   return VisitDType(l.compute, [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
     switch (l.op) {
-#define PGK_REDUCE_CASE(E, name, R)                                                       \
-  case ReduceOp::k##E:                                                                    \
-    if constexpr (Accepts<T>(ReduceOp::k##E)) {                                           \
-      using Out = OutOf<ReduceOp::k##E, T>;                                               \
-      if (DTypeOf<Out>::value != out) break;                                              \
-      return fn.template operator()<kernels::R<T>, Out>();                                \
-    }                                                                                     \
+#define PGK_REDUCE_CASE(E, name, R)                        \
+  case ReduceOp::k##E:                                     \
+    if constexpr (Accepts<T>(ReduceOp::k##E)) {            \
+      using Out = OutOf<ReduceOp::k##E, T>;                \
+      if (DTypeOf<Out>::value != out) break;               \
+      return fn.template operator()<kernels::R<T>, Out>(); \
+    }                                                      \
     break;
       PGK_FOR_EACH_REDUCE_OP(PGK_REDUCE_CASE)
 #undef PGK_REDUCE_CASE
     }
-    return RuntimeError(absl::StrCat(l.name, ": no CPU kernel from ", DTypeName(l.compute),
-                                     " to ", DTypeName(out)));
+    return RuntimeError(absl::StrCat(l.name, ": no CPU kernel from ", DTypeName(l.compute), " to ",
+                                     DTypeName(out)));
   });
 }
 

@@ -38,6 +38,21 @@ int Pow2Ceil(int64_t v) {
   return p;
 }
 
+// sizeof the reducer's state for compute dtype `compute`.
+int64_t AccSize(ReduceOp op, DType compute) {
+  return VisitDType(compute, [&](auto tag) -> int64_t {
+    using T = typename decltype(tag)::type;
+    switch (op) {
+#define PGK_ACC_SIZE(E, name, R) \
+  case ReduceOp::k##E:           \
+    return sizeof(typename kernels::R<T>::Acc);
+      PGK_FOR_EACH_REDUCE_OP(PGK_ACC_SIZE)
+#undef PGK_ACC_SIZE
+    }
+    return kMaxAcc;
+  });
+}
+
 absl::StatusOr<int64_t> Multiprocessors(Device d) {
   PGK_ASSIGN_OR_RETURN(hal::DeviceProperties props, Runtime::Get().properties(d));
   return std::max(1, props.multiprocessors);
@@ -46,8 +61,8 @@ absl::StatusOr<int64_t> Multiprocessors(Device d) {
 // ---- reductions ----
 
 ReduceKernelSpec ReduceSpecOf(const ReduceLaunch& l, DType in, DType out,
-                              const kernels::ReduceParams& p, int64_t sms,
-                              int64_t* grid_x, int64_t* slices, int64_t* slice) {
+                              const kernels::ReduceParams& p, int64_t sms, int64_t* grid_x,
+                              int64_t* slices, int64_t* slice) {
   ReduceKernelSpec k;
   k.op = l.op;
   k.in = in;
@@ -72,19 +87,30 @@ ReduceKernelSpec ReduceSpecOf(const ReduceLaunch& l, DType in, DType out,
   if (k.inner) {
     k.bx = Pow2Floor(std::max<int64_t>(1, CeilDiv(p.n_red, k.vec) / k.unroll));
   } else {
-    // Rows of 32 consecutive outputs (one 128-byte line of float32 per warp access); a row of
-    // 256 when there is (almost) nothing to reduce.
-    k.bx = std::min(Pow2Ceil(p.n_out), p.n_red <= 4 ? kBlock : 32);
+    // Runs of V consecutive outputs per thread, read as one 16-byte access per reduced element,
+    // when the last kept dim is dense and every run starts aligned; the thread's V states stay
+    // within 64 bytes (registers).
+    int vec = static_cast<int>(16 / itemsize);
+    while (vec > 1 && vec * AccSize(l.op, l.compute) > 64) vec /= 2;
+    const int64_t last = p.out_ndim - 1;
+    bool ok = vec > 1 && last >= 0 && p.out_stride[last] == 1 && p.out_shape[last] % vec == 0 &&
+              reinterpret_cast<uintptr_t>(p.in) % 16 == 0;
+    for (int64_t d = 0; d < last; ++d) ok = ok && p.out_stride[d] % vec == 0;
+    for (int64_t d = 0; d < p.red_ndim; ++d) ok = ok && p.red_stride[d] % vec == 0;
+    if (ok) k.vec = vec;
+    // Rows of 32 threads (a 128-byte line of float32 or 512 bytes of runs per warp access); a
+    // row of 256 when there is (almost) nothing to reduce.
+    k.bx = std::min(Pow2Ceil(CeilDiv(p.n_out, k.vec)), p.n_red <= 4 ? kBlock : 32);
   }
   const int64_t group = k.inner ? k.bx : kBlock / k.bx;  // threads per output
-  const int64_t outputs_per_block = kBlock / group;
+  const int64_t outputs_per_block = k.inner ? kBlock / group : int64_t{k.bx} * k.vec;
   *grid_x = CeilDiv(p.n_out, outputs_per_block);
   *slices = 1;
   *slice = std::max<int64_t>(p.n_red, 1);
   const int64_t target = sms * kBlocksPerSm;
   if (*grid_x < target) {
-    const int64_t step = group * k.vec;
-    const int64_t min_slice = step * k.unroll * 4;  // at least 4 trips per thread
+    const int64_t step = group * (k.inner ? k.vec : 1);  // slices start aligned
+    const int64_t min_slice = step * k.unroll * 4;       // at least 4 trips per thread
     const int64_t want = CeilDiv(target, *grid_x);
     const int64_t s = std::max(min_slice, RoundUp(CeilDiv(p.n_red, want), step));
     if (s < p.n_red) {
@@ -135,10 +161,10 @@ absl::Status ReduceJit(hal::Stream& s, const ReduceLaunch& l, DType in, DType ou
   Runtime& rt = Runtime::Get();
   PGK_ASSIGN_OR_RETURN(int64_t sms, Multiprocessors(device));
   int64_t grid_x = 0;
-  const ReduceKernelSpec spec =
-      ReduceSpecOf(l, in, out, p, sms, &grid_x, &p.slices, &p.slice);
+  const ReduceKernelSpec spec = ReduceSpecOf(l, in, out, p, sms, &grid_x, &p.slices, &p.slice);
   PGK_ASSIGN_OR_RETURN(
-      ReduceEntry e, ReduceCache().Get(ReduceKey(spec, device.index), [&]() -> absl::StatusOr<ReduceEntry> {
+      ReduceEntry e,
+      ReduceCache().Get(ReduceKey(spec, device.index), [&]() -> absl::StatusOr<ReduceEntry> {
         const JitSource src = ReduceProgram(spec);
         ReduceEntry e;
         PGK_ASSIGN_OR_RETURN(e.main, rt.jit().Function(src, kReduceKernelName, device.index));
@@ -147,8 +173,8 @@ absl::Status ReduceJit(hal::Stream& s, const ReduceLaunch& l, DType in, DType ou
       }));
   GPUArray workspace;
   if (p.slices > 1) {
-    PGK_ASSIGN_OR_RETURN(workspace, NewArray({p.n_out * p.slices * kMaxAcc}, DType::UInt8, device,
-                                             l.name));
+    PGK_ASSIGN_OR_RETURN(workspace,
+                         NewArray({p.n_out * p.slices * kMaxAcc}, DType::UInt8, device, l.name));
     p.partial = workspace.data();
   }
   void* params[] = {&p};
@@ -180,15 +206,26 @@ absl::Status ScanJit(hal::Stream& s, const ReduceLaunch& l, DType in, DType out,
   // there are enough of them to fill the GPU; otherwise blocks scan chunks of a line.
   spec.serial = p.length <= 64 || (std::abs(p.in_axis_stride) != 1 && p.n_lines >= sms * 512);
   if (!spec.serial) {
+    spec.k = ItemSize(in) >= 8 ? 4 : 8;
+    // 16-byte accesses where every line is dense and starts aligned (tiles are whole vectors).
+    auto aligned = [&](const void* ptr, int64_t axis_stride, const int64_t* line_strides,
+                       int64_t itemsize) {
+      bool ok = axis_stride == 1 && reinterpret_cast<uintptr_t>(ptr) % 16 == 0;
+      for (int64_t d = 0; d < p.line_ndim; ++d) ok = ok && (line_strides[d] * itemsize) % 16 == 0;
+      return ok;
+    };
+    spec.vec_in = aligned(p.in, p.in_axis_stride, p.line_in_stride, ItemSize(in));
+    spec.vec_out = aligned(static_cast<const char*>(p.out) + p.include_initial * ItemSize(out),
+                           p.out_axis_stride, p.line_out_stride, ItemSize(out));
     const int64_t tile = int64_t{kBlock} * spec.k;
     const int64_t per_line = std::max<int64_t>(1, CeilDiv(sms * kBlocksPerSm, p.n_lines));
     p.chunk = RoundUp(std::max<int64_t>(1, CeilDiv(p.length, per_line)), tile);
     p.chunks = CeilDiv(p.length, p.chunk);
   }
-  const std::string key =
-      absl::StrCat("s", static_cast<int>(spec.op), ",", static_cast<int>(in), ",",
-                   static_cast<int>(spec.compute), ",", static_cast<int>(out), ",",
-                   spec.line_ndim, ",", spec.serial, ",", spec.k, "@", device.index);
+  const std::string key = absl::StrCat(
+      "s", static_cast<int>(spec.op), ",", static_cast<int>(in), ",",
+      static_cast<int>(spec.compute), ",", static_cast<int>(out), ",", spec.line_ndim, ",",
+      spec.serial, ",", spec.k, ",", spec.vec_in, ",", spec.vec_out, "@", device.index);
   PGK_ASSIGN_OR_RETURN(ScanEntry e, ScanCache().Get(key, [&]() -> absl::StatusOr<ScanEntry> {
     const JitSource src = ScanProgram(spec);
     ScanEntry e;
@@ -197,8 +234,7 @@ absl::Status ScanJit(hal::Stream& s, const ReduceLaunch& l, DType in, DType out,
       return e;
     }
     PGK_ASSIGN_OR_RETURN(e.totals, rt.jit().Function(src, kScanTotalsKernelName, device.index));
-    PGK_ASSIGN_OR_RETURN(e.prefixes,
-                         rt.jit().Function(src, kScanPrefixesKernelName, device.index));
+    PGK_ASSIGN_OR_RETURN(e.prefixes, rt.jit().Function(src, kScanPrefixesKernelName, device.index));
     PGK_ASSIGN_OR_RETURN(e.block, rt.jit().Function(src, kScanBlockKernelName, device.index));
     return e;
   }));
@@ -216,8 +252,8 @@ absl::Status ScanJit(hal::Stream& s, const ReduceLaunch& l, DType in, DType out,
   chunks.grid[1] = static_cast<unsigned>(p.chunks);
   GPUArray workspace;
   if (p.chunks > 1) {
-    PGK_ASSIGN_OR_RETURN(workspace, NewArray({p.n_lines * p.chunks * kMaxAcc}, DType::UInt8,
-                                             device, l.name));
+    PGK_ASSIGN_OR_RETURN(workspace,
+                         NewArray({p.n_lines * p.chunks * kMaxAcc}, DType::UInt8, device, l.name));
     p.partial = workspace.data();
     PGK_RETURN_IF_ERROR(rt.dispatcher().LaunchFunction(s, l.name, e.totals, chunks, params));
     PGK_RETURN_IF_ERROR(rt.dispatcher().LaunchFunction(s, l.name, e.prefixes, lines, params));

@@ -6,16 +6,18 @@
 // Reduction (ReduceMain): a block is BX x BY threads. In the inner mode the BX threads of a row
 // cooperate on one output (the reduced elements are the fast memory dimension: consecutive
 // threads read consecutive elements, V per 16-byte access); in the outer mode the BX threads of
-// a row take BX consecutive outputs (the kept dims are fast) and the BY rows cooperate. Each
+// a row take BX consecutive outputs, or BX runs of V outputs read as one 16-byte access each
+// (the kept dims are fast), and the BY rows cooperate. Each
 // thread folds its elements in order (U accesses issued before their folds), the block combines
 // the G = BX or BY states of an output with a shared-memory tree, and grid.y splits the reduced
 // range into slices whose states go to a workspace that ReduceFinal combines in slice order.
 //
 // Scan: the serial mode gives each thread one line (the lines are the fast dimension); the block
-// mode scans chunks of a line with a whole block: tiles of 256 x K elements, a per-thread scan of
-// K, a block scan of the thread totals (Hillis-Steele in shared memory) and a running tile
-// prefix. Lines longer than one chunk first reduce each chunk (ScanChunkTotals), turn the totals
-// into exclusive prefixes (ScanChunkPrefixes), then scan each chunk from its prefix.
+// mode scans chunks of a line with a whole block: tiles of 256 x K elements (16-byte accesses
+// where the line is dense and aligned), a per-thread scan of K, a block scan of the thread
+// totals (warp shuffles, then the 8 warp totals) and a running tile prefix. Lines longer than one
+// chunk first reduce each chunk (ScanChunkTotals), turn the totals into exclusive prefixes
+// (ScanChunkPrefixes), then scan each chunk from its prefix.
 #pragma once
 
 #include "ops/kernels/elementwise_jit.h"
@@ -77,10 +79,71 @@ __device__ __forceinline__ void FoldStrided(typename R::Acc& acc, const In* x,
   for (; r < end; r += G) R::Update(acc, Cast<C>(x[OffsetN<NR>(r, p.red_shape, p.red_stride)]), r);
 }
 
+// Outer mode with V > 1: this thread's V consecutive outputs (one 16-byte access per reduced
+// element), their states combined across the block one output at a time.
+template <class R, class In, class Out, int NO, int NR, int BX, int V, int U>
+__device__ __forceinline__ void ReduceOuterVec(const ReduceParams& p) {
+  using C = typename R::Compute;
+  using Acc = typename R::Acc;
+  constexpr int G = kReduceBlock / BX;
+  Acc* sm = SharedStates<Acc>();
+  const int tx = threadIdx.x, g = threadIdx.y;
+  const long long o = ((long long)blockIdx.x * BX + tx) * V;  // n_out % V == 0
+  const long long begin = (long long)blockIdx.y * p.slice;
+  const long long end = begin + p.slice < p.n_red ? begin + p.slice : p.n_red;
+  Acc acc[V];
+#pragma unroll
+  for (int k = 0; k < V; ++k) acc[k] = R::Init();
+  if (o < p.n_out) {
+    const In* x = static_cast<const In*>(p.in) + OffsetN<NO>(o, p.out_shape, p.out_stride);
+    long long r = begin + g;
+    for (; r + (long long)(U - 1) * G < end; r += (long long)U * G) {
+      Vec<V, In> v[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        v[u] = *reinterpret_cast<const Vec<V, In>*>(
+            x + OffsetN<NR>(r + u * G, p.red_shape, p.red_stride));
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+#pragma unroll
+        for (int k = 0; k < V; ++k) R::Update(acc[k], Cast<C>(v[u].v[k]), r + u * G);
+      }
+    }
+    for (; r < end; r += G) {
+      const Vec<V, In> v =
+          *reinterpret_cast<const Vec<V, In>*>(x + OffsetN<NR>(r, p.red_shape, p.red_stride));
+#pragma unroll
+      for (int k = 0; k < V; ++k) R::Update(acc[k], Cast<C>(v.v[k]), r);
+    }
+  }
+  const int self = g * BX + tx;
+#pragma unroll
+  for (int k = 0; k < V; ++k) {
+    sm[self] = acc[k];
+    __syncthreads();
+    TreeCombine<R, G>(sm, self, g, BX);
+    if (g == 0 && o < p.n_out) {
+      if (p.slices == 1) {
+        static_cast<Out*>(p.out)[o + k] =
+            R::template Finalize<Out>(sm[self], p.n_red, p.correction);
+      } else {
+        static_cast<Acc*>(p.partial)[(o + k) * p.slices + blockIdx.y] = sm[self];
+      }
+    }
+    __syncthreads();
+  }
+}
+
 /// One slice of the reduction for the outputs of this block (see the file comment). NO / NR:
-/// kept / reduced dims (NR is 1 when V > 1: the reduced run is dense and aligned for V).
+/// kept / reduced dims. V: inner mode, elements per access (NR is 1 and the reduced run dense
+/// and aligned when V > 1); outer mode, consecutive outputs per thread (ReduceOuterVec).
 template <class R, class In, class Out, int NO, int NR, bool kInner, int BX, int V, int U>
 __device__ __forceinline__ void ReduceMain(const ReduceParams& p) {
+  if constexpr (!kInner && V > 1) {
+    ReduceOuterVec<R, In, Out, NO, NR, BX, V, U>(p);
+    return;
+  }
   using C = typename R::Compute;
   using Acc = typename R::Acc;
   constexpr int BY = kReduceBlock / BX;
@@ -184,8 +247,31 @@ __device__ __forceinline__ void ScanSerial(const ScanParams& p) {
   }
 }
 
+// K elements from x[i * stride], i = first .. first + K - 1 (below end): 16-byte accesses
+// when kVec (stride 1, aligned: the launcher checks) and the run is whole.
+template <class In, int K, bool kVec>
+__device__ __forceinline__ void LoadRun(In (&v)[K], const In* x, long long first, long long end,
+                                        long long stride) {
+  if constexpr (kVec) {
+    constexpr int VL = K * sizeof(In) < 16 ? K : 16 / sizeof(In);
+    if (first + K <= end) {
+#pragma unroll
+      for (int j = 0; j < K; j += VL) {
+        const Vec<VL, In> w = *reinterpret_cast<const Vec<VL, In>*>(x + first + j);
+#pragma unroll
+        for (int k = 0; k < VL; ++k) v[j + k] = w.v[k];
+      }
+      return;
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    if (first + k < end) v[k] = x[(first + k) * stride];
+  }
+}
+
 /// Block mode, several chunks per line: the state of chunk blockIdx.y of line blockIdx.x.
-template <class R, class In, int NL>
+template <class R, class In, int NL, int K, bool kVecIn>
 __device__ __forceinline__ void ScanChunkTotals(const ScanParams& p) {
   using C = typename R::Compute;
   using Acc = typename R::Acc;
@@ -195,8 +281,14 @@ __device__ __forceinline__ void ScanChunkTotals(const ScanParams& p) {
   const long long begin = (long long)blockIdx.y * p.chunk;
   const long long end = begin + p.chunk < p.length ? begin + p.chunk : p.length;
   Acc acc = R::Init();
-  for (long long i = begin + threadIdx.x; i < end; i += kReduceBlock) {
-    R::Update(acc, Cast<C>(x[i * p.in_axis_stride]), i);
+  for (long long first = begin + (long long)threadIdx.x * K; first < end;
+       first += (long long)kReduceBlock * K) {
+    In v[K];
+    LoadRun<In, K, kVecIn>(v, x, first, end, p.in_axis_stride);
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      if (first + k < end) R::Update(acc, Cast<C>(v[k]), first + k);
+    }
   }
   sm[threadIdx.x] = acc;
   __syncthreads();
@@ -219,14 +311,29 @@ __device__ __forceinline__ void ScanChunkPrefixes(const ScanParams& p) {
   }
 }
 
+// A state from the lane d below (32-bit shuffles of its words).
+template <class T>
+__device__ __forceinline__ T ShflUp(const T& v, int d) {
+  static_assert(sizeof(T) % 4 == 0, "shuffled states are whole 32-bit words");
+  T r;
+  const unsigned* src = reinterpret_cast<const unsigned*>(&v);
+  unsigned* dst = reinterpret_cast<unsigned*>(&r);
+#pragma unroll
+  for (int i = 0; i < (int)(sizeof(T) / 4); ++i) dst[i] = __shfl_up_sync(0xffffffffu, src[i], d);
+  return r;
+}
+
 /// Block mode: scans chunk blockIdx.y of line blockIdx.x from its prefix, in tiles of
-/// kReduceBlock x K elements (thread t holds elements t*K .. t*K+K-1 of a tile).
-template <class R, class In, class Out, int NL, int K>
+/// kReduceBlock x K elements (thread t holds elements t*K .. t*K+K-1 of a tile): a serial scan of
+/// its K, a warp scan of the thread totals (shuffles), the 8 warp totals from shared memory.
+template <class R, class In, class Out, int NL, int K, bool kVecIn, bool kVecOut>
 __device__ __forceinline__ void ScanBlock(const ScanParams& p) {
   using C = typename R::Compute;
   using Acc = typename R::Acc;
-  Acc* sm = SharedStates<Acc>();
-  const int t = threadIdx.x;
+  constexpr int kWarps = kReduceBlock / 32;
+  __shared__ alignas(16) unsigned char raw[kWarps * sizeof(Acc)];
+  Acc* warp_totals = reinterpret_cast<Acc*>(raw);
+  const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
   const long long line = blockIdx.x;
   const In* x = static_cast<const In*>(p.in) + OffsetN<NL>(line, p.line_shape, p.line_in_stride);
   Out* y = static_cast<Out*>(p.out) + OffsetN<NL>(line, p.line_shape, p.line_out_stride);
@@ -241,10 +348,7 @@ __device__ __forceinline__ void ScanBlock(const ScanParams& p) {
   for (long long tile = begin; tile < end; tile += (long long)kReduceBlock * K) {
     const long long first = tile + (long long)t * K;
     In v[K];
-#pragma unroll
-    for (int k = 0; k < K; ++k) {
-      if (first + k < end) v[k] = x[(first + k) * p.in_axis_stride];
-    }
+    LoadRun<In, K, kVecIn>(v, x, first, end, p.in_axis_stride);
     Acc local[K];
     Acc run = R::Init();
 #pragma unroll
@@ -252,27 +356,45 @@ __device__ __forceinline__ void ScanBlock(const ScanParams& p) {
       if (first + k < end) R::Update(run, Cast<C>(v[k]), first + k);
       local[k] = run;
     }
-    // Inclusive Hillis-Steele scan of the thread totals.
-    sm[t] = run;
-    __syncthreads();
+    // Inclusive scan of the thread totals within the warp.
+    Acc incl = run;
 #pragma unroll
-    for (int s = 1; s < kReduceBlock; s <<= 1) {
-      const Acc mine = sm[t];
-      const Acc left = t >= s ? sm[t - s] : R::Init();
-      __syncthreads();
-      sm[t] = t >= s ? R::Combine(left, mine) : mine;
-      __syncthreads();
+    for (int d = 1; d < 32; d <<= 1) {
+      const Acc other = ShflUp(incl, d);
+      if (lane >= d) incl = R::Combine(other, incl);
     }
-    const Acc before = R::Combine(prefix, t > 0 ? sm[t - 1] : R::Init());
+    const Acc lane_excl = ShflUp(incl, 1);
+    if (lane == 31) warp_totals[warp] = incl;
+    __syncthreads();
+    Acc before = prefix, tile_total = prefix;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      if (w < warp) before = R::Combine(before, warp_totals[w]);
+      tile_total = R::Combine(tile_total, warp_totals[w]);
+    }
+    if (lane > 0) before = R::Combine(before, lane_excl);
+    Out o[K];
 #pragma unroll
     for (int k = 0; k < K; ++k) {
-      if (first + k < end) {
-        y[(first + k) * p.out_axis_stride] =
-            R::template Finalize<Out>(R::Combine(before, local[k]), first + k + 1, 0.0);
+      o[k] = R::template Finalize<Out>(R::Combine(before, local[k]), first + k + 1, 0.0);
+    }
+    if (kVecOut && first + K <= end) {
+      constexpr int VL = K * sizeof(Out) < 16 ? K : 16 / sizeof(Out);
+#pragma unroll
+      for (int j = 0; j < K; j += VL) {
+        Vec<VL, Out> w;
+#pragma unroll
+        for (int k = 0; k < VL; ++k) w.v[k] = o[j + k];
+        *reinterpret_cast<Vec<VL, Out>*>(y + first + j) = w;
+      }
+    } else {
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        if (first + k < end) y[(first + k) * p.out_axis_stride] = o[k];
       }
     }
-    prefix = R::Combine(prefix, sm[kReduceBlock - 1]);
-    __syncthreads();
+    prefix = tile_total;
+    __syncthreads();  // warp_totals is rewritten by the next tile
   }
 }
 

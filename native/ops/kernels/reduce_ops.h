@@ -35,11 +35,11 @@ namespace pygpukit::kernels {
 struct ReduceParams {
   const void* in;
   void* out;
-  void* partial;     // [n_out][slices] accumulators when the reduced range is split
-  int64_t n_out;     // outputs (product of the kept extents)
-  int64_t n_red;     // elements reduced into each output
-  int64_t slice;     // reduced elements per slice (a multiple of the kernel's vector width)
-  int64_t slices;    // slices per output (grid.y); 1 = the kernel writes `out` itself
+  void* partial;   // [n_out][slices] accumulators when the reduced range is split
+  int64_t n_out;   // outputs (product of the kept extents)
+  int64_t n_red;   // elements reduced into each output
+  int64_t slice;   // reduced elements per slice (a multiple of the kernel's vector width)
+  int64_t slices;  // slices per output (grid.y); 1 = the kernel writes `out` itself
   int64_t out_shape[kKernelMaxDims], out_stride[kKernelMaxDims];
   int64_t red_shape[kKernelMaxDims], red_stride[kKernelMaxDims];
   int64_t out_ndim, red_ndim;  // the dims in use (the JIT kernels also fix them at compile time)
@@ -172,13 +172,15 @@ struct MeanReducer : SumReducer<C> {
   }
 };
 
-/// max / min: NaN propagates (the first NaN met), as NumPy's. Real C only.
+/// max / min: NaN propagates (the first NaN met), as NumPy's; of equal zeros max keeps +0 and
+/// min -0 (MaximumOp / MinimumOp). Real C only. 16-bit floats compare as float (exact), so the
+/// state is a float: no conversion of the running value per element.
 template <typename C, bool kMax>
 struct ExtremumReducer {
   using Compute = C;
-  using Acc = C;
-  PGK_HD static Acc Init() { return kMax ? detail::Lowest<C>() : detail::Highest<C>(); }
-  PGK_HD static void Update(Acc& a, C x, int64_t) { a = Combine(a, x); }
+  using Acc = std::conditional_t<IsHalfT<C>::value, float, C>;
+  PGK_HD static Acc Init() { return kMax ? detail::Lowest<Acc>() : detail::Highest<Acc>(); }
+  PGK_HD static void Update(Acc& a, C x, int64_t) { a = Combine(a, Cast<Acc>(x)); }
   PGK_HD static Acc Combine(Acc a, Acc b) {
     if constexpr (kMax) {
       return MaximumOp::Apply(a, b);
