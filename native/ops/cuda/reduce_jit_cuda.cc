@@ -17,8 +17,9 @@ namespace pygpukit::ops::cuda_kernels {
 namespace {
 
 constexpr int kBlock = 256;  // kernels::kReduceBlock
-// Blocks of kBlock threads resident per SM at full occupancy (2048 threads): the grid is split
-// until it has this many per SM, so every SM has enough loads in flight.
+// Blocks of kBlock threads resident per SM (the kernels' launch bounds cap registers for it):
+// a grid with fewer blocks is split along the reduction up to this many per SM (one wave; a
+// second, partial wave would idle most SMs), and each thread keeps 4 16-byte loads in flight.
 constexpr int64_t kBlocksPerSm = 4;
 // The largest reducer state (var / std of complex128); workspaces hold this much per slice.
 constexpr int64_t kMaxAcc = 48;
@@ -111,7 +112,7 @@ ReduceKernelSpec ReduceSpecOf(const ReduceLaunch& l, DType in, DType out,
   if (*grid_x < target) {
     const int64_t step = group * (k.inner ? k.vec : 1);  // slices start aligned
     const int64_t min_slice = step * k.unroll * 4;       // at least 4 trips per thread
-    const int64_t want = CeilDiv(target, *grid_x);
+    const int64_t want = std::max<int64_t>(1, target / *grid_x);  // one wave: at most target
     const int64_t s = std::max(min_slice, RoundUp(CeilDiv(p.n_red, want), step));
     if (s < p.n_red) {
       *slice = s;
@@ -218,7 +219,7 @@ absl::Status ScanJit(hal::Stream& s, const ReduceLaunch& l, DType in, DType out,
     spec.vec_out = aligned(static_cast<const char*>(p.out) + p.include_initial * ItemSize(out),
                            p.out_axis_stride, p.line_out_stride, ItemSize(out));
     const int64_t tile = int64_t{kBlock} * spec.k;
-    const int64_t per_line = std::max<int64_t>(1, CeilDiv(sms * kBlocksPerSm, p.n_lines));
+    const int64_t per_line = std::max<int64_t>(1, sms * kBlocksPerSm / p.n_lines);
     p.chunk = RoundUp(std::max<int64_t>(1, CeilDiv(p.length, per_line)), tile);
     p.chunks = CeilDiv(p.length, p.chunk);
   }

@@ -158,6 +158,9 @@ __device__ __forceinline__ void ReduceMain(const ReduceParams& p) {
   if (o < p.n_out) {
     const In* x = static_cast<const In*>(p.in) + OffsetN<NO>(o, p.out_shape, p.out_stride);
     if constexpr (V > 1) {
+      // Two states (the even and the odd elements of each vector): two dependency chains of
+      // folds per thread instead of one.
+      Acc odd = R::Init();
       const long long vend = begin + (end - begin) / V * V;
       long long r = begin + (long long)g * V;
       constexpr long long kTrip = (long long)U * G * V;
@@ -168,15 +171,18 @@ __device__ __forceinline__ void ReduceMain(const ReduceParams& p) {
 #pragma unroll
         for (int u = 0; u < U; ++u) {
 #pragma unroll
-          for (int k = 0; k < V; ++k) R::Update(acc, Cast<C>(v[u].v[k]), r + u * G * V + k);
+          for (int k = 0; k < V; ++k) {
+            R::Update(k % 2 ? odd : acc, Cast<C>(v[u].v[k]), r + u * G * V + k);
+          }
         }
       }
       for (; r < vend; r += G * V) {
         const Vec<V, In> v = *reinterpret_cast<const Vec<V, In>*>(x + r);
 #pragma unroll
-        for (int k = 0; k < V; ++k) R::Update(acc, Cast<C>(v.v[k]), r + k);
+        for (int k = 0; k < V; ++k) R::Update(k % 2 ? odd : acc, Cast<C>(v.v[k]), r + k);
       }
       for (long long e = vend + g; e < end; e += G) R::Update(acc, Cast<C>(x[e]), e);
+      acc = R::Combine(acc, odd);
     } else {
       FoldStrided<R, In, NR, U>(acc, x, p, begin + g, end, G);
     }
