@@ -128,11 +128,12 @@ struct ReduceOptions {
   double correction = 0.0;
 };
 /// The reduction `op` of `a` over the chosen axes, with the Array API's (and NumPy's) result
-/// dtypes: mean / var / std of bool or integers are float64; var / std of complex are real;
+/// dtypes: mean / var / std of bool or integers are float32 (the default float dtype; computed
+/// from exact float64 values); var / std of complex are real;
 /// argmax / argmin give int64 indices (the first extreme; NaN counts as the extreme); all / any
 /// give bool. Empty reductions give the identity (sum 0, prod 1, all true, any false) or NaN
 /// (mean, var, std); max / min / argmax / argmin of none raise ValueError. Deterministic: the
-/// same input on the same device gives the same bits.
+/// same input (shape, strides and alignment) on the same device gives the same bits.
 absl::StatusOr<GPUArray> Reduce(ReduceOp op, const GPUArray& a, const ReduceOptions& options = {});
 /// The reduction's Array API name ("sum", "argmax", ...).
 absl::string_view ReduceOpName(ReduceOp op);

@@ -48,15 +48,13 @@ absl::StatusOr<Typing> TypingOf(ReduceOp op, absl::string_view name, const GPUAr
       const DType t = dtype.value_or(SumDType(dt));
       return Typing{t, t};
     }
-    case ReduceOp::kMean: {
-      // Bool and integers average in the default float dtype (as sin(int) computes in it).
-      const DType t = IsInexact(dt) ? dt : kDefaultFloat;
-      return Typing{t, t};
-    }
+    case ReduceOp::kMean:
     case ReduceOp::kVar:
     case ReduceOp::kStd: {
-      const DType t = IsInexact(dt) ? dt : kDefaultFloat;
-      return Typing{t, RealOf(t)};
+      // Bool and integers give the default float dtype (as sin(int) does), converted to float64
+      // per element: the states are float64 anyway, and float32 would round large integers.
+      if (!IsInexact(dt)) return Typing{DType::Float64, kDefaultFloat};
+      return Typing{dt, op == ReduceOp::kMean ? dt : RealOf(dt)};
     }
     case ReduceOp::kMax:
     case ReduceOp::kMin:

@@ -48,6 +48,10 @@ std::optional<DType> ToOptionalDType(const pyb::handle& obj, absl::string_view o
 GPUArray Run(ReduceOp op, const GPUArray& x, const pyb::object& axis, const pyb::object& dtype,
              bool keepdims, double correction) {
   const absl::string_view name = ops::ReduceOpName(op);
+  if ((op == ReduceOp::kArgMax || op == ReduceOp::kArgMin) && !axis.is_none() && !IsInt(axis)) {
+    RaiseStatus(
+        TypeError(absl::StrCat(name, ": axis must be None or an integer, got ", TypeName(axis))));
+  }
   ops::ReduceOptions o;
   o.axes = ToAxes(axis, name);
   o.keepdims = keepdims;

@@ -135,6 +135,11 @@ constexpr bool Accepts(ReduceOp op) {
   }
 }
 
+// mean / var / std: integer inputs compute in double and give float32.
+constexpr bool Averages(ReduceOp op) {
+  return op == ReduceOp::kMean || op == ReduceOp::kVar || op == ReduceOp::kStd;
+}
+
 // The result type of reduction `op` over compute type T (the op layer's result dtype).
 template <ReduceOp kOp, typename T>
 using OutOf = std::conditional_t<
@@ -149,13 +154,15 @@ absl::Status Dispatch(const ReduceLaunch& l, DType out, Fn&& fn) {
   return VisitDType(l.compute, [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
     switch (l.op) {
-#define PGK_REDUCE_CASE(E, name, R)                        \
-  case ReduceOp::k##E:                                     \
-    if constexpr (Accepts<T>(ReduceOp::k##E)) {            \
-      using Out = OutOf<ReduceOp::k##E, T>;                \
-      if (DTypeOf<Out>::value != out) break;               \
-      return fn.template operator()<kernels::R<T>, Out>(); \
-    }                                                      \
+#define PGK_REDUCE_CASE(E, name, R)                                                        \
+  case ReduceOp::k##E:                                                                     \
+    if constexpr (Accepts<T>(ReduceOp::k##E)) {                                            \
+      using Out = OutOf<ReduceOp::k##E, T>;                                                \
+      if (DTypeOf<Out>::value == out) return fn.template operator()<kernels::R<T>, Out>(); \
+      if constexpr (std::is_same_v<T, double> && Averages(ReduceOp::k##E)) {               \
+        if (out == DType::Float32) return fn.template operator()<kernels::R<T>, float>();  \
+      }                                                                                    \
+    }                                                                                      \
     break;
       PGK_FOR_EACH_REDUCE_OP(PGK_REDUCE_CASE)
 #undef PGK_REDUCE_CASE

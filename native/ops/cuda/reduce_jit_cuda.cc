@@ -74,7 +74,9 @@ ReduceKernelSpec ReduceSpecOf(const ReduceLaunch& l, DType in, DType out,
   const int64_t last_red = p.red_ndim > 0 ? std::abs(p.red_stride[p.red_ndim - 1]) : INT64_MAX;
   const int64_t last_out = p.out_ndim > 0 ? std::abs(p.out_stride[p.out_ndim - 1]) : INT64_MAX;
   // Threads of a row walk the reduced elements when they are the faster memory dimension.
-  k.inner = p.red_ndim > 0 && (p.out_ndim == 0 || last_red <= last_out);
+  // A broadcast reduced dim (stride 0) is not: the row would re-read one address.
+  k.inner = p.red_ndim > 0 &&
+            (p.out_ndim == 0 || (last_red <= last_out && (last_red > 0 || last_out == 0)));
   const int64_t itemsize = ItemSize(in);
   if (k.inner && p.red_ndim == 1 && p.red_stride[0] == 1) {
     // 16-byte accesses when every output's run starts 16-byte aligned.
@@ -110,8 +112,8 @@ ReduceKernelSpec ReduceSpecOf(const ReduceLaunch& l, DType in, DType out,
   *slice = std::max<int64_t>(p.n_red, 1);
   const int64_t target = sms * kBlocksPerSm;
   if (*grid_x < target) {
-    const int64_t step = group * (k.inner ? k.vec : 1);  // slices start aligned
-    const int64_t min_slice = step * k.unroll * 4;       // at least 4 trips per thread
+    const int64_t step = group * (k.inner ? k.vec : 1);           // slices start aligned
+    const int64_t min_slice = step * k.unroll * 4;                // at least 4 trips per thread
     const int64_t want = std::max<int64_t>(1, target / *grid_x);  // one wave: at most target
     const int64_t s = std::max(min_slice, RoundUp(CeilDiv(p.n_red, want), step));
     if (s < p.n_red) {
@@ -172,6 +174,10 @@ absl::Status ReduceJit(hal::Stream& s, const ReduceLaunch& l, DType in, DType ou
         PGK_ASSIGN_OR_RETURN(e.final, rt.jit().Function(src, kReduceFinalKernelName, device.index));
         return e;
       }));
+  if (grid_x > INT32_MAX) {
+    return NotImplementedError(absl::StrCat(l.name, ": ", p.n_out, " outputs need ", grid_x,
+                                            " blocks; CUDA grids hold 2^31 - 1"));
+  }
   GPUArray workspace;
   if (p.slices > 1) {
     PGK_ASSIGN_OR_RETURN(workspace,

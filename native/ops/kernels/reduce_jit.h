@@ -1,7 +1,8 @@
 // Device code of the JIT reductions and scans (NVRTC receives this header with each program; the
 // generated source only instantiates these templates: ops/reduce_codegen.h). Every kernel runs
 // 256-thread blocks and combines partial states in a fixed order, so a launch configuration
-// (chosen from the shape and the device alone) always produces the same bits: no atomics.
+// (chosen from the shape, the strides, 16-byte alignment and the device) always produces the
+// same bits: no atomics.
 //
 // Reduction (ReduceMain): a block is BX x BY threads. In the inner mode the BX threads of a row
 // cooperate on one output (the reduced elements are the fast memory dimension: consecutive

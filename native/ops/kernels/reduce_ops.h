@@ -7,10 +7,10 @@
 //                 and a global workspace);
 //   Init()        the state of no elements;
 //   Update(a, x, i)  folds element x, whose flat index within the reduced axes is i;
-//   Combine(a, b) merges two states (a holds lower-indexed elements than b when the caller knows
-//                 an order; every reducer here gives the same result either way, up to floating-
-//                 point rounding, which the fixed combination order of each backend makes
-//                 deterministic);
+//   Combine(a, b) merges two states, in no particular order of their elements (kernels fold
+//                 interleaved subsets and merge them by trees); every reducer here gives the
+//                 same result for any order up to floating-point rounding (argmax / argmin
+//                 compare indices), which each launch's fixed order makes deterministic;
 //   Finalize<Out>(a, n, correction)  the result for n reduced elements.
 //
 // Accumulators are wide: integer sums and products wrap in 64 bits (their results are then
@@ -134,17 +134,27 @@ PGK_HD double Dot(M a, M b) {
 }
 }  // namespace detail
 
-/// sum: wraps for integers (in 64 bits), double / complex double for floating types.
+/// sum: wraps for integers (in 64 bits), double / complex double for floating types. The float
+/// state starts at -0.0, the identity of IEEE addition (a sum of -0.0 values stays -0.0, as
+/// NumPy's); a sum of no elements is +0.0, as NumPy's.
 template <typename C>
 struct SumReducer {
   using Compute = C;
   using Acc = detail::WideOf<C>;
-  PGK_HD static Acc Init() { return Acc(0); }
+  PGK_HD static Acc Init() {
+    if constexpr (std::is_integral_v<Acc>) {
+      return Acc(0);
+    } else if constexpr (IsComplexT<Acc>::value) {
+      return Acc(-0.0, -0.0);
+    } else {
+      return -0.0;
+    }
+  }
   PGK_HD static void Update(Acc& a, C x, int64_t) { a = a + Cast<Acc>(x); }
   PGK_HD static Acc Combine(Acc a, Acc b) { return a + b; }
   template <typename Out>
-  PGK_HD static Out Finalize(Acc a, int64_t, double) {
-    return Cast<Out>(a);
+  PGK_HD static Out Finalize(Acc a, int64_t n, double) {
+    return Cast<Out>(n == 0 ? Acc(0) : a);
   }
 };
 
