@@ -9,14 +9,21 @@ namespace {
 // The i-th input's (or the output's) C++ names in the generated source.
 std::string In(size_t i) { return absl::StrCat("i", i); }
 
-void AppendBody(const EwKernelSpec& spec, std::string& s) {
+}  // namespace
+
+void AppendEwBody(const EwKernelSpec& spec, absl::string_view qualifiers, std::string& s) {
   // The body as a function of the element values, so every layout shares one definition.
-  absl::StrAppend(&s, "__device__ __forceinline__ void pgk_body(");
+  const bool named = spec.names.size() == spec.inputs.size() + 1;
+  absl::StrAppend(&s, qualifiers, " void pgk_body(");
   for (size_t i = 0; i < spec.inputs.size(); ++i) {
-    absl::StrAppend(&s, "const ", EwTypeName(spec.inputs[i].storage), " ", In(i), ", ");
+    absl::StrAppend(&s, "const ", EwTypeName(spec.inputs[i].storage), " ",
+                    named ? spec.names[i] : In(i), ", ");
   }
-  absl::StrAppend(&s, EwTypeName(spec.output), "& o0) {\n  ", spec.body, "\n}\n\n");
+  absl::StrAppend(&s, EwTypeName(spec.output), "& ", named ? spec.names.back() : "o0", ") {\n  ",
+                  spec.body, "\n}\n\n");
 }
+
+namespace {
 
 void AppendContiguous(const EwKernelSpec& spec, std::string& s) {
   const std::string out_t = EwTypeName(spec.output);
@@ -180,7 +187,7 @@ std::string GenerateElementwiseSource(const EwKernelSpec& spec) {
   std::string s = "#include \"ops/kernels/elementwise_jit.h\"\n";
   if (spec.needs_complex) absl::StrAppend(&s, "#include \"ops/kernels/complex_math.h\"\n");
   absl::StrAppend(&s, "using namespace ::pygpukit;\nusing namespace ::pygpukit::kernels;\n\n");
-  AppendBody(spec, s);
+  AppendEwBody(spec, "__device__ __forceinline__", s);
   if (spec.contiguous) {
     AppendContiguous(spec, s);
   } else {

@@ -41,6 +41,9 @@ struct EwKernelSpec {
   std::string body;
   std::vector<EwInput> inputs;
   DType output = DType::Float32;
+  /// The body's names for the inputs, then the output (empty: i0, i1, ..., o0). User kernels
+  /// (gp.ElementwiseKernel) name their parameters.
+  std::vector<std::string> names;
   bool needs_complex = false;  // include ops/kernels/complex_math.h
   bool contiguous = true;
   int vec = 1;             // contiguous: elements per access (1, 2, 4, 8 or 16)
@@ -74,6 +77,9 @@ EwKernelSpec OpKernelSpec(ElementwiseOp op, absl::string_view name,
 
 /// The program the JIT compiles for `spec` (generated source, name, NVRTC options).
 JitSource ElementwiseProgram(const EwKernelSpec& spec);
+
+/// Appends `qualifiers void pgk_body(const T0 i0, ..., To& o0) { body }` (the spec's names).
+void AppendEwBody(const EwKernelSpec& spec, absl::string_view qualifiers, std::string& s);
 
 /// CUDA C++ source of the kernel `kEwKernelName`. Parameters, in order: `long long n`; for the
 /// strided layout `Dims<ndim> shape`; the output pointer (strided: then its `Dims<ndim>`

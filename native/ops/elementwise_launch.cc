@@ -177,6 +177,42 @@ absl::Status LaunchCuda(const EwLaunch& l, const GPUArray& out) {
 
 }  // namespace
 
+absl::Status LaunchUserElementwise(const UserEwLaunch& l, absl::Span<const GPUArray> inputs,
+                                   const GPUArray& out) {
+  if (out.size() == 0) return absl::OkStatus();
+  Runtime& rt = Runtime::Get();
+  if (!out.device().is_cpu()) {
+    if (absl::Status jit = rt.jit().Available(); !jit.ok()) {
+      return NotImplementedError(absl::StrCat(l.spec.name, " on ", out.device().ToString(),
+                                              " needs the NVRTC JIT, which is unavailable (",
+                                              jit.message(), ")"));
+    }
+  }
+  bool conflict = false;
+  absl::InlinedVector<const GPUArray*, 5> arrays;
+  for (const GPUArray& in : inputs) {
+    if (!in.valid()) continue;
+    conflict = conflict || Conflicts(out, in);
+    arrays.push_back(&in);
+  }
+  GPUArray dst = out;
+  if (conflict) {
+    PGK_ASSIGN_OR_RETURN(dst, NewArray(out.shape(), out.dtype(), out.device(), l.spec.name));
+  }
+  arrays.push_back(&dst);
+  PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident(absl::MakeConstSpan(arrays)));
+  PGK_ASSIGN_OR_RETURN(hal::Stream * s, rt.stream(dst.device()));
+  if (dst.device().is_cpu()) {
+    KeepAlive keep;
+    for (const GPUArray* a : arrays) keep.push_back(a->buffer());
+    PGK_RETURN_IF_ERROR(cpu_kernels::UserElementwise(*s, l, dst, inputs, std::move(keep)));
+  } else {
+    PGK_RETURN_IF_ERROR(cuda_kernels::UserElementwiseJit(*s, l, dst, inputs));
+  }
+  if (conflict) return Assign(out, dst);
+  return absl::OkStatus();
+}
+
 absl::Status LaunchElementwise(const EwLaunch& l, const GPUArray& out) {
   if (out.size() == 0) return absl::OkStatus();
   if (out.device().is_cpu()) return LaunchCpu(l, out);

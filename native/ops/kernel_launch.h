@@ -4,6 +4,7 @@
 // to the dispatcher.
 #pragma once
 
+#include <array>
 #include <initializer_list>
 #include <memory>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "absl/types/span.h"
 #include "core/hal/backend.h"
 #include "ops/array.h"
+#include "ops/elementwise_codegen.h"
 #include "ops/kernels/gemm_params.h"
 #include "ops/kernels/params.h"
 #include "ops/kernels/reduce_ops.h"
@@ -108,6 +110,19 @@ absl::Status LaunchBinary(ElementwiseOp op, const GPUArray& out, const GPUArray*
                           const GPUArray* b, const unsigned char* scalar);
 /// Precompiled path: out = -a; a shares out's dtype and shape.
 absl::Status LaunchNegative(const GPUArray& out, const GPUArray& a);
+/// A user elementwise kernel (gp.ElementwiseKernel), typed by the op layer: `spec` holds the
+/// body, the parameter names and dtypes (its layout fields are set per launch); scalar inputs
+/// are passed as their bytes in their dtype.
+struct UserEwLaunch {
+  EwKernelSpec spec;
+  absl::InlinedVector<DType, 4> scalar_dtypes;  // per input (the dtype of a scalar input)
+  absl::InlinedVector<std::array<unsigned char, 16>, 4> scalars;  // per input
+};
+/// out = the user kernel over `inputs` (arrays of out's shape, broadcast views allowed; invalid
+/// entries stand for the scalars). CPU: compiled by the host compiler; CUDA: by NVRTC.
+absl::Status LaunchUserElementwise(const UserEwLaunch& l, absl::Span<const GPUArray> inputs,
+                                   const GPUArray& out);
+
 /// One reduction or scan, checked and typed by the op layer.
 struct ReduceLaunch {
   ReduceOp op;
@@ -153,6 +168,9 @@ absl::Status Arange(hal::Stream& s, DType dtype, const kernels::ArangeParams& p,
 /// into an output of dtype `l.result`.
 absl::Status Elementwise(hal::Stream& s, const EwLaunch& l, const EwCpuArgs& args, KeepAlive keep);
 absl::Status Matmul(hal::Stream& s, const MatmulProblem& p, KeepAlive keep);
+/// The user kernel `l` through the host compiler (runtime/host_jit.h).
+absl::Status UserElementwise(hal::Stream& s, const UserEwLaunch& l, const GPUArray& out,
+                             absl::Span<const GPUArray> inputs, KeepAlive keep);
 /// The reduction `l` of p.in (already of dtype l.compute) into p.out (of dtype `out`).
 absl::Status Reduce(hal::Stream& s, const ReduceLaunch& l, DType out,
                     const kernels::ReduceParams& p, KeepAlive keep);
@@ -172,6 +190,9 @@ absl::Status Negative(hal::Stream& s, DType dtype, const kernels::ElementwisePar
 /// out's shape; null for scalars), converted in the kernel; the result stored as out's dtype.
 absl::Status ElementwiseJit(hal::Stream& s, const EwLaunch& l, const GPUArray& out,
                             absl::Span<const GPUArray> inputs);
+/// The user kernel `l` through NVRTC (the elementwise generator with the user's body).
+absl::Status UserElementwiseJit(hal::Stream& s, const UserEwLaunch& l, const GPUArray& out,
+                                absl::Span<const GPUArray> inputs);
 /// The JIT reduction `l` of p.in (of dtype `in`) into p.out (of dtype `out`) on `device`
 /// (ops/reduce_codegen.h); allocates the slice workspace it needs from the pool.
 absl::Status ReduceJit(hal::Stream& s, const ReduceLaunch& l, DType in, DType out,

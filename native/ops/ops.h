@@ -113,6 +113,33 @@ absl::StatusOr<GPUArray> Subtract(const GPUArray& a, const GPUArray& b);
 absl::StatusOr<GPUArray> Multiply(const GPUArray& a, const GPUArray& b);
 absl::StatusOr<GPUArray> Divide(const GPUArray& a, const GPUArray& b);
 
+// ---- user elementwise kernels (gp.ElementwiseKernel) ----
+/// A parameter of a user kernel: its name and a dtype, or a type placeholder (any other
+/// identifier, such as T) bound to the dtype of the first array passed for it.
+struct UserParam {
+  std::string name;
+  std::optional<DType> dtype;
+  std::string type_var;
+};
+/// A user elementwise kernel: per element, C++ statements `body` set the output parameter from
+/// the input parameters (values of their dtypes' scalar types: bool, int32_t, float, double,
+/// pygpukit::float16 / bfloat16 / complex64 / complex128, ...).
+struct UserKernel {
+  std::vector<UserParam> inputs;
+  UserParam output;
+  std::string body;
+  std::string name;
+};
+/// Parses "float32 x, T y" style parameter lists (one output) and checks the names.
+absl::StatusOr<UserKernel> DefineUserKernel(absl::string_view in_params,
+                                            absl::string_view out_params, absl::string_view body,
+                                            absl::string_view name);
+/// Runs `k`: arrays (exactly of their parameter's dtype) and Python scalars (converted to it)
+/// broadcast together; the result is new, or `out` (of the broadcast shape and the output
+/// parameter's dtype). CPU: compiled by the host C++ compiler; CUDA: by NVRTC.
+absl::StatusOr<GPUArray> RunUserKernel(const UserKernel& k, absl::Span<const EwOperand> inputs,
+                                       const GPUArray* out = nullptr);
+
 // ---- reductions and scans (ops/reduce_table.h lists them) ----
 /// Arguments of a reduction beyond its input.
 struct ReduceOptions {

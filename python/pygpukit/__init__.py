@@ -15,6 +15,7 @@ import numpy as _np
 from . import _core, jit, memory, scheduler
 from ._core import (
     Device,
+    ElementwiseKernel,
     Event,
     GPUArray,
     RawKernel,
@@ -245,6 +246,7 @@ def cmake_prefix_path():
 
 __all__ = [
     "Device",
+    "ElementwiseKernel",
     "Event",
     "GPUArray",
     "RawKernel",

@@ -16,6 +16,9 @@ void BindElementwise(pyb::module_& m, pyb::class_<GPUArray>& cls);
 /// Registers the reductions and scans on the module and their GPUArray methods
 /// (reduction_bindings.cc).
 void BindReductions(pyb::module_& m, pyb::class_<GPUArray>& cls);
+/// An elementwise operand: a GPUArray (referenced: it must outlive the call) or a Python
+/// scalar; TypeError naming `op` otherwise.
+ops::EwOperand Operand(const pyb::handle& obj, absl::string_view op);
 /// Registers gp.Event (event_bindings.cc).
 void BindEvent(pyb::module_& m);
 /// x.astype(dtype, copy): `self` itself when copy is false and the dtype already matches.

@@ -8,18 +8,19 @@
 #include "convert.h"
 
 namespace pygpukit::py {
+
+// An operand: a GPUArray (referenced, so it must outlive the call) or a Python scalar.
+ops::EwOperand Operand(const pyb::handle& obj, absl::string_view op) {
+  if (pyb::isinstance<GPUArray>(obj)) return ops::EwOperand(obj.cast<const GPUArray&>());
+  if (IsScalar(obj)) return ops::EwOperand(ToScalar(obj));
+  RaiseStatus(TypeError(absl::StrCat(op, ": expected a GPUArray or a Python scalar, got ",
+                                     std::string(pyb::str(obj.get_type().attr("__name__"))))));
+}
+
 namespace {
 
 using ops::ElementwiseOp;
 using ops::EwOperand;
-
-// An operand: a GPUArray (referenced, so it must outlive the call) or a Python scalar.
-EwOperand Operand(const pyb::handle& obj, absl::string_view op) {
-  if (pyb::isinstance<GPUArray>(obj)) return EwOperand(obj.cast<const GPUArray&>());
-  if (IsScalar(obj)) return EwOperand(ToScalar(obj));
-  RaiseStatus(TypeError(absl::StrCat(op, ": expected a GPUArray or a Python scalar, got ",
-                                     std::string(pyb::str(obj.get_type().attr("__name__"))))));
-}
 
 const GPUArray* OutOf(const pyb::object& out, absl::string_view op) {
   if (out.is_none()) return nullptr;

@@ -218,6 +218,40 @@ np.float32(...). The launch goes on the arrays' device, on its current stream (o
       .def("__repr__",
            [](const PyRawKernel& k) { return absl::StrCat("RawKernel(name='", k.kernel, "')"); });
 
+  pyb::class_<ops::UserKernel>(m, "ElementwiseKernel", R"doc(
+A user elementwise kernel, in the spirit of CuPy's: C++ statements run per element over typed
+parameters, with broadcasting, on both backends (CUDA: NVRTC; CPU: the host C++ compiler, $CXX).
+
+    k = gp.ElementwiseKernel("float32 x, T y", "T z", "z = x * y + T(1);", "axpb")
+    z = k(x, y)            # or k(x, y, out=z)
+
+Parameter types are dtype names or placeholders (T, U, ...) bound to the dtype of the first
+array passed for them. Arrays must have their parameter's dtype exactly; Python scalars are
+converted to it. Values are the dtypes' scalar types (float, double, int32_t, bool,
+pygpukit::float16 / bfloat16, complex64 / complex128); names from pygpukit::kernels (Cast,
+AddOp, ...) and <cmath> are visible. One output parameter.)doc")
+      .def(pyb::init([](const std::string& in_params, const std::string& out_params,
+                        const std::string& operation, const std::string& name) {
+             return Unwrap(ops::DefineUserKernel(in_params, out_params, operation, name));
+           }),
+           pyb::arg("in_params"), pyb::arg("out_params"), pyb::arg("operation"),
+           pyb::arg("name") = "user_kernel")
+      .def_property_readonly("name", [](const ops::UserKernel& k) { return k.name; })
+      .def_property_readonly("operation", [](const ops::UserKernel& k) { return k.body; })
+      .def(
+          "__call__",
+          [](const ops::UserKernel& k, const pyb::args& args, const pyb::object& out) {
+            std::vector<ops::EwOperand> operands;
+            for (const pyb::handle& a : args) operands.push_back(Operand(a, k.name));
+            const GPUArray* o = out.is_none() ? nullptr : &AsArray(out, k.name);
+            return Unwrap(ops::RunUserKernel(k, operands, o));
+          },
+          pyb::kw_only(), pyb::arg("out") = pyb::none(),
+          "Runs the kernel on arrays / scalars (one per input parameter); returns the output.")
+      .def("__repr__", [](const ops::UserKernel& k) {
+        return absl::StrCat("ElementwiseKernel(name='", k.name, "')");
+      });
+
   m.def("_jit_cache_info", [] {
     const JitCacheInfo i = Runtime::Get().jit().info();
     pyb::dict d;

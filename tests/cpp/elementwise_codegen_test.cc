@@ -60,6 +60,17 @@ TEST(ElementwiseCodegen, StridedSourceIndexesEachOperand) {
       absl::StrContains(GenerateElementwiseSource(AddSpec(layout)), "typedef long long I;"));
 }
 
+TEST(ElementwiseCodegen, UserKernelsNameTheirParameters) {
+  EwKernelSpec spec;
+  spec.inputs = {{DType::Int32, false}};
+  spec.output = DType::Int32;
+  spec.names = {"a", "b"};
+  spec.body = "b = a + 1;";
+  const std::string src = GenerateElementwiseSource(spec);
+  EXPECT_TRUE(absl::StrContains(src, "void pgk_body(const int32_t a, int32_t& b) {\n  b = a + 1;"))
+      << src;
+}
+
 TEST(ElementwiseCodegen, ComplexOperandsIncludeComplexMath) {
   const EwInput in[] = {{DType::Complex64, false}};
   const DType compute[] = {DType::Complex64};
@@ -137,6 +148,18 @@ TEST(ElementwiseCodegen, EveryTableFunctionCompilesUnderNvrtc) {
   cases.push_back({"add strided64", AddSpec(strided)});
   strided.index32 = true;
   cases.push_back({"add strided32", AddSpec(strided)});
+  // A user kernel (gp.ElementwiseKernel): named parameters, placeholder typedefs, a scalar.
+  EwKernelSpec user;
+  user.name = "axpb";
+  user.inputs = {{DType::Float32, false}, {DType::Float64, true}};
+  user.output = DType::Float64;
+  user.names = {"x", "y", "z"};
+  user.body = "typedef double T; z = x * y + T(1);";
+  user.vec = 2;
+  cases.push_back({"user kernel", user});
+  user.contiguous = false;
+  user.ndim = 2;
+  cases.push_back({"user kernel strided", user});
 
   std::atomic<size_t> next{0};
   std::vector<std::string> failures(cases.size());

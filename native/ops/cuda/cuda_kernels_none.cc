@@ -30,6 +30,10 @@ absl::Status ReduceJit(hal::Stream&, const ReduceLaunch&, DType, DType, kernels:
 absl::Status ScanJit(hal::Stream&, const ReduceLaunch&, DType, DType, kernels::ScanParams, Device) {
   return NoCuda();
 }
+absl::Status UserElementwiseJit(hal::Stream&, const UserEwLaunch&, const GPUArray&,
+                                absl::Span<const GPUArray>) {
+  return NoCuda();
+}
 absl::Status Matmul(hal::Stream&, const MatmulProblem&, Device) { return NoCuda(); }
 absl::Status MatmulCublasLt(hal::Stream&, const MatmulProblem&, Device) { return NoCuda(); }
 absl::Status GemmEpilogueApply(hal::Stream&, const MatmulProblem&, const void*, DType) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -45,20 +46,17 @@ const Tuning& Knobs() {
   return t;
 }
 
-// Everything the generated source depends on, as a short byte string.
-std::string KeyOf(const EwLaunch& l, DType out, absl::Span<const GPUArray> inputs,
-                  const EwLayout& layout, int device) {
-  std::string k;
-  k.reserve(16 + 3 * inputs.size());
-  k.push_back(static_cast<char>(l.op));
-  k.push_back(static_cast<char>(l.compute));
+// Everything the generated source depends on, as a short byte string: the kernel's own part
+// (`head`), the operands' storage dtypes and the layout.
+std::string KeyOf(absl::string_view head, DType out, absl::Span<const GPUArray> inputs,
+                  absl::Span<const DType> scalar_dtypes, const EwLayout& layout, int device) {
+  std::string k(head);
   k.push_back(static_cast<char>(out));
   k.push_back(static_cast<char>(device));
   k.push_back(static_cast<char>(layout.contiguous ? layout.vec : 32 + layout.ndim));
   k.push_back(static_cast<char>((layout.index32 ? 1 : 0) | layout.unroll << 1));
   for (size_t i = 0; i < inputs.size(); ++i) {
-    k.push_back(static_cast<char>(inputs[i].valid() ? inputs[i].dtype() : l.inputs[i].compute));
-    k.push_back(static_cast<char>(l.inputs[i].compute));
+    k.push_back(static_cast<char>(inputs[i].valid() ? inputs[i].dtype() : scalar_dtypes[i]));
     k.push_back(inputs[i].valid() ? 1 : 0);
   }
   return k;
@@ -86,10 +84,19 @@ JitKernelCache<Entry>& Cache() {
   return *cache;
 }
 
-}  // namespace
+// A JIT elementwise kernel to launch: its name, the key part its source depends on beyond the
+// operand dtypes and layout, its spec for a layout, and per input the dtype and bytes of a scalar
+// (for inputs that are not arrays).
+struct EwJitKernel {
+  absl::string_view name;
+  std::string head;
+  std::function<EwKernelSpec(const EwLayout&)> spec;
+  absl::Span<const DType> scalar_dtypes;
+  absl::Span<const unsigned char* const> scalars;
+};
 
-absl::Status ElementwiseJit(hal::Stream& s, const EwLaunch& l, const GPUArray& out,
-                            absl::Span<const GPUArray> inputs) {
+absl::Status LaunchEwJit(hal::Stream& s, const EwJitKernel& kernel, const GPUArray& out,
+                         absl::Span<const GPUArray> inputs) {
   absl::InlinedVector<const GPUArray*, 4> arrays = {&out};
   absl::InlinedVector<absl::Span<const int64_t>, 4> strides = {out.strides()};
   for (const GPUArray& a : inputs) {
@@ -110,7 +117,7 @@ absl::Status ElementwiseJit(hal::Stream& s, const EwLaunch& l, const GPUArray& o
   }
   const int ndim = static_cast<int>(coalesced.shape.size());
   if (ndim > kernels::kKernelMaxDims) {
-    return NotImplementedError(absl::StrCat(l.name, ": operand layout has ", ndim,
+    return NotImplementedError(absl::StrCat(kernel.name, ": operand layout has ", ndim,
                                             " non-mergeable dimensions; kernels support ",
                                             kernels::kKernelMaxDims));
   }
@@ -140,10 +147,11 @@ absl::Status ElementwiseJit(hal::Stream& s, const EwLaunch& l, const GPUArray& o
     layout.index32 = reach <= INT32_MAX;
   }
   layout.unroll = layout.contiguous ? Knobs().unroll_contiguous : Knobs().unroll_strided;
-  const std::string key = KeyOf(l, out.dtype(), inputs, layout, out.device().index);
+  const std::string key =
+      KeyOf(kernel.head, out.dtype(), inputs, kernel.scalar_dtypes, layout, out.device().index);
   PGK_ASSIGN_OR_RETURN(Entry e, Cache().Get(key, [&]() -> absl::StatusOr<Entry> {
     Runtime& rt = Runtime::Get();
-    const JitSource src = ElementwiseProgram(SpecOf(l, out.dtype(), inputs, layout));
+    const JitSource src = ElementwiseProgram(kernel.spec(layout));
     Entry e;
     PGK_ASSIGN_OR_RETURN(e.function, rt.jit().Function(src, kEwKernelName, out.device().index));
     PGK_ASSIGN_OR_RETURN(hal::DeviceProperties props, rt.properties(out.device()));
@@ -163,7 +171,7 @@ absl::Status ElementwiseJit(hal::Stream& s, const EwLaunch& l, const GPUArray& o
   size_t k = 1;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].valid()) {
-      params.push_back(const_cast<unsigned char*>(l.inputs[i].scalar));
+      params.push_back(const_cast<unsigned char*>(kernel.scalars[i]));
       continue;
     }
     ptrs[i] = inputs[i].data();
@@ -177,7 +185,48 @@ absl::Status ElementwiseJit(hal::Stream& s, const EwLaunch& l, const GPUArray& o
   dims.block[0] = kEwBlock;
   dims.grid[0] = static_cast<unsigned>(std::clamp<int64_t>(
       (units + kEwBlock - 1) / kEwBlock, 1, std::min(e.max_blocks, int64_t{INT32_MAX})));
-  return Runtime::Get().dispatcher().LaunchFunction(s, l.name, e.function, dims, params.data());
+  return Runtime::Get().dispatcher().LaunchFunction(s, kernel.name, e.function, dims,
+                                                    params.data());
+}
+
+}  // namespace
+
+absl::Status ElementwiseJit(hal::Stream& s, const EwLaunch& l, const GPUArray& out,
+                            absl::Span<const GPUArray> inputs) {
+  std::string head = {static_cast<char>(l.op), static_cast<char>(l.compute)};
+  absl::InlinedVector<DType, 3> scalar_dtypes;
+  absl::InlinedVector<const unsigned char*, 3> scalars;
+  for (const EwLaunch::Input& in : l.inputs) {
+    head.push_back(static_cast<char>(in.compute));
+    scalar_dtypes.push_back(in.compute);
+    scalars.push_back(in.scalar);
+  }
+  EwJitKernel kernel{l.name, std::move(head),
+                     [&](const EwLayout& layout) { return SpecOf(l, out.dtype(), inputs, layout); },
+                     scalar_dtypes, scalars};
+  return LaunchEwJit(s, kernel, out, inputs);
+}
+
+absl::Status UserElementwiseJit(hal::Stream& s, const UserEwLaunch& l, const GPUArray& out,
+                                absl::Span<const GPUArray> inputs) {
+  // The body and names are part of the key (user kernels are few; the source is hashed once
+  // per call).
+  std::string head = absl::StrCat("user\x01", l.spec.name, "\x01", l.spec.body);
+  for (const std::string& n : l.spec.names) absl::StrAppend(&head, "\x01", n);
+  absl::InlinedVector<const unsigned char*, 4> scalars;
+  for (const auto& b : l.scalars) scalars.push_back(b.data());
+  EwJitKernel kernel{l.spec.name, std::move(head),
+                     [&](const EwLayout& layout) {
+                       EwKernelSpec spec = l.spec;
+                       spec.contiguous = layout.contiguous;
+                       spec.vec = layout.vec;
+                       spec.ndim = layout.ndim;
+                       spec.index32 = layout.index32;
+                       spec.unroll = layout.unroll;
+                       return spec;
+                     },
+                     l.scalar_dtypes, scalars};
+  return LaunchEwJit(s, kernel, out, inputs);
 }
 
 }  // namespace pygpukit::ops::cuda_kernels

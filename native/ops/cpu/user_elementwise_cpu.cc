@@ -1,0 +1,107 @@
+// gp.ElementwiseKernel on the CPU backend: the user's body in a generated C++ loop (an odometer
+// over the coalesced layout, like the table functions' loop), compiled by the host compiler
+// (runtime/host_jit.h) and run in parallel chunks on the thread pool.
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "core/cpu/thread_pool.h"
+#include "core/status.h"
+#include "ops/kernel_launch.h"
+#include "runtime/host_jit.h"
+#include "runtime/runtime.h"
+
+namespace pygpukit::ops::cpu_kernels {
+namespace {
+
+constexpr int64_t kGrain = 1 << 15;
+
+// pgk_host(begin, end, ndim, shape, ptrs, strides): operands are the inputs then the output;
+// strides are [operand][kKernelMaxDims] elements (0 for scalars, whose pointer is their bytes).
+using HostFn = void (*)(long long, long long, int, const long long*, void* const*,
+                        const long long*);
+
+std::string HostSource(const EwKernelSpec& spec) {
+  std::string s = "#include \"ops/kernels/math_ops.h\"\n";
+  if (spec.needs_complex) absl::StrAppend(&s, "#include \"ops/kernels/complex_math.h\"\n");
+  absl::StrAppend(&s, "using namespace ::pygpukit;\nusing namespace ::pygpukit::kernels;\n\n");
+  AppendEwBody(spec, "static inline", s);
+  const size_t nops = spec.inputs.size() + 1;
+  absl::StrAppend(&s, "extern \"C\" void pgk_host(long long begin, long long end, int ndim, ",
+                  "const long long* shape, void* const* ptrs, const long long* strides) {\n",
+                  "  constexpr int N = ", nops, ", D = ", kernels::kKernelMaxDims, ";\n",
+                  "  long long idx[D] = {}, off[N] = {};\n  long long rem = begin;\n",
+                  "  for (int d = ndim - 1; d >= 0; --d) {\n    idx[d] = rem % shape[d];\n",
+                  "    rem /= shape[d];\n    for (int k = 0; k < N; ++k) off[k] += idx[d] * "
+                  "strides[k * D + d];\n",
+                  "  }\n  for (long long i = begin; i < end; ++i) {\n    pgk_body(");
+  for (size_t k = 0; k < spec.inputs.size(); ++k) {
+    absl::StrAppend(&s, "static_cast<const ", EwTypeName(spec.inputs[k].storage), "*>(ptrs[", k,
+                    "])[off[", k, "]], ");
+  }
+  absl::StrAppend(&s, "static_cast<", EwTypeName(spec.output), "*>(ptrs[", nops - 1, "])[off[",
+                  nops - 1, "]]);\n", "    for (int d = ndim - 1; d >= 0; --d) {\n",
+                  "      for (int k = 0; k < N; ++k) off[k] += strides[k * D + d];\n",
+                  "      if (++idx[d] < shape[d]) break;\n",
+                  "      for (int k = 0; k < N; ++k) off[k] -= shape[d] * strides[k * D + d];\n",
+                  "      idx[d] = 0;\n    }\n  }\n}\n");
+  return s;
+}
+
+}  // namespace
+
+absl::Status UserElementwise(hal::Stream& s, const UserEwLaunch& l, const GPUArray& out,
+                             absl::Span<const GPUArray> inputs, KeepAlive keep) {
+  absl::StatusOr<void*> sym = HostJitSymbol(HostSource(l.spec), "pgk_host");
+  if (!sym.ok()) {
+    return absl::Status(sym.status().code(),
+                        absl::StrCat(l.spec.name, ": ", sym.status().message()));
+  }
+  const auto fn = reinterpret_cast<HostFn>(*sym);
+  absl::InlinedVector<absl::Span<const int64_t>, 5> strides;
+  for (const GPUArray& a : inputs) {
+    if (a.valid()) strides.push_back(a.strides());
+  }
+  strides.push_back(out.strides());
+  CoalescedLayout layout = Coalesce(out.shape(), strides);
+  if (layout.shape.size() > static_cast<size_t>(kernels::kKernelMaxDims)) {
+    return NotImplementedError(absl::StrCat(l.spec.name, ": operand layout has ",
+                                            layout.shape.size(), " non-mergeable dimensions"));
+  }
+  // Everything the task needs, by value: pointers, strides and the scalars' bytes.
+  struct Task {
+    int ndim;
+    long long shape[kernels::kKernelMaxDims];
+    std::vector<void*> ptrs;
+    std::vector<long long> strides;
+    UserEwLaunch launch;
+  };
+  auto task = std::make_shared<Task>();
+  task->ndim = static_cast<int>(layout.shape.size());
+  std::copy(layout.shape.begin(), layout.shape.end(), task->shape);
+  task->launch = l;
+  const size_t nops = inputs.size() + 1;
+  task->strides.assign(nops * kernels::kKernelMaxDims, 0);
+  task->ptrs.resize(nops);
+  size_t k = 0;
+  for (size_t i = 0; i < nops; ++i) {
+    const bool is_out = i + 1 == nops;
+    const GPUArray* a = is_out ? &out : &inputs[i];
+    if (!is_out && !a->valid()) {
+      task->ptrs[i] = task->launch.scalars[i].data();
+      continue;
+    }
+    task->ptrs[i] = a->data();
+    std::copy(layout.strides[k].begin(), layout.strides[k].end(),
+              task->strides.begin() + i * kernels::kKernelMaxDims);
+    ++k;
+  }
+  const int64_t n = out.size();
+  return Runtime::Get().dispatcher().LaunchHost(
+      s, l.spec.name, [task, fn, n, keep = std::move(keep)] {
+        cpu::ParallelFor(n, kGrain, [&](int64_t b, int64_t e) {
+          fn(b, e, task->ndim, task->shape, task->ptrs.data(), task->strides.data());
+        });
+      });
+}
+
+}  // namespace pygpukit::ops::cpu_kernels

@@ -1,0 +1,201 @@
+// User elementwise kernels (gp.ElementwiseKernel): parameter lists, type placeholders bound from
+// the arguments, broadcasting, the output, and the launch (ops/kernel_launch.h).
+#include <map>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "core/status.h"
+#include "ops/kernel_launch.h"
+#include "ops/ops.h"
+
+namespace pygpukit::ops {
+namespace {
+
+bool IsIdentifier(absl::string_view s) {
+  if (s.empty() || absl::ascii_isdigit(s[0])) return false;
+  for (char c : s) {
+    if (!absl::ascii_isalnum(c) && c != '_') return false;
+  }
+  return true;
+}
+
+absl::StatusOr<std::vector<UserParam>> ParseParams(absl::string_view text,
+                                                   absl::string_view kernel) {
+  std::vector<UserParam> params;
+  if (absl::StripAsciiWhitespace(text).empty()) return params;
+  for (absl::string_view item : absl::StrSplit(text, ',')) {
+    std::vector<absl::string_view> words =
+        absl::StrSplit(absl::StripAsciiWhitespace(item), ' ', absl::SkipEmpty());
+    if (words.size() != 2 || !IsIdentifier(words[1])) {
+      return ValueError(absl::StrCat(kernel, ": a parameter is \"<dtype or type placeholder> ",
+                                     "<name>\", got \"", absl::StripAsciiWhitespace(item), "\""));
+    }
+    UserParam p;
+    p.name = std::string(words[1]);
+    if (absl::StatusOr<DType> dt = ParseDType(words[0]); dt.ok()) {
+      p.dtype = *dt;
+    } else if (IsIdentifier(words[0])) {
+      p.type_var = std::string(words[0]);
+    } else {
+      return ValueError(absl::StrCat(kernel, ": unknown type \"", words[0], "\""));
+    }
+    params.push_back(std::move(p));
+  }
+  return params;
+}
+
+DType ScalarDefault(ScalarKind k) {
+  switch (k) {
+    case ScalarKind::Bool:
+      return DType::Bool;
+    case ScalarKind::Int:
+      return kDefaultInt;
+    case ScalarKind::Float:
+      return kDefaultFloat;
+    case ScalarKind::Complex:
+      return kDefaultComplex;
+  }
+  return kDefaultFloat;
+}
+
+}  // namespace
+
+absl::StatusOr<UserKernel> DefineUserKernel(absl::string_view in_params,
+                                            absl::string_view out_params, absl::string_view body,
+                                            absl::string_view name) {
+  UserKernel k;
+  k.name = std::string(name.empty() ? "user_kernel" : name);
+  if (!IsIdentifier(k.name)) {
+    return ValueError(
+        absl::StrCat("ElementwiseKernel: the name must be a C identifier, got \"", name, "\""));
+  }
+  PGK_ASSIGN_OR_RETURN(k.inputs, ParseParams(in_params, k.name));
+  PGK_ASSIGN_OR_RETURN(std::vector<UserParam> outs, ParseParams(out_params, k.name));
+  if (outs.size() != 1) {
+    return NotImplementedError(
+        absl::StrCat(k.name, ": one output parameter is supported, got ", outs.size()));
+  }
+  k.output = outs[0];
+  std::map<std::string, int> seen;
+  for (const UserParam& p : k.inputs) seen[p.name]++;
+  seen[k.output.name]++;
+  for (const auto& [n, count] : seen) {
+    if (count > 1) return ValueError(absl::StrCat(k.name, ": parameter \"", n, "\" repeats"));
+    if (absl::StartsWith(n, "pgk_")) {
+      return ValueError(
+          absl::StrCat(k.name, ": names starting with pgk_ are reserved (\"", n, "\")"));
+    }
+  }
+  k.body = std::string(body);
+  return k;
+}
+
+absl::StatusOr<GPUArray> RunUserKernel(const UserKernel& k, absl::Span<const EwOperand> inputs,
+                                       const GPUArray* out) {
+  if (inputs.size() != k.inputs.size()) {
+    return TypeError(
+        absl::StrCat(k.name, ": takes ", k.inputs.size(), " inputs, got ", inputs.size()));
+  }
+  // Placeholders bind to the first array passed for them (then the output, then scalars).
+  std::map<std::string, DType> bound;
+  auto bind = [&](const UserParam& p, DType dt, absl::string_view what) -> absl::Status {
+    const DType want = p.dtype.has_value() ? *p.dtype : bound.emplace(p.type_var, dt).first->second;
+    if (want != dt) {
+      return TypeError(absl::StrCat(
+          k.name, ": ", what, " \"", p.name, "\" is ", DTypeName(dt), ", the kernel wants ",
+          DTypeName(want), p.dtype.has_value() ? "" : absl::StrCat(" (", p.type_var, ")")));
+    }
+    return absl::OkStatus();
+  };
+  Shape shape;
+  Device device;
+  bool any_array = false;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const GPUArray* a = inputs[i].array;
+    if (a == nullptr) continue;
+    PGK_RETURN_IF_ERROR(bind(k.inputs[i], a->dtype(), "input"));
+    if (!any_array) {
+      shape.assign(a->shape().begin(), a->shape().end());
+      device = a->device();
+      any_array = true;
+    } else {
+      if (a->device() != device) {
+        return ValueError(absl::StrCat(k.name, ": inputs on ", device.ToString(), " and ",
+                                       a->device().ToString()));
+      }
+      PGK_ASSIGN_OR_RETURN(shape, BroadcastShapes(shape, a->shape(), k.name));
+    }
+  }
+  if (out != nullptr) {
+    PGK_RETURN_IF_ERROR(bind(k.output, out->dtype(), "output"));
+    if (!any_array) {
+      shape.assign(out->shape().begin(), out->shape().end());
+      device = out->device();
+    } else if (out->device() != device) {
+      return ValueError(absl::StrCat(k.name, ": out is on ", out->device().ToString(),
+                                     ", the inputs on ", device.ToString()));
+    }
+    if (absl::Span<const int64_t>(out->shape()) != absl::Span<const int64_t>(shape)) {
+      return ValueError(absl::StrCat(k.name, ": out has shape ", ShapeToString(out->shape()),
+                                     ", the inputs broadcast to ", ShapeToString(shape)));
+    }
+  } else if (!any_array) {
+    return TypeError(absl::StrCat(k.name, ": needs an array input or out="));
+  }
+  UserEwLaunch l;
+  l.spec.body = k.body;
+  l.spec.name = k.name;
+  absl::InlinedVector<GPUArray, 4> views;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const UserParam& p = k.inputs[i];
+    std::array<unsigned char, 16> bytes = {};
+    DType dt;
+    GPUArray view;
+    if (inputs[i].array != nullptr) {
+      dt = inputs[i].array->dtype();
+      PGK_ASSIGN_OR_RETURN(view, BroadcastTo(*inputs[i].array, shape));
+    } else {
+      auto it = p.dtype.has_value() ? bound.end() : bound.find(p.type_var);
+      dt = p.dtype.has_value() ? *p.dtype
+           : it != bound.end()
+               ? it->second
+               : bound.emplace(p.type_var, ScalarDefault(inputs[i].scalar.kind)).first->second;
+      PGK_RETURN_IF_ERROR(EncodeScalar(inputs[i].scalar, dt, bytes.data(), k.name));
+    }
+    l.spec.inputs.push_back(EwInput{dt, !view.valid()});
+    l.spec.names.push_back(p.name);
+    l.spec.needs_complex = l.spec.needs_complex || IsComplex(dt);
+    l.scalar_dtypes.push_back(dt);
+    l.scalars.push_back(bytes);
+    views.push_back(std::move(view));
+  }
+  DType out_dt;
+  if (k.output.dtype.has_value()) {
+    out_dt = *k.output.dtype;
+  } else if (auto it = bound.find(k.output.type_var); it != bound.end()) {
+    out_dt = it->second;
+  } else {
+    return TypeError(absl::StrCat(k.name, ": the output's type ", k.output.type_var,
+                                  " is not bound by an input; pass out="));
+  }
+  l.spec.output = out_dt;
+  // The placeholders as types the body can name (T(1), T x = ...).
+  std::string typedefs;
+  for (const auto& [var, dt] : bound)
+    absl::StrAppend(&typedefs, "typedef ", EwTypeName(dt), " ", var, "; ");
+  l.spec.body = typedefs + k.body;
+  l.spec.names.push_back(k.output.name);
+  l.spec.needs_complex = l.spec.needs_complex || IsComplex(out_dt);
+  GPUArray result;
+  if (out != nullptr) {
+    result = *out;
+  } else {
+    PGK_ASSIGN_OR_RETURN(result, NewArray(shape, out_dt, device, k.name));
+  }
+  PGK_RETURN_IF_ERROR(LaunchUserElementwise(l, views, result));
+  return result;
+}
+
+}  // namespace pygpukit::ops

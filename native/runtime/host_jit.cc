@@ -1,0 +1,147 @@
+#include "runtime/host_jit.h"
+
+#include <dlfcn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/status.h"
+#include "runtime/cache_files.h"
+#include "runtime/jit_cache.h"
+#include "runtime/jit_headers.h"
+
+namespace pygpukit {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Compiler() {
+  const char* cxx = std::getenv("CXX");
+  return cxx != nullptr && *cxx != '\0' ? cxx : "c++";
+}
+
+// Runs `cmd` through the shell; its exit status and combined output.
+std::pair<int, std::string> Run(const std::string& cmd) {
+  std::string out;
+  FILE* f = popen((cmd + " 2>&1").c_str(), "r");
+  if (f == nullptr) return {-1, "popen failed"};
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
+  const int status = pclose(f);
+  return {status, out};
+}
+
+std::string Quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      q += "'\\''";
+    } else {
+      q += c;
+    }
+  }
+  return q + "'";
+}
+
+class HostJit {
+ public:
+  absl::StatusOr<void*> Symbol(const std::string& source, absl::string_view symbol) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const std::string compiler = Compiler();
+    const std::string key = absl::StrFormat("%016x", JitHash(absl::StrCat(compiler, "\n", source)));
+    void*& handle = handles_[key];
+    if (handle == nullptr) {
+      PGK_ASSIGN_OR_RETURN(std::string so, Build(source, compiler, key));
+      handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (handle == nullptr) {
+        const char* why = dlerror();
+        handles_.erase(key);
+        return RuntimeError(absl::StrCat("host jit: loading ", so, ": ", why ? why : "?"));
+      }
+    }
+    void* fn = dlsym(handle, std::string(symbol).c_str());
+    if (fn == nullptr) {
+      return ValueError(absl::StrCat("host jit: the compiled source defines no '", symbol, "'"));
+    }
+    return fn;
+  }
+
+ private:
+  // The directory of the shared objects and of the headers they include.
+  absl::StatusOr<std::string> Directory() {
+    if (!dir_.empty()) return dir_;
+    std::string base = CacheDirectory();
+    if (base.empty()) base = (fs::temp_directory_path() / "pygpukit").string();
+    const std::string dir = base + "/host";
+    std::error_code ec;
+    fs::create_directories(dir + "/include", ec);
+    if (ec) return RuntimeError(absl::StrCat("host jit: creating ", dir, ": ", ec.message()));
+    // The embedded headers (not the NVRTC stand-ins for standard headers, which have no '/').
+    for (const JitHeader& h : JitEmbeddedHeaders()) {
+      const std::string name = h.name;
+      if (name.find('/') == std::string::npos) continue;
+      const std::string path = absl::StrCat(dir, "/include/", name);
+      absl::StatusOr<std::optional<std::string>> old = ReadSmallFile(path, 1 << 22);
+      if (old.ok() && old->has_value() && **old == absl::string_view(h.text, h.size)) continue;
+      PGK_RETURN_IF_ERROR(WriteFileAtomic(path, absl::string_view(h.text, h.size)));
+    }
+    dir_ = dir;
+    return dir_;
+  }
+
+  absl::StatusOr<std::string> Build(const std::string& source, const std::string& compiler,
+                                    const std::string& key) {
+    PGK_ASSIGN_OR_RETURN(std::string dir, Directory());
+    // The headers' text is part of the name: a library update never reuses a stale object.
+    uint64_t headers = 0;
+    for (const JitHeader& h : JitEmbeddedHeaders()) {
+      headers ^= JitHash(absl::string_view(h.text, h.size));
+    }
+    const std::string stem = absl::StrFormat("%s/k-%s-%016x", dir, key, headers);
+    const std::string so = stem + ".so";
+    if (fs::exists(so)) return so;
+    const std::string tmp = absl::StrCat(stem, ".", getpid(), ".tmp");
+    PGK_RETURN_IF_ERROR(WriteFileAtomic(tmp + ".cc", source));
+    const std::string cmd =
+        absl::StrCat(Quote(compiler), " -std=c++17 -O2 -fPIC -shared -ffp-contract=off -I",
+                     Quote(dir + "/include"), " -o ", Quote(tmp + ".so"), " ", Quote(tmp + ".cc"));
+    auto [status, output] = Run(cmd);
+    std::error_code ec;
+    fs::remove(tmp + ".cc", ec);
+    if (status != 0) {
+      fs::remove(tmp + ".so", ec);
+      if (status == -1 || WEXITSTATUS(status) == 127) {
+        return NotImplementedError(
+            absl::StrCat("host jit: the C++ compiler '", compiler,
+                         "' does not run (set CXX to a C++17 compiler): ", output));
+      }
+      return RuntimeError(
+          absl::StrCat("host jit: compiling with '", compiler, "' failed:\n", output));
+    }
+    fs::rename(tmp + ".so", so, ec);
+    if (ec) return RuntimeError(absl::StrCat("host jit: ", so, ": ", ec.message()));
+    return so;
+  }
+
+  std::mutex mu_;
+  std::string dir_;
+  std::map<std::string, void*> handles_;  // by source key; never unloaded
+};
+
+}  // namespace
+
+absl::StatusOr<void*> HostJitSymbol(const std::string& source, absl::string_view symbol) {
+  static HostJit* jit = new HostJit;  // never destroyed: loaded code stays until exit
+  return jit->Symbol(source, symbol);
+}
+
+}  // namespace pygpukit

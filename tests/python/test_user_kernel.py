@@ -1,0 +1,113 @@
+"""gp.ElementwiseKernel against NumPy on both backends (CPU: the host C++ compiler; CUDA: NVRTC):
+placeholders, broadcasting, scalars, out= (also overlapping an input), layouts, 16-bit and
+complex types, and errors (bad definitions, dtypes, compile errors, a missing compiler)."""
+
+import numpy as np
+import pytest
+from helpers import arr, check_equal, host, rand
+
+import pygpukit as gp
+
+AXPB = gp.ElementwiseKernel("float32 x, T y", "T z", "z = x * y + T(1);", "axpb")
+
+
+def test_placeholders_broadcasting_and_scalars(rng):
+    x = rand(rng, (4, 3), "float32")
+    y = rand(rng, (3,), "float64")
+    check_equal(AXPB(arr(x), arr(y)), x.astype(np.float64) * y + 1)
+    # A scalar binds T to the default float dtype (float32).
+    check_equal(AXPB(arr(x), 2.5), x * np.float32(2.5) + np.float32(1))
+    assert AXPB.name == "axpb" and "T(1)" in AXPB.operation
+
+
+def test_out_and_in_place(rng):
+    x = rand(rng, (5, 6), "float32")
+    y = rand(rng, (5, 6), "float32")
+    out = gp.empty((5, 6), dtype=gp.float32)
+    res = AXPB(arr(x), arr(y), out=out)
+    assert res is out or host(res).tobytes() == host(out).tobytes()
+    check_equal(out, x * y + 1)
+    # out may be an input (element for element) or overlap one (a temporary is used).
+    g = arr(y)
+    AXPB(arr(x), g, out=g)
+    check_equal(g, x * y + 1)
+    h = arr(y.copy())
+    AXPB(arr(x[:, :5]), h[:, 1:], out=h[:, :5])
+    expect = y.copy()
+    expect[:, :5] = x[:, :5] * y[:, 1:] + 1
+    check_equal(h, expect)
+
+
+def test_strided_and_special_shapes(rng):
+    k = gp.ElementwiseKernel("T a, T b", "T c", "c = a > b ? a - b : b - a;", "absdiff")
+    a = rand(rng, (6, 8), "int32", small=True)
+    b = rand(rng, (8, 6), "int32", small=True)
+    check_equal(
+        k(arr(a)[::2, ::-1], gp.permute_dims(arr(b), (1, 0))[::2, ::-1]),
+        np.abs(a[::2, ::-1] - b.T[::2, ::-1]),
+    )
+    check_equal(k(arr(np.array(3, np.int32)), arr(np.array(5, np.int32))), np.int32(2))
+    check_equal(k(arr(np.zeros((0, 4), np.int32)), 1), np.zeros((0, 4), np.int32))
+
+
+def test_16_bit_and_complex_types(rng):
+    half = gp.ElementwiseKernel(
+        "bfloat16 x", "float32 y", "y = 2.0f * static_cast<float>(x);", "twice"
+    )
+    x = rand(rng, (33,), "bfloat16")
+    check_equal(half(arr(x)), x.astype(np.float32) * 2)
+    conj = gp.ElementwiseKernel("complex64 z", "complex64 w", "w = complex64(z.re, -z.im);", "cj")
+    z = rand(rng, (17,), "complex64")
+    check_equal(conj(arr(z)), np.conj(z))
+    fn = gp.ElementwiseKernel("float64 x", "float64 y", "y = std::exp(x) + Cast<double>(1);", "e1")
+    v = rand(rng, (9,), "float64", small=True)
+    np.testing.assert_allclose(host(fn(arr(v))), np.exp(v) + 1, rtol=1e-14)
+
+
+def test_definition_errors():
+    with pytest.raises(ValueError, match="a parameter is"):
+        gp.ElementwiseKernel("float32", "float32 y", "y = 1;")
+    with pytest.raises(ValueError, match="unknown type"):
+        gp.ElementwiseKernel("float-32 x", "float32 y", "y = x;")
+    with pytest.raises(ValueError, match='parameter "x" repeats'):
+        gp.ElementwiseKernel("float32 x", "float32 x", "x = x;")
+    with pytest.raises(ValueError, match="reserved"):
+        gp.ElementwiseKernel("float32 pgk_x", "float32 y", "y = pgk_x;")
+    with pytest.raises(NotImplementedError, match="one output parameter"):
+        gp.ElementwiseKernel("float32 x", "float32 y, float32 w", "y = w = x;")
+    with pytest.raises(ValueError, match="C identifier"):
+        gp.ElementwiseKernel("float32 x", "float32 y", "y = x;", "bad name")
+
+
+def test_call_errors(rng):
+    x = arr(rand(rng, (3,), "float32"))
+    with pytest.raises(TypeError, match='axpb: input "x" is float64, the kernel wants float32'):
+        AXPB(arr(np.ones(3)), x)
+    with pytest.raises(TypeError, match="takes 2 inputs, got 1"):
+        AXPB(x)
+    with pytest.raises(ValueError, match=r"axpb: out has shape \(4,\)"):
+        AXPB(x, x, out=gp.empty((4,), dtype=gp.float32))
+    with pytest.raises(TypeError, match='output "z" is int32, the kernel wants float32'):
+        AXPB(x, x, out=gp.empty((3,), dtype=gp.int32))
+    free = gp.ElementwiseKernel("float32 x", "U y", "y = x;", "free")
+    with pytest.raises(TypeError, match="the output's type U is not bound"):
+        free(x)
+    check_equal(free(x, out=gp.zeros((3,), dtype=gp.float64)), host(x).astype(np.float64))
+    with pytest.raises(TypeError, match="expected a GPUArray or a Python scalar"):
+        AXPB(x, "2")
+
+
+def test_compile_errors_carry_the_log(rng):
+    bad = gp.ElementwiseKernel("float32 x", "float32 y", "y = x +* 2;", "broken")
+    # The compiler's log names the kernel and cites the offending line.
+    with pytest.raises(RuntimeError, match=r"(?s)broken.*x \+\* 2"):
+        bad(arr(rand(rng, (3,), "float32")))
+
+
+def test_missing_host_compiler(monkeypatch, rng):
+    if gp.default_device().type != "cpu":
+        pytest.skip("the host compiler serves the CPU backend")
+    monkeypatch.setenv("CXX", "/nonexistent/c++")
+    k = gp.ElementwiseKernel("float32 x", "float32 y", "y = x * 3.0f;", "needs_cxx")
+    with pytest.raises(NotImplementedError, match="does not run .set CXX"):
+        k(arr(rand(rng, (3,), "float32")))
