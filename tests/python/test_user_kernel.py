@@ -111,3 +111,16 @@ def test_missing_host_compiler(monkeypatch, rng):
     k = gp.ElementwiseKernel("float32 x", "float32 y", "y = x * 3.0f;", "needs_cxx")
     with pytest.raises(NotImplementedError, match="does not run .set CXX"):
         k(arr(rand(rng, (3,), "float32")))
+
+
+def test_readme_example_runs(capsys):
+    from pathlib import Path
+
+    text = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("### `gp.ElementwiseKernel`") :]
+    code = section[section.index("```python\n") + 10 : section.index("```\n", 10)]
+    scope = {}
+    exec(compile(code, "README.md", "exec"), scope)  # noqa: S102 - the documented example
+    out = capsys.readouterr().out
+    assert out.startswith("[[ 1.  3.  7.]\n [ 4.  9. 16.]] float32"), out
+    np.testing.assert_array_equal(host(scope["x"]), np.arange(6).reshape(2, 3) * 2.0 + 1)
