@@ -3,6 +3,7 @@
 // `out=` and the launch.
 #include <limits>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "ops/kernel_launch.h"
@@ -75,22 +76,34 @@ DType DefaultDTypeOf(ScalarKind k) {
   return kDefaultFloat;
 }
 
-// Promoted dtype of the operands: arrays first (Array API tables), then weak scalars (NEP 50).
-DType Promote(absl::Span<const EwOperand> operands) {
+// Promoted dtype of operands given as array dtypes (or nullopt for a Python scalar of the kind
+// at the same position): arrays first (Array API tables), then weak scalars (NEP 50).
+DType PromoteTypesOf(absl::Span<const std::optional<DType>> dtypes,
+                     absl::Span<const ScalarKind> kinds) {
   std::optional<DType> dt;
-  for (const EwOperand& o : operands) {
-    if (o.array != nullptr) dt = dt ? PromoteTypes(*dt, o.array->dtype()) : o.array->dtype();
+  for (const std::optional<DType>& a : dtypes) {
+    if (a.has_value()) dt = dt ? PromoteTypes(*dt, *a) : *a;
   }
-  for (const EwOperand& o : operands) {
-    if (o.array != nullptr) continue;
-    dt = dt ? PromoteWithScalar(*dt, o.scalar.kind) : DefaultDTypeOf(o.scalar.kind);
+  for (size_t i = 0; i < dtypes.size(); ++i) {
+    if (dtypes[i].has_value()) continue;
+    dt = dt ? PromoteWithScalar(*dt, kinds[i]) : DefaultDTypeOf(kinds[i]);
   }
   return dt.value_or(kDefaultFloat);
 }
 
-// Compute dtype of `op` for the promoted dtype `p`, or TypeError.
+DType Promote(absl::Span<const EwOperand> operands) {
+  absl::InlinedVector<std::optional<DType>, 3> dtypes;
+  absl::InlinedVector<ScalarKind, 3> kinds;
+  for (const EwOperand& o : operands) {
+    dtypes.push_back(o.array != nullptr ? std::optional<DType>(o.array->dtype()) : std::nullopt);
+    kinds.push_back(o.scalar.kind);
+  }
+  return PromoteTypesOf(dtypes, kinds);
+}
+
+// Compute dtype of `op` for the promoted dtype `p`, or TypeError (describing the operands).
 absl::StatusOr<DType> ComputeDType(ElementwiseOp op, DType p,
-                                   absl::Span<const EwOperand> operands) {
+                                   absl::FunctionRef<std::string()> describe) {
   const EwInfo& info = InfoOf(op);
   const bool is_bool = p == DType::Bool, is_int = IsInteger(p), is_complex = IsComplex(p);
   auto reject = [&](absl::string_view accepted) -> absl::Status {
@@ -98,7 +111,7 @@ absl::StatusOr<DType> ComputeDType(ElementwiseOp op, DType p,
     if (op == ElementwiseOp::kSubtract && is_bool) hint = "; use logical_xor";
     if (op == ElementwiseOp::kNegative && is_bool) hint = "; use logical_not";
     return TypeError(absl::StrCat(info.name, ": ", DTypeName(p), " operands are not supported (",
-                                  DescribeOperands(operands), "); it accepts ", accepted, hint));
+                                  describe(), "); it accepts ", accepted, hint));
   };
   switch (info.domain) {
     case EwDomain::kAll:
@@ -223,7 +236,8 @@ absl::StatusOr<GPUArray> Run(ElementwiseOp op, absl::Span<const EwOperand> opera
   if (forced.has_value()) {
     compute = *forced;
   } else {
-    PGK_ASSIGN_OR_RETURN(compute, ComputeDType(op, Promote(values), values));
+    PGK_ASSIGN_OR_RETURN(
+        compute, ComputeDType(op, Promote(values), [&] { return DescribeOperands(values); }));
   }
   const DType result = ResultDType(op, compute);
   if (out != nullptr) PGK_RETURN_IF_ERROR(CheckOut(info.name, *out, shape, result, *device));
@@ -382,6 +396,33 @@ absl::StatusOr<GPUArray> Multiply(const GPUArray& a, const GPUArray& b) {
 }
 absl::StatusOr<GPUArray> Divide(const GPUArray& a, const GPUArray& b) {
   return Binary(ElementwiseOp::kDivide, a, b);
+}
+
+absl::StatusOr<EwTyping> TypeElementwise(ElementwiseOp op,
+                                         absl::Span<const std::optional<DType>> dtypes,
+                                         absl::Span<const ScalarKind> kinds) {
+  const EwInfo& info = InfoOf(op);
+  if (static_cast<int>(dtypes.size()) != info.arity || kinds.size() != dtypes.size()) {
+    return ValueError(
+        absl::StrCat(info.name, ": expected ", info.arity, " operands, got ", dtypes.size()));
+  }
+  const size_t skip = op == ElementwiseOp::kWhere ? 1 : 0;  // where's condition is bool
+  auto describe = [&] {
+    std::string s;
+    for (size_t i = skip; i < dtypes.size(); ++i) {
+      absl::StrAppend(&s, i > skip ? ", " : "",
+                      dtypes[i].has_value() ? DTypeName(*dtypes[i]) : ScalarKindName(kinds[i]));
+    }
+    return s;
+  };
+  PGK_ASSIGN_OR_RETURN(
+      DType compute,
+      ComputeDType(op, PromoteTypesOf(dtypes.subspan(skip), kinds.subspan(skip)), describe));
+  EwTyping t;
+  t.compute.assign(dtypes.size(), compute);
+  if (skip == 1) t.compute[0] = DType::Bool;
+  t.result = ResultDType(op, compute);
+  return t;
 }
 
 }  // namespace pygpukit::ops

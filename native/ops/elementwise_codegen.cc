@@ -146,14 +146,18 @@ const char* EwTypeName(DType dt) {
   return "void";
 }
 
-EwKernelSpec OpKernelSpec(ElementwiseOp op, absl::string_view name,
-                          absl::Span<const EwInput> inputs, absl::Span<const DType> compute,
-                          DType out, const EwLayout& layout) {
+const char* EwFunctorName(ElementwiseOp op) {
   static constexpr const char* kFunctor[] = {
 #define PGK_EW_FUNCTOR(E, name, F, arity, domain, result) #F,
       PGK_FOR_EACH_ELEMENTWISE_OP(PGK_EW_FUNCTOR)
 #undef PGK_EW_FUNCTOR
   };
+  return kFunctor[static_cast<int>(op)];
+}
+
+EwKernelSpec OpKernelSpec(ElementwiseOp op, absl::string_view name,
+                          absl::Span<const EwInput> inputs, absl::Span<const DType> compute,
+                          DType out, const EwLayout& layout) {
   EwKernelSpec spec;
   spec.name = absl::StrCat("ew_", name);
   spec.output = out;
@@ -170,8 +174,8 @@ EwKernelSpec OpKernelSpec(ElementwiseOp op, absl::string_view name,
         spec.needs_complex || IsComplex(inputs[i].storage) || IsComplex(compute[i]);
     absl::StrAppend(&args, i > 0 ? ", " : "", "Cast<", EwTypeName(compute[i]), ">(i", i, ")");
   }
-  spec.body = absl::StrCat("o0 = Cast<", EwTypeName(out), ">(", kFunctor[static_cast<int>(op)],
-                           "::Apply(", args, "));");
+  spec.body =
+      absl::StrCat("o0 = Cast<", EwTypeName(out), ">(", EwFunctorName(op), "::Apply(", args, "));");
   return spec;
 }
 

@@ -60,6 +60,9 @@ inline constexpr const char* kEwKernelName = "pgk_ew";
 /// The C++ spelling of a dtype's scalar type in generated code ("float", "::pygpukit::bfloat16").
 const char* EwTypeName(DType dt);
 
+/// The functor of table function `op` in ops/kernels/math_ops.h ("AddOp", ...).
+const char* EwFunctorName(ElementwiseOp op);
+
 /// The layout part of a spec (EwKernelSpec's fields of the same names).
 struct EwLayout {
   bool contiguous = true;

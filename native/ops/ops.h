@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "ops/array.h"
@@ -90,6 +91,17 @@ struct EwOperand {
 /// the result's kind or a higher one (NumPy's same_kind rule); it may be one of the operands.
 absl::StatusOr<GPUArray> Elementwise(ElementwiseOp op, absl::Span<const EwOperand> operands,
                                      const GPUArray* out = nullptr);
+/// The dtypes Elementwise gives function `op`: per operand the dtype it converts to, and the
+/// result dtype.
+struct EwTyping {
+  absl::InlinedVector<DType, 3> compute;
+  DType result;
+};
+/// Typing of `op` for operands given as array dtypes, or as Python scalars of kinds[i] where
+/// dtypes[i] is nullopt; TypeError as Elementwise would raise.
+absl::StatusOr<EwTyping> TypeElementwise(ElementwiseOp op,
+                                         absl::Span<const std::optional<DType>> dtypes,
+                                         absl::Span<const ScalarKind> kinds);
 /// The function's Array API name ("add", "sin", ...).
 absl::string_view ElementwiseOpName(ElementwiseOp op);
 /// Elementwise of one array.
@@ -139,6 +151,30 @@ absl::StatusOr<UserKernel> DefineUserKernel(absl::string_view in_params,
 /// parameter's dtype). CPU: compiled by the host C++ compiler; CUDA: by NVRTC.
 absl::StatusOr<GPUArray> RunUserKernel(const UserKernel& k, absl::Span<const EwOperand> inputs,
                                        const GPUArray* out = nullptr);
+
+// ---- fused elementwise expressions (gp.fuse) ----
+/// An operand of a fused node: a kernel input, an earlier node's value, or a constant.
+struct FusedArg {
+  enum class Kind { kInput, kNode, kConstant } kind = Kind::kInput;
+  int index = 0;    // kInput / kNode
+  Scalar constant;  // kConstant (a weak Python scalar)
+};
+/// One elementwise table function applied to earlier values.
+struct FusedNode {
+  ElementwiseOp op;
+  std::vector<FusedArg> args;
+};
+/// A chain (DAG) of elementwise functions over `inputs` kernel inputs; the last node is the
+/// result.
+struct FusedExpr {
+  int inputs = 0;
+  std::vector<FusedNode> nodes;
+  std::string name = "fused";
+};
+/// Evaluates `e` in one kernel: every node gets exactly the dtypes Elementwise would give it
+/// (intermediates are kept in their result dtypes), so the result has the bits of evaluating
+/// the nodes one by one. Inputs are arrays or Python scalars, broadcast together.
+absl::StatusOr<GPUArray> RunFused(const FusedExpr& e, absl::Span<const EwOperand> inputs);
 
 // ---- reductions and scans (ops/reduce_table.h lists them) ----
 /// Arguments of a reduction beyond its input.

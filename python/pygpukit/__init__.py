@@ -133,6 +133,7 @@ from ._core import (
 )
 from ._format import array_repr as _array_repr
 from ._format import array_str as _array_str
+from .fusion import fuse
 
 __version__ = runtime_info()["version"]
 
@@ -307,6 +308,7 @@ __all__ = [
     "floor_divide",
     "from_numpy",
     "full",
+    "fuse",
     "full_like",
     "gemm",
     "gemm_autotune_enabled",

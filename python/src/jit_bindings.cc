@@ -3,6 +3,7 @@
 #include <pybind11/stl.h>
 
 #include <cstring>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -251,6 +252,57 @@ AddOp, ...) and <cmath> are visible. One output parameter.)doc")
       .def("__repr__", [](const ops::UserKernel& k) {
         return absl::StrCat("ElementwiseKernel(name='", k.name, "')");
       });
+
+  // gp.fuse's traced expressions (python/pygpukit/fusion.py builds the node list).
+  pyb::class_<ops::FusedExpr>(m, "_FusedExpr")
+      .def(pyb::init([](int inputs, const pyb::list& nodes, const std::string& name) {
+             static const auto* by_name = [] {
+               auto* m = new std::map<std::string, ops::ElementwiseOp>;
+#define PGK_EW_NAME(E, n, F, arity, domain, result) (*m)[#n] = ops::ElementwiseOp::k##E;
+               PGK_FOR_EACH_ELEMENTWISE_OP(PGK_EW_NAME)
+#undef PGK_EW_NAME
+               return m;
+             }();
+             ops::FusedExpr e;
+             e.inputs = inputs;
+             e.name = name;
+             for (const pyb::handle& node : nodes) {
+               auto t = node.cast<pyb::tuple>();
+               const std::string op = t[0].cast<std::string>();
+               auto it = by_name->find(op);
+               if (it == by_name->end()) {
+                 RaiseStatus(
+                     ValueError(absl::StrCat(name, ": ", op, " is not an elementwise function")));
+               }
+               ops::FusedNode n{it->second, {}};
+               for (const pyb::handle& a : t[1].cast<pyb::list>()) {
+                 auto arg = a.cast<pyb::tuple>();
+                 ops::FusedArg fa;
+                 fa.kind = static_cast<ops::FusedArg::Kind>(arg[0].cast<int>());
+                 if (fa.kind == ops::FusedArg::Kind::kConstant) {
+                   fa.constant = ToScalar(arg[1]);
+                 } else {
+                   fa.index = arg[1].cast<int>();
+                 }
+                 n.args.push_back(std::move(fa));
+               }
+               e.nodes.push_back(std::move(n));
+             }
+             return e;
+           }),
+           pyb::arg("inputs"), pyb::arg("nodes"), pyb::arg("name"))
+      .def("__call__", [](const ops::FusedExpr& e, const pyb::args& args) {
+        std::vector<ops::EwOperand> operands;
+        for (const pyb::handle& a : args) operands.push_back(Operand(a, e.name));
+        return Unwrap(ops::RunFused(e, operands));
+      });
+  m.def("_elementwise_names", [] {
+    std::vector<std::pair<std::string, int>> names;
+#define PGK_EW_LIST(E, n, F, arity, domain, result) names.emplace_back(#n, arity);
+    PGK_FOR_EACH_ELEMENTWISE_OP(PGK_EW_LIST)
+#undef PGK_EW_LIST
+    return names;
+  });
 
   m.def("_jit_cache_info", [] {
     const JitCacheInfo i = Runtime::Get().jit().info();

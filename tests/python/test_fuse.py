@@ -1,0 +1,81 @@
+"""gp.fuse against the same operations run one by one: identical bits (same typing, intermediates
+in their dtypes) for several dtypes and mixes, broadcasting, scalars, and errors."""
+
+import pytest
+from helpers import arr, host, rand
+
+import pygpukit as gp
+
+
+def same_bits(a, b):
+    assert a.dtype == b.dtype and a.shape == b.shape, (a.dtype, b.dtype, a.shape, b.shape)
+    assert host(a).tobytes() == host(b).tobytes()
+
+
+def chain(x, y):
+    t = gp.sin(x) * 2 + y / 3
+    u = gp.where(x > y, t, gp.exp(-gp.abs(t)))
+    return gp.sqrt(gp.abs(u)) - 0.5 * u * u
+
+
+@pytest.mark.parametrize(
+    "dx,dy",
+    [
+        ("float32", "float32"),
+        ("bfloat16", "float32"),
+        ("float16", "float16"),
+        ("float64", "int32"),
+        ("bfloat16", "bfloat16"),
+        ("complex64", "float32"),
+    ],
+)
+def test_fused_equals_unfused_bits(dx, dy, rng):
+    if dx == "complex64":
+
+        def fn(x, y):
+            return gp.exp(x * y) + gp.conj(x) / (y + 2)
+    else:
+        fn = chain
+    x = arr(rand(rng, (7, 33), dx, small=True))
+    y = arr(rand(rng, (7, 33), dy, small=True))
+    same_bits(gp.fuse(fn)(x, y), fn(x, y))
+
+
+def test_integer_ops_broadcasting_and_scalars(rng):
+    def f(a, b):
+        return ((a * 3 + b) // 2) % 7 - (a ^ b) + (a << 2)
+
+    a = arr(rand(rng, (5, 1), "int16", small=True))
+    b = arr(rand(rng, (1, 6), "int32", small=True))
+    fused = gp.fuse(f)
+    same_bits(fused(a, b), f(a, b))
+    # A Python scalar argument is a weak scalar, as in the unfused call.
+    same_bits(fused(a, 5), f(a, 5))
+    # Comparisons and logical functions give bool.
+    g = gp.fuse(lambda x, y: gp.logical_and(x > 0, y < 2))
+    same_bits(g(a, b), gp.logical_and(a > 0, b < 2))
+
+
+def test_returning_an_argument_and_strided_inputs(rng):
+    ident = gp.fuse(lambda x, y: x)
+    x = arr(rand(rng, (4,), "float32"))
+    assert ident(x, x) is x
+    f = gp.fuse(lambda x, y: x * y + 1)
+    big = arr(rand(rng, (8, 10), "float32"))
+    view = gp.permute_dims(big, (1, 0))[::2, ::-1]
+    same_bits(f(view, 2.0), view * 2.0 + 1)
+
+
+def test_errors(rng):
+    x = arr(rand(rng, (3,), "float32"))
+    other = arr(rand(rng, (3,), "float32"))
+    with pytest.raises(TypeError, match="take their arrays as arguments"):
+        gp.fuse(lambda a: a + other)(x)
+    with pytest.raises(TypeError, match="must return one value"):
+        gp.fuse(lambda a: (a + 1, a - 1))(x)
+    with pytest.raises(TypeError, match="bitwise_and: float32 operands are not supported"):
+        gp.fuse(lambda a: a & a)(x)
+    with pytest.raises(NotImplementedError, match="clip cannot be fused"):
+        gp.fuse(lambda a: gp.clip(a, 0, 1))(x)
+    with pytest.raises(TypeError, match="needs an array input"):
+        gp.fuse(lambda a: a + 1)(1.0)
