@@ -50,6 +50,23 @@ def ew_fn(lib, op):
     }[op]
 
 
+def gelu_fns(lib):
+    """(unfused, fused) tanh-GELU of the library (fused: gp.fuse / cupy.fuse; torch eager: none)."""
+    if lib.name == "ours":
+        t = gp.tanh
+    else:
+        t = lib.m.tanh
+
+    def gelu(x):
+        return 0.5 * x * (1 + t(0.7978845608 * (x + 0.044715 * x * x * x)))
+
+    if lib.name == "ours":
+        return gelu, gp.fuse(gelu)
+    if lib.name == "cupy":
+        return gelu, lib.m.fuse(gelu)
+    return gelu, None
+
+
 _HOST = {}
 
 
@@ -162,6 +179,25 @@ def main():
                 + (f"  ours/torch {g['ours'] / g['torch']:.3f}" if "torch" in g else "")
             )
 
+    fusion = {}
+    fn_elems = n // 4
+    for lib in libs:
+        x = lib.array(host_data(rng, fn_elems, "a"), "float32")
+        for kind, f in zip(("unfused", "fused"), gelu_fns(lib)):
+            if f is None:
+                continue
+            call = lambda f=f, x=x: f(x)  # noqa: E731
+            for _ in range(3):
+                call()
+            lib.sync()
+            ms = statistics.median(lib.time_ms(call, args.iters) for _ in range(args.reps))
+            fusion[f"{lib.name} {kind}"] = {"ms": ms, "gbps": fn_elems * 8 / (ms * 1e-3) / 1e9}
+        lib.sync()
+    print(
+        f"tanh-GELU on {fn_elems} float32 (GB/s of one read + one write): "
+        + ", ".join(f"{k} {v['ms']:.3f} ms ({v['gbps']:.0f})" for k, v in fusion.items())
+    )
+
     overhead = {}
     x = gp.ones((16,), device=dev)
     overhead["ours"] = overhead_us(lambda: x + x, 5000, args.reps)
@@ -192,6 +228,7 @@ def main():
         "reps": args.reps,
         "bandwidth": rows,
         "overhead_us_per_call": overhead,
+        "gelu_fusion": fusion,
         "first_call_ms": {"compile": compile_ms, "disk_hit_fresh_process": disk_ms},
         "timing": "CUDA events of each library around back-to-back calls, median of reps; "
         "GB/s = bytes read + written once / time. Overhead: host wall time per call in a loop.",

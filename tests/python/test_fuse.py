@@ -79,3 +79,17 @@ def test_errors(rng):
         gp.fuse(lambda a: gp.clip(a, 0, 1))(x)
     with pytest.raises(TypeError, match="needs an array input"):
         gp.fuse(lambda a: a + 1)(1.0)
+
+
+def test_readme_example_runs(capsys):
+    from pathlib import Path
+
+    text = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("### `gp.fuse`") :]
+    code = section[section.index("```python\n") + 10 : section.index("```\n", 10)]
+    scope = {}
+    exec(compile(code, "README.md", "exec"), scope)  # noqa: S102 - the documented example
+    x = scope["x"]
+    expect = 0.5 * x * (1 + gp.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
+    same_bits(scope["gelu"](x), expect)
+    assert capsys.readouterr().out.startswith("[-0.0036")
