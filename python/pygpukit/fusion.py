@@ -5,17 +5,15 @@
         return 0.5 * x * (1 + gp.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
 
 The function is traced once per number of arguments with symbolic values: operators and the
-elementwise functions of the pygpukit module (gp.sin, gp.where, ...) record a node each. Each node
+elementwise functions (gp.sin, gp.where, ..., however imported) record a node each. Each node
 then gets exactly the dtypes the unfused call would (promotion, weak Python scalars, intermediates
 kept in their result dtypes), so the fused result has the same bits as calling the operations one
 by one, from one kernel (NVRTC on CUDA, the host C++ compiler on the CPU) with no intermediate
 arrays. The function must return one value computed from its arguments; Python control flow on
-values, functions called through other names (`from pygpukit import sin`), and arrays not passed
-as arguments are not traced.
+values and arrays not passed as arguments are not traced; clip is not fusable.
 """
 
 import functools
-import threading
 
 from . import _core
 
@@ -23,7 +21,6 @@ __all__ = ["fuse"]
 
 _INPUT, _NODE, _CONST = 0, 1, 2
 _SCALARS = (bool, int, float, complex)
-_lock = threading.Lock()
 
 
 class _Var:
@@ -37,6 +34,10 @@ class _Var:
         self._ref = ref
 
     def _apply(self, name, *args):
+        return self._graph.apply(name, args)
+
+    def _pgk_fuse_apply(self, name, *args):
+        # The elementwise functions (gp.sin, gp.where, ...) call this when an operand is traced.
         return self._graph.apply(name, args)
 
 
@@ -103,28 +104,8 @@ class _Graph:
 
 
 def _trace(fn, nargs, name):
-    import pygpukit as gp
-
     graph = _Graph(name)
-    names = [n for n, _ in _core._elementwise_names()]
-    originals = {n: getattr(gp, n) for n in names if hasattr(gp, n)}
-
-    def tracer(n, original):
-        def call(*args, **kwargs):
-            if kwargs or not any(isinstance(a, _Var) for a in args):
-                return original(*args, **kwargs)
-            return graph.apply(n, args)
-
-        return call
-
-    with _lock:
-        for n, original in originals.items():
-            setattr(gp, n, tracer(n, original))
-        try:
-            result = fn(*[_Var(graph, (_INPUT, i)) for i in range(nargs)])
-        finally:
-            for n, original in originals.items():
-                setattr(gp, n, original)
+    result = fn(*[_Var(graph, (_INPUT, i)) for i in range(nargs)])
     if not isinstance(result, _Var) or result._graph is not graph:
         raise TypeError(
             f"{name}: a fused function must return one value computed from its arguments"

@@ -16,6 +16,9 @@ void BindElementwise(pyb::module_& m, pyb::class_<GPUArray>& cls);
 /// Registers the reductions and scans on the module and their GPUArray methods
 /// (reduction_bindings.cc).
 void BindReductions(pyb::module_& m, pyb::class_<GPUArray>& cls);
+/// Thrown by Operand for a value gp.fuse is tracing (python/pygpukit/fusion.py): the binding
+/// records the call on it instead of running it.
+struct FuseTrace {};
 /// An elementwise operand: a GPUArray (referenced: it must outlive the call) or a Python
 /// scalar; TypeError naming `op` otherwise.
 ops::EwOperand Operand(const pyb::handle& obj, absl::string_view op);

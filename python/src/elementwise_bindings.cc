@@ -13,6 +13,7 @@ namespace pygpukit::py {
 ops::EwOperand Operand(const pyb::handle& obj, absl::string_view op) {
   if (pyb::isinstance<GPUArray>(obj)) return ops::EwOperand(obj.cast<const GPUArray&>());
   if (IsScalar(obj)) return ops::EwOperand(ToScalar(obj));
+  if (pyb::hasattr(obj, "_pgk_fuse_apply")) throw FuseTrace{};
   RaiseStatus(TypeError(absl::StrCat(op, ": expected a GPUArray or a Python scalar, got ",
                                      std::string(pyb::str(obj.get_type().attr("__name__"))))));
 }
@@ -21,6 +22,23 @@ namespace {
 
 using ops::ElementwiseOp;
 using ops::EwOperand;
+
+// Runs `f` (an elementwise function's call), or, when an operand is a value being traced by
+// gp.fuse (Operand throws FuseTrace: no cost on the normal path), records the call on it.
+template <typename F>
+pyb::object RunOrTrace(const char* name, std::initializer_list<pyb::handle> args, F&& f) {
+  try {
+    return pyb::cast(f());
+  } catch (const FuseTrace&) {
+    pyb::tuple t(args.size());
+    size_t i = 0;
+    for (const pyb::handle& a : args) t[i++] = pyb::reinterpret_borrow<pyb::object>(a);
+    for (const pyb::handle& a : args) {
+      if (pyb::hasattr(a, "_pgk_fuse_apply")) return a.attr("_pgk_fuse_apply")(name, *t);
+    }
+    throw;
+  }
+}
 
 const GPUArray* OutOf(const pyb::object& out, absl::string_view op) {
   if (out.is_none()) return nullptr;
@@ -58,25 +76,29 @@ std::string Doc(absl::string_view name, int arity) {
 }  // namespace
 
 void BindElementwise(pyb::module_& m, pyb::class_<GPUArray>& cls) {
-#define PGK_EW_BIND(E, name, F, arity, domain, result)                                       \
-  if constexpr (arity == 1) {                                                                \
-    m.def(                                                                                   \
-        #name,                                                                               \
-        [](const pyb::object& x, const pyb::object& out) {                                   \
-          const EwOperand operands[] = {Operand(x, #name)};                                  \
-          return Unwrap(ops::Elementwise(ElementwiseOp::k##E, operands, OutOf(out, #name))); \
-        },                                                                                   \
-        pyb::arg("x"), pyb::pos_only(), pyb::kw_only(), pyb::arg("out") = pyb::none(),       \
-        Doc(#name, 1).c_str());                                                              \
-  } else if constexpr (arity == 2) {                                                         \
-    m.def(                                                                                   \
-        #name,                                                                               \
-        [](const pyb::object& x1, const pyb::object& x2, const pyb::object& out) {           \
-          const EwOperand operands[] = {Operand(x1, #name), Operand(x2, #name)};             \
-          return Unwrap(ops::Elementwise(ElementwiseOp::k##E, operands, OutOf(out, #name))); \
-        },                                                                                   \
-        pyb::arg("x1"), pyb::arg("x2"), pyb::pos_only(), pyb::kw_only(),                     \
-        pyb::arg("out") = pyb::none(), Doc(#name, 2).c_str());                               \
+#define PGK_EW_BIND(E, name, F, arity, domain, result)                                         \
+  if constexpr (arity == 1) {                                                                  \
+    m.def(                                                                                     \
+        #name,                                                                                 \
+        [](const pyb::object& x, const pyb::object& out) {                                     \
+          return RunOrTrace(#name, {x}, [&] {                                                  \
+            const EwOperand operands[] = {Operand(x, #name)};                                  \
+            return Unwrap(ops::Elementwise(ElementwiseOp::k##E, operands, OutOf(out, #name))); \
+          });                                                                                  \
+        },                                                                                     \
+        pyb::arg("x"), pyb::pos_only(), pyb::kw_only(), pyb::arg("out") = pyb::none(),         \
+        Doc(#name, 1).c_str());                                                                \
+  } else if constexpr (arity == 2) {                                                           \
+    m.def(                                                                                     \
+        #name,                                                                                 \
+        [](const pyb::object& x1, const pyb::object& x2, const pyb::object& out) {             \
+          return RunOrTrace(#name, {x1, x2}, [&] {                                             \
+            const EwOperand operands[] = {Operand(x1, #name), Operand(x2, #name)};             \
+            return Unwrap(ops::Elementwise(ElementwiseOp::k##E, operands, OutOf(out, #name))); \
+          });                                                                                  \
+        },                                                                                     \
+        pyb::arg("x1"), pyb::arg("x2"), pyb::pos_only(), pyb::kw_only(),                       \
+        pyb::arg("out") = pyb::none(), Doc(#name, 2).c_str());                                 \
   }
   PGK_FOR_EACH_ELEMENTWISE_OP(PGK_EW_BIND)
 #undef PGK_EW_BIND
@@ -89,8 +111,10 @@ void BindElementwise(pyb::module_& m, pyb::class_<GPUArray>& cls) {
       "where",
       [](const pyb::object& c, const pyb::object& x1, const pyb::object& x2,
          const pyb::object& out) {
-        return Unwrap(ops::Where(Operand(c, "where"), Operand(x1, "where"), Operand(x2, "where"),
-                                 OutOf(out, "where")));
+        return RunOrTrace("where", {c, x1, x2}, [&] {
+          return Unwrap(ops::Where(Operand(c, "where"), Operand(x1, "where"), Operand(x2, "where"),
+                                   OutOf(out, "where")));
+        });
       },
       pyb::arg("condition"), pyb::arg("x1"), pyb::arg("x2"), pyb::pos_only(), pyb::kw_only(),
       pyb::arg("out") = pyb::none(),
@@ -100,6 +124,11 @@ void BindElementwise(pyb::module_& m, pyb::class_<GPUArray>& cls) {
       "clip",
       [](const pyb::object& x, const pyb::object& min, const pyb::object& max,
          const pyb::object& out) {
+        if (pyb::hasattr(x, "_pgk_fuse_apply")) {
+          RaiseStatus(
+              NotImplementedError("clip cannot be fused (it keeps x's dtype and clamps "
+                                  "integer bounds, which fused typing does not)"));
+        }
         std::optional<EwOperand> lo, hi;
         if (!min.is_none()) lo = Operand(min, "clip");
         if (!max.is_none()) hi = Operand(max, "clip");

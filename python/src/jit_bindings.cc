@@ -296,14 +296,6 @@ AddOp, ...) and <cmath> are visible. One output parameter.)doc")
         for (const pyb::handle& a : args) operands.push_back(Operand(a, e.name));
         return Unwrap(ops::RunFused(e, operands));
       });
-  m.def("_elementwise_names", [] {
-    std::vector<std::pair<std::string, int>> names;
-#define PGK_EW_LIST(E, n, F, arity, domain, result) names.emplace_back(#n, arity);
-    PGK_FOR_EACH_ELEMENTWISE_OP(PGK_EW_LIST)
-#undef PGK_EW_LIST
-    return names;
-  });
-
   m.def("_jit_cache_info", [] {
     const JitCacheInfo i = Runtime::Get().jit().info();
     pyb::dict d;

@@ -66,6 +66,15 @@ def test_returning_an_argument_and_strided_inputs(rng):
     same_bits(f(view, 2.0), view * 2.0 + 1)
 
 
+def test_functions_bound_before_tracing_are_traced(rng):
+    from pygpukit import exp, where
+
+    tanh = gp.tanh
+    f = gp.fuse(lambda x: where(x > 0, tanh(x), exp(x)))
+    x = arr(rand(rng, (9,), "float32"))
+    same_bits(f(x), gp.where(x > 0, gp.tanh(x), gp.exp(x)))
+
+
 def test_errors(rng):
     x = arr(rand(rng, (3,), "float32"))
     other = arr(rand(rng, (3,), "float32"))
