@@ -13,11 +13,21 @@ absl::StatusOr<GPUArray> RunFused(const FusedExpr& e, absl::Span<const EwOperand
     return TypeError(absl::StrCat(e.name, ": takes ", e.inputs, " inputs, got ", inputs.size()));
   }
   if (e.nodes.empty()) return ValueError(absl::StrCat(e.name, ": the expression has no operation"));
+  // The inputs the expression reads (an unused argument does not take part, as unfused).
+  std::vector<bool> used(inputs.size(), false);
+  for (const FusedNode& n : e.nodes) {
+    for (const FusedArg& a : n.args) {
+      if (a.kind == FusedArg::Kind::kInput && a.index >= 0 && a.index < e.inputs) {
+        used[a.index] = true;
+      }
+    }
+  }
   // The broadcast shape and device of the array inputs.
   Shape shape;
   std::optional<Device> device;
-  for (const EwOperand& in : inputs) {
-    if (in.array == nullptr) continue;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const EwOperand& in = inputs[i];
+    if (in.array == nullptr || !used[i]) continue;
     if (!device.has_value()) {
       device = in.array->device();
       shape.assign(in.array->shape().begin(), in.array->shape().end());
@@ -38,7 +48,7 @@ absl::StatusOr<GPUArray> RunFused(const FusedExpr& e, absl::Span<const EwOperand
   absl::InlinedVector<GPUArray, 4> views;
   std::vector<int> array_param(inputs.size(), -1);
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i].array == nullptr) continue;
+    if (inputs[i].array == nullptr || !used[i]) continue;
     array_param[i] = static_cast<int>(views.size());
     PGK_ASSIGN_OR_RETURN(GPUArray v, BroadcastTo(*inputs[i].array, shape));
     views.push_back(std::move(v));

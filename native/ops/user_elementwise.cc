@@ -3,6 +3,7 @@
 #include <map>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -137,6 +138,13 @@ absl::StatusOr<GPUArray> RunUserKernel(const UserKernel& k, absl::Span<const EwO
       return ValueError(absl::StrCat(k.name, ": out is on ", out->device().ToString(),
                                      ", the inputs on ", device.ToString()));
     }
+    for (int d = 0; d < out->ndim(); ++d) {
+      if (out->shape()[d] > 1 && out->strides()[d] == 0) {
+        return ValueError(absl::StrCat(k.name, ": out (shape ", ShapeToString(out->shape()),
+                                       ") is a broadcast view: several of its elements share "
+                                       "memory"));
+      }
+    }
     if (absl::Span<const int64_t>(out->shape()) != absl::Span<const int64_t>(shape)) {
       return ValueError(absl::StrCat(k.name, ": out has shape ", ShapeToString(out->shape()),
                                      ", the inputs broadcast to ", ShapeToString(shape)));
@@ -186,6 +194,8 @@ absl::StatusOr<GPUArray> RunUserKernel(const UserKernel& k, absl::Span<const EwO
   for (const auto& [var, dt] : bound)
     absl::StrAppend(&typedefs, "typedef ", EwTypeName(dt), " ", var, "; ");
   l.spec.body = typedefs + k.body;
+  // Bodies may use the complex types without a complex parameter.
+  l.spec.needs_complex = l.spec.needs_complex || absl::StrContains(k.body, "omplex");
   l.spec.names.push_back(k.output.name);
   l.spec.needs_complex = l.spec.needs_complex || IsComplex(out_dt);
   GPUArray result;

@@ -77,43 +77,66 @@ class HostJit {
 
  private:
   // The directory of the shared objects and of the headers they include.
-  absl::StatusOr<std::string> Directory() {
-    if (!dir_.empty()) return dir_;
-    std::string base = CacheDirectory();
-    if (base.empty()) base = (fs::temp_directory_path() / "pygpukit").string();
-    const std::string dir = base + "/host";
-    std::error_code ec;
-    fs::create_directories(dir + "/include", ec);
-    if (ec) return RuntimeError(absl::StrCat("host jit: creating ", dir, ": ", ec.message()));
-    // The embedded headers (not the NVRTC stand-ins for standard headers, which have no '/').
+  // The embedded headers' identity: a library update never reuses a stale include folder or
+  // shared object.
+  static uint64_t HeadersHash() {
+    std::string all;
+    for (const JitHeader& h : JitEmbeddedHeaders()) {
+      absl::StrAppend(&all, h.name, "\n", absl::string_view(h.text, h.size), "\n");
+    }
+    return JitHash(all);
+  }
+
+  // Writes the embedded headers (not the NVRTC stand-ins for standard headers, which have no
+  // '/') under `dir`/include-<hash>.
+  static absl::Status WriteHeaders(const std::string& include) {
     for (const JitHeader& h : JitEmbeddedHeaders()) {
       const std::string name = h.name;
       if (name.find('/') == std::string::npos) continue;
-      const std::string path = absl::StrCat(dir, "/include/", name);
+      const std::string path = absl::StrCat(include, "/", name);
       absl::StatusOr<std::optional<std::string>> old = ReadSmallFile(path, 1 << 22);
       if (old.ok() && old->has_value() && **old == absl::string_view(h.text, h.size)) continue;
       PGK_RETURN_IF_ERROR(WriteFileAtomic(path, absl::string_view(h.text, h.size)));
     }
-    dir_ = dir;
-    return dir_;
+    return absl::OkStatus();
+  }
+
+  // The directory of the shared objects: <cache dir>/host, or a private temporary directory
+  // when there is no usable cache directory.
+  absl::StatusOr<std::string> Directory() {
+    if (!dir_.empty()) return dir_;
+    const std::string suffix = absl::StrFormat("/include-%016x", HeadersHash());
+    if (const std::string base = CacheDirectory(); !base.empty()) {
+      const std::string dir = base + "/host";
+      std::error_code ec;
+      fs::create_directories(dir + suffix, ec);
+      if (!ec && WriteHeaders(dir + suffix).ok()) return dir_ = dir;
+    }
+    std::string tmpl = (fs::temp_directory_path() / "pygpukit-host-XXXXXX").string();
+    if (mkdtemp(tmpl.data()) == nullptr) {
+      return RuntimeError("host jit: no usable cache directory and no temporary directory");
+    }
+    std::error_code ec;
+    fs::create_directories(tmpl + suffix, ec);
+    if (ec) return RuntimeError(absl::StrCat("host jit: creating ", tmpl, ": ", ec.message()));
+    PGK_RETURN_IF_ERROR(WriteHeaders(tmpl + suffix));
+    return dir_ = tmpl;
   }
 
   absl::StatusOr<std::string> Build(const std::string& source, const std::string& compiler,
                                     const std::string& key) {
     PGK_ASSIGN_OR_RETURN(std::string dir, Directory());
-    // The headers' text is part of the name: a library update never reuses a stale object.
-    uint64_t headers = 0;
-    for (const JitHeader& h : JitEmbeddedHeaders()) {
-      headers ^= JitHash(absl::string_view(h.text, h.size));
-    }
+    const uint64_t headers = HeadersHash();
     const std::string stem = absl::StrFormat("%s/k-%s-%016x", dir, key, headers);
     const std::string so = stem + ".so";
     if (fs::exists(so)) return so;
     const std::string tmp = absl::StrCat(stem, ".", getpid(), ".tmp");
     PGK_RETURN_IF_ERROR(WriteFileAtomic(tmp + ".cc", source));
+    // $CXX as the shell splits it (it may carry words: "ccache g++", "g++ -w").
     const std::string cmd =
-        absl::StrCat(Quote(compiler), " -std=c++17 -O2 -fPIC -shared -ffp-contract=off -I",
-                     Quote(dir + "/include"), " -o ", Quote(tmp + ".so"), " ", Quote(tmp + ".cc"));
+        absl::StrCat(compiler, " -std=c++17 -O2 -fPIC -shared -ffp-contract=off -I",
+                     Quote(absl::StrFormat("%s/include-%016x", dir, headers)), " -o ",
+                     Quote(tmp + ".so"), " ", Quote(tmp + ".cc"));
     auto [status, output] = Run(cmd);
     std::error_code ec;
     fs::remove(tmp + ".cc", ec);

@@ -4,41 +4,78 @@
     def gelu_tanh(x):
         return 0.5 * x * (1 + gp.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
 
-The function is traced once per number of arguments with symbolic values: operators and the
-elementwise functions (gp.sin, gp.where, ..., however imported) record a node each. Each node
-then gets exactly the dtypes the unfused call would (promotion, weak Python scalars, intermediates
-kept in their result dtypes), so the fused result has the same bits as calling the operations one
-by one, from one kernel (NVRTC on CUDA, the host C++ compiler on the CPU) with no intermediate
-arrays. The function must return one value computed from its arguments; Python control flow on
-values and arrays not passed as arguments are not traced; clip is not fusable.
+The function is traced once per pattern of array / scalar arguments with symbolic values:
+operators and the elementwise functions (gp.sin, gp.where, ..., however imported) record a node
+each; operations between Python scalars run in Python before the kernel, as they do unfused.
+Each node then gets exactly the dtypes the unfused call would (promotion, weak Python scalars,
+intermediates kept in their result dtypes), so the fused result has the same bits as calling the
+operations one by one, from one kernel (NVRTC on CUDA, the host C++ compiler on the CPU) with no
+intermediate arrays. The function must return one array computed from its arguments; Python
+control flow on values and arrays not passed as arguments are not traced; clip is not fusable.
 """
 
 import functools
+import operator
 
 from . import _core
 
 __all__ = ["fuse"]
 
 _INPUT, _NODE, _CONST = 0, 1, 2
+# Python's operators, for operations whose operands are all Python scalars: unfused code computes
+# them in Python (their results are weak scalars), so the fused call does too, before the kernel.
+_PY_OPS = {
+    "add": operator.add,
+    "subtract": operator.sub,
+    "multiply": operator.mul,
+    "divide": operator.truediv,
+    "floor_divide": operator.floordiv,
+    "remainder": operator.mod,
+    "pow": operator.pow,
+    "bitwise_and": operator.and_,
+    "bitwise_or": operator.or_,
+    "bitwise_xor": operator.xor,
+    "bitwise_left_shift": operator.lshift,
+    "bitwise_right_shift": operator.rshift,
+    "equal": operator.eq,
+    "not_equal": operator.ne,
+    "less": operator.lt,
+    "less_equal": operator.le,
+    "greater": operator.gt,
+    "greater_equal": operator.ge,
+    "negative": operator.neg,
+    "abs": operator.abs,
+    "bitwise_invert": operator.invert,
+}
 _SCALARS = (bool, int, float, complex)
 
 
 class _Var:
     """A symbolic value while a fused function is traced."""
 
-    __slots__ = ("_graph", "_ref")
+    __slots__ = ("_graph", "_ref", "_scalar")
     __hash__ = None
 
-    def __init__(self, graph, ref):
+    def __init__(self, graph, ref, scalar=False):
         self._graph = graph
         self._ref = ref
+        self._scalar = scalar  # a Python scalar at run time (an argument or computed from them)
 
     def _apply(self, name, *args):
-        return self._graph.apply(name, args)
+        return self._graph.apply(name, args, operator_call=True)
+
+    def __bool__(self):
+        raise TypeError(
+            f"{self._graph.name}: the truth value of a traced value is unknown (Python control "
+            "flow on values cannot be fused; use gp.where)"
+        )
+
+    def __pos__(self):
+        return self
 
     def _pgk_fuse_apply(self, name, *args):
         # The elementwise functions (gp.sin, gp.where, ...) call this when an operand is traced.
-        return self._graph.apply(name, args)
+        return self._graph.apply(name, args, operator_call=False)
 
 
 def _binary(name, reflected=False):
@@ -74,7 +111,6 @@ for _name, _op in [
     setattr(_Var, f"__{_name}__", _binary(_op))
 for _name, _op in [
     ("neg", "negative"),
-    ("pos", "positive"),
     ("abs", "abs"),
     ("invert", "bitwise_invert"),
 ]:
@@ -82,9 +118,11 @@ for _name, _op in [
 
 
 class _Graph:
-    def __init__(self, name):
+    def __init__(self, name, nargs):
         self.name = name
+        self.nargs = nargs
         self.nodes = []
+        self.scalar_exprs = []  # (python operator, operand refs) computed before the kernel
 
     def arg(self, value):
         if isinstance(value, _Var):
@@ -98,23 +136,46 @@ class _Graph:
             f"{type(value).__name__} inside the function)"
         )
 
-    def apply(self, name, args):
-        self.nodes.append((name, [self.arg(a) for a in args]))
+    def apply(self, name, args, operator_call):
+        refs = [self.arg(a) for a in args]
+        if all(not isinstance(a, _Var) or a._scalar for a in args):
+            if not operator_call or name not in _PY_OPS:
+                raise ValueError(f"{name}: at least one operand must be an array")
+            self.scalar_exprs.append((_PY_OPS[name], refs))
+            # Derived scalars are kernel inputs after the arguments.
+            return _Var(self, (_INPUT, self.nargs + len(self.scalar_exprs) - 1), scalar=True)
+        self.nodes.append((name, refs))
         return _Var(self, (_NODE, len(self.nodes) - 1))
 
 
-def _trace(fn, nargs, name):
-    graph = _Graph(name)
-    result = fn(*[_Var(graph, (_INPUT, i)) for i in range(nargs)])
-    if not isinstance(result, _Var) or result._graph is not graph:
-        raise TypeError(
-            f"{name}: a fused function must return one value computed from its arguments"
-        )
-    if result._ref[0] == _INPUT:
-        return result._ref[1]  # the function returns an argument unchanged
-    if result._ref[1] != len(graph.nodes) - 1:
-        graph.nodes = graph.nodes[: result._ref[1] + 1]
-    return _core._FusedExpr(nargs, graph.nodes, name)
+class _Traced:
+    """A traced function for one pattern of array / scalar arguments."""
+
+    def __init__(self, fn, scalars, name):
+        nargs = len(scalars)
+        graph = _Graph(name, nargs)
+        result = fn(*[_Var(graph, (_INPUT, i), scalar=s) for i, s in enumerate(scalars)])
+        if not isinstance(result, _Var) or result._graph is not graph:
+            raise TypeError(
+                f"{name}: a fused function must return one value computed from its arguments"
+            )
+        self.passthrough = None
+        self.scalar_exprs = graph.scalar_exprs
+        if result._ref[0] == _INPUT:
+            if result._ref[1] >= nargs:
+                raise TypeError(f"{name}: a fused function must return an array")
+            self.passthrough = result._ref[1]  # returns an argument unchanged
+            return
+        nodes = graph.nodes[: result._ref[1] + 1]
+        self.expr = _core._FusedExpr(nargs + len(self.scalar_exprs), nodes, name)
+
+    def __call__(self, args):
+        if self.passthrough is not None:
+            return args[self.passthrough]
+        values = list(args)
+        for op, refs in self.scalar_exprs:
+            values.append(op(*[values[r[1]] if r[0] == _INPUT else r[1] for r in refs]))
+        return self.expr(*values)
 
 
 def fuse(fn=None, *, name=None):
@@ -128,11 +189,12 @@ def fuse(fn=None, *, name=None):
 
     @functools.wraps(fn)
     def wrapper(*args):
-        expr = cache.get(len(args))
-        if expr is None:
-            expr = cache[len(args)] = _trace(fn, len(args), kernel_name)
-        if isinstance(expr, int):
-            return args[expr]
-        return expr(*args)
+        # One trace per pattern of Python-scalar arguments (operations between them run in
+        # Python, as unfused).
+        key = tuple(isinstance(a, _SCALARS) for a in args)
+        traced = cache.get(key)
+        if traced is None:
+            traced = cache[key] = _Traced(fn, key, kernel_name)
+        return traced(args)
 
     return wrapper

@@ -26,10 +26,15 @@ using ops::EwOperand;
 // Runs `f` (an elementwise function's call), or, when an operand is a value being traced by
 // gp.fuse (Operand throws FuseTrace: no cost on the normal path), records the call on it.
 template <typename F>
-pyb::object RunOrTrace(const char* name, std::initializer_list<pyb::handle> args, F&& f) {
+pyb::object RunOrTrace(const char* name, std::initializer_list<pyb::handle> args,
+                       const pyb::object& out, F&& f) {
   try {
     return pyb::cast(f());
   } catch (const FuseTrace&) {
+    if (!out.is_none()) {
+      RaiseStatus(NotImplementedError(
+          absl::StrCat(name, ": out= cannot be used inside a gp.fuse function")));
+    }
     pyb::tuple t(args.size());
     size_t i = 0;
     for (const pyb::handle& a : args) t[i++] = pyb::reinterpret_borrow<pyb::object>(a);
@@ -81,7 +86,7 @@ void BindElementwise(pyb::module_& m, pyb::class_<GPUArray>& cls) {
     m.def(                                                                                     \
         #name,                                                                                 \
         [](const pyb::object& x, const pyb::object& out) {                                     \
-          return RunOrTrace(#name, {x}, [&] {                                                  \
+          return RunOrTrace(#name, {x}, out, [&] {                                             \
             const EwOperand operands[] = {Operand(x, #name)};                                  \
             return Unwrap(ops::Elementwise(ElementwiseOp::k##E, operands, OutOf(out, #name))); \
           });                                                                                  \
@@ -92,7 +97,7 @@ void BindElementwise(pyb::module_& m, pyb::class_<GPUArray>& cls) {
     m.def(                                                                                     \
         #name,                                                                                 \
         [](const pyb::object& x1, const pyb::object& x2, const pyb::object& out) {             \
-          return RunOrTrace(#name, {x1, x2}, [&] {                                             \
+          return RunOrTrace(#name, {x1, x2}, out, [&] {                                        \
             const EwOperand operands[] = {Operand(x1, #name), Operand(x2, #name)};             \
             return Unwrap(ops::Elementwise(ElementwiseOp::k##E, operands, OutOf(out, #name))); \
           });                                                                                  \
@@ -111,7 +116,7 @@ void BindElementwise(pyb::module_& m, pyb::class_<GPUArray>& cls) {
       "where",
       [](const pyb::object& c, const pyb::object& x1, const pyb::object& x2,
          const pyb::object& out) {
-        return RunOrTrace("where", {c, x1, x2}, [&] {
+        return RunOrTrace("where", {c, x1, x2}, out, [&] {
           return Unwrap(ops::Where(Operand(c, "where"), Operand(x1, "where"), Operand(x2, "where"),
                                    OutOf(out, "where")));
         });

@@ -129,6 +129,20 @@ ops::KernelArg ToArg(const pyb::handle& v, size_t i, const std::string& op) {
   return a;
 }
 
+// The operands of a user kernel call; a value traced by gp.fuse cannot be one.
+std::vector<ops::EwOperand> Operands(const pyb::args& args, const std::string& kernel) {
+  std::vector<ops::EwOperand> operands;
+  try {
+    for (const pyb::handle& a : args) operands.push_back(Operand(a, kernel));
+  } catch (const FuseTrace&) {
+    RaiseStatus(NotImplementedError(
+        absl::StrCat(kernel,
+                     ": user kernels and fused functions cannot be called inside a "
+                     "gp.fuse function")));
+  }
+  return operands;
+}
+
 std::string OpName(const PyRawKernel& k) { return absl::StrCat("RawKernel ", k.kernel); }
 
 }  // namespace
@@ -242,10 +256,10 @@ AddOp, ...) and <cmath> are visible. One output parameter.)doc")
       .def(
           "__call__",
           [](const ops::UserKernel& k, const pyb::args& args, const pyb::object& out) {
-            std::vector<ops::EwOperand> operands;
-            for (const pyb::handle& a : args) operands.push_back(Operand(a, k.name));
+            std::vector<ops::EwOperand> operands = Operands(args, k.name);
             const GPUArray* o = out.is_none() ? nullptr : &AsArray(out, k.name);
-            return Unwrap(ops::RunUserKernel(k, operands, o));
+            // The first call may run a compiler: other Python threads go on meanwhile.
+            return Unwrap(WithoutGil([&] { return ops::RunUserKernel(k, operands, o); }));
           },
           pyb::kw_only(), pyb::arg("out") = pyb::none(),
           "Runs the kernel on arrays / scalars (one per input parameter); returns the output.")
@@ -292,9 +306,8 @@ AddOp, ...) and <cmath> are visible. One output parameter.)doc")
            }),
            pyb::arg("inputs"), pyb::arg("nodes"), pyb::arg("name"))
       .def("__call__", [](const ops::FusedExpr& e, const pyb::args& args) {
-        std::vector<ops::EwOperand> operands;
-        for (const pyb::handle& a : args) operands.push_back(Operand(a, e.name));
-        return Unwrap(ops::RunFused(e, operands));
+        std::vector<ops::EwOperand> operands = Operands(args, e.name);
+        return Unwrap(WithoutGil([&] { return ops::RunFused(e, operands); }));
       });
   m.def("_jit_cache_info", [] {
     const JitCacheInfo i = Runtime::Get().jit().info();

@@ -86,7 +86,7 @@ def test_errors(rng):
         gp.fuse(lambda a: a & a)(x)
     with pytest.raises(NotImplementedError, match="clip cannot be fused"):
         gp.fuse(lambda a: gp.clip(a, 0, 1))(x)
-    with pytest.raises(TypeError, match="needs an array input"):
+    with pytest.raises(TypeError, match="must return an array"):
         gp.fuse(lambda a: a + 1)(1.0)
 
 
@@ -102,3 +102,33 @@ def test_readme_example_runs(capsys):
     expect = 0.5 * x * (1 + gp.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
     same_bits(scope["gelu"](x), expect)
     assert capsys.readouterr().out.startswith("[-0.0036")
+
+
+def test_scalar_arithmetic_runs_in_python_and_unused_arguments_do_not_broadcast(rng):
+    def f(x, s):
+        return x + s * 2 - (s > 1)
+
+    fused = gp.fuse(f)
+    for dt, s in [("float16", 1.5), ("int8", 3), ("bfloat16", True)]:
+        x = arr(rand(rng, (6,), dt, small=True))
+        same_bits(fused(x, s), f(x, s))
+    x = arr(rand(rng, (3,), "float32"))
+    y = arr(rand(rng, (2, 3), "float32"))
+    same_bits(gp.fuse(lambda a, b: a + 1)(x, y), x + 1)
+    z = arr(rand(rng, (5,), "float32"))
+    same_bits(gp.fuse(lambda a, b: a + 1)(x, z), x + 1)  # shapes that do not broadcast
+
+
+def test_tracing_limits(rng):
+    x = arr(rand(rng, (4,), "float32"))
+    with pytest.raises(TypeError, match="truth value of a traced value"):
+        gp.fuse(lambda a: a if a > 1 else -a)(x)
+    o = gp.zeros((4,), dtype=gp.float32)
+    with pytest.raises(NotImplementedError, match="out= cannot be used inside"):
+        gp.fuse(lambda a: gp.sin(a, out=o))(x)
+    inner = gp.fuse(lambda a: a * 2)
+    with pytest.raises(NotImplementedError, match="cannot be called inside a gp.fuse"):
+        gp.fuse(lambda a: inner(a) + 1)(x)
+    same_bits(gp.fuse(lambda a: +a * 2)(x), x * 2)
+    with pytest.raises(ValueError, match="sin: at least one operand must be an array"):
+        gp.fuse(lambda a, s: a + gp.sin(s))(x, 1.0)
