@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <string>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "ops/cuda/jit_kernel_cache.h"
@@ -90,7 +90,7 @@ JitKernelCache<Entry>& Cache() {
 struct EwJitKernel {
   absl::string_view name;
   std::string head;
-  std::function<EwKernelSpec(const EwLayout&)> spec;
+  absl::FunctionRef<EwKernelSpec(const EwLayout&)> spec;  // called on a cache miss only
   absl::Span<const DType> scalar_dtypes;
   absl::Span<const unsigned char* const> scalars;
 };
@@ -201,9 +201,9 @@ absl::Status ElementwiseJit(hal::Stream& s, const EwLaunch& l, const GPUArray& o
     scalar_dtypes.push_back(in.compute);
     scalars.push_back(in.scalar);
   }
-  EwJitKernel kernel{l.name, std::move(head),
-                     [&](const EwLayout& layout) { return SpecOf(l, out.dtype(), inputs, layout); },
-                     scalar_dtypes, scalars};
+  // A named lambda: the FunctionRef in `kernel` refers to it.
+  auto spec = [&](const EwLayout& layout) { return SpecOf(l, out.dtype(), inputs, layout); };
+  EwJitKernel kernel{l.name, std::move(head), spec, scalar_dtypes, scalars};
   return LaunchEwJit(s, kernel, out, inputs);
 }
 
@@ -215,17 +215,16 @@ absl::Status UserElementwiseJit(hal::Stream& s, const UserEwLaunch& l, const GPU
   for (const std::string& n : l.spec.names) absl::StrAppend(&head, "\x01", n);
   absl::InlinedVector<const unsigned char*, 4> scalars;
   for (const auto& b : l.scalars) scalars.push_back(b.data());
-  EwJitKernel kernel{l.spec.name, std::move(head),
-                     [&](const EwLayout& layout) {
-                       EwKernelSpec spec = l.spec;
-                       spec.contiguous = layout.contiguous;
-                       spec.vec = layout.vec;
-                       spec.ndim = layout.ndim;
-                       spec.index32 = layout.index32;
-                       spec.unroll = layout.unroll;
-                       return spec;
-                     },
-                     l.scalar_dtypes, scalars};
+  auto spec = [&](const EwLayout& layout) {
+    EwKernelSpec k = l.spec;
+    k.contiguous = layout.contiguous;
+    k.vec = layout.vec;
+    k.ndim = layout.ndim;
+    k.index32 = layout.index32;
+    k.unroll = layout.unroll;
+    return k;
+  };
+  EwJitKernel kernel{l.spec.name, std::move(head), spec, l.scalar_dtypes, scalars};
   return LaunchEwJit(s, kernel, out, inputs);
 }
 
