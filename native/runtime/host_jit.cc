@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include <map>
 #include <mutex>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/status.h"
@@ -54,6 +56,42 @@ std::string Quote(const std::string& s) {
 
 class HostJit {
  public:
+  HostJitInfo Stats() {
+    std::lock_guard<std::mutex> lock(mu_);
+    HostJitInfo i = stats_;
+    i.directory = dir_;
+    i.loaded = static_cast<int64_t>(handles_.size());
+    return i;
+  }
+
+  absl::Status Clear(bool disk) {
+    std::lock_guard<std::mutex> lock(mu_);
+    handles_.clear();
+    std::string dir = dir_;
+    dir_.clear();  // chosen again (from the environment) on the next use
+    if (!disk) return absl::OkStatus();
+    if (dir.empty()) {
+      const std::string base = CacheDirectory();
+      if (base.empty()) return absl::OkStatus();
+      dir = base + "/host";
+    }
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      if (absl::StartsWith(name, "k-") || absl::StartsWith(name, "include-")) {
+        std::error_code rm;
+        fs::remove_all(it->path(), rm);
+        if (rm)
+          return RuntimeError(
+              absl::StrCat("host jit: removing ", it->path().string(), ": ", rm.message()));
+      }
+    }
+    if (ec && ec != std::errc::no_such_file_or_directory) {
+      return RuntimeError(absl::StrCat("host jit: clearing ", dir, ": ", ec.message()));
+    }
+    return absl::OkStatus();
+  }
+
   absl::StatusOr<void*> Symbol(const std::string& source, absl::string_view symbol) {
     std::lock_guard<std::mutex> lock(mu_);
     const std::string compiler = Compiler();
@@ -129,7 +167,10 @@ class HostJit {
     const uint64_t headers = HeadersHash();
     const std::string stem = absl::StrFormat("%s/k-%s-%016x", dir, key, headers);
     const std::string so = stem + ".so";
-    if (fs::exists(so)) return so;
+    if (fs::exists(so)) {
+      ++stats_.disk_hits;
+      return so;
+    }
     const std::string tmp = absl::StrCat(stem, ".", getpid(), ".tmp");
     PGK_RETURN_IF_ERROR(WriteFileAtomic(tmp + ".cc", source));
     // $CXX as the shell splits it (it may carry words: "ccache g++", "g++ -w").
@@ -137,7 +178,11 @@ class HostJit {
         absl::StrCat(compiler, " -std=c++17 -O2 -fPIC -shared -ffp-contract=off -I",
                      Quote(absl::StrFormat("%s/include-%016x", dir, headers)), " -o ",
                      Quote(tmp + ".so"), " ", Quote(tmp + ".cc"));
+    const auto start = std::chrono::steady_clock::now();
     auto [status, output] = Run(cmd);
+    ++stats_.compiles;
+    stats_.compile_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::error_code ec;
     fs::remove(tmp + ".cc", ec);
     if (status != 0) {
@@ -157,14 +202,23 @@ class HostJit {
 
   std::mutex mu_;
   std::string dir_;
+  HostJitInfo stats_;
   std::map<std::string, void*> handles_;  // by source key; never unloaded
 };
+
+HostJit& Jit() {
+  static HostJit* jit = new HostJit;  // never destroyed: loaded code stays until exit
+  return *jit;
+}
 
 }  // namespace
 
 absl::StatusOr<void*> HostJitSymbol(const std::string& source, absl::string_view symbol) {
-  static HostJit* jit = new HostJit;  // never destroyed: loaded code stays until exit
-  return jit->Symbol(source, symbol);
+  return Jit().Symbol(source, symbol);
 }
+
+HostJitInfo HostJitStats() { return Jit().Stats(); }
+
+absl::Status HostJitClear(bool disk) { return Jit().Clear(disk); }
 
 }  // namespace pygpukit

@@ -3,6 +3,7 @@
 // NVRTC cache and loaded with dlopen.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -16,5 +17,19 @@ namespace pygpukit {
 /// NotImplementedError when no compiler runs; a compile error is a RuntimeError carrying the
 /// compiler's output. Thread-safe.
 absl::StatusOr<void*> HostJitSymbol(const std::string& source, absl::string_view symbol);
+
+/// Counters of the host-compiler JIT (gp.jit.cache_info()'s host_* entries).
+struct HostJitInfo {
+  std::string directory;  // where the shared objects are ("" before the first use)
+  int64_t compiles = 0;   // compiler runs of this process
+  int64_t disk_hits = 0;  // shared objects found on disk
+  int64_t loaded = 0;     // sources with a loaded shared object
+  double compile_seconds = 0;
+};
+HostJitInfo HostJitStats();
+/// Forgets the loaded sources and the directory (later calls choose it again from the
+/// environment, then load or compile; loaded code stays mapped for work already queued); `disk`
+/// also deletes the cached shared objects.
+absl::Status HostJitClear(bool disk);
 
 }  // namespace pygpukit

@@ -12,6 +12,7 @@
 #include "array_bindings.h"
 #include "convert.h"
 #include "ops/raw_kernel.h"
+#include "runtime/host_jit.h"
 #include "runtime/runtime.h"
 
 namespace pygpukit::py {
@@ -324,10 +325,20 @@ AddOp, ...) and <cmath> are visible. One output parameter.)doc")
     d["compile_seconds"] = i.compile_seconds;
     d["nvrtc_available"] = i.nvrtc_available;
     d["nvrtc_version"] = i.nvrtc_version;
+    const HostJitInfo h = HostJitStats();  // gp.ElementwiseKernel / gp.fuse on the CPU backend
+    d["host_directory"] = h.directory;
+    d["host_compiles"] = h.compiles;
+    d["host_disk_hits"] = h.disk_hits;
+    d["host_loaded"] = h.loaded;
+    d["host_compile_seconds"] = h.compile_seconds;
     return d;
   });
   m.def(
-      "_jit_clear_cache", [](bool disk) { Check(Runtime::Get().jit().Clear(disk)); },
+      "_jit_clear_cache",
+      [](bool disk) {
+        Check(Runtime::Get().jit().Clear(disk));
+        Check(HostJitClear(disk));
+      },
       pyb::arg("disk") = false);
 }
 

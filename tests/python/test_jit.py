@@ -131,6 +131,11 @@ def test_cache_info_and_clear(device):
         "compile_seconds",
         "nvrtc_available",
         "nvrtc_version",
+        "host_directory",
+        "host_compiles",
+        "host_disk_hits",
+        "host_loaded",
+        "host_compile_seconds",
     }
     assert set(info) == keys
     with pytest.raises(TypeError, match="disk"):

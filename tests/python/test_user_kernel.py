@@ -140,3 +140,31 @@ def test_readme_example_runs(capsys):
     out = capsys.readouterr().out
     assert out.startswith("[[ 1.  3.  7.]\n [ 4.  9. 16.]] float32"), out
     np.testing.assert_array_equal(host(scope["x"]), np.arange(6).reshape(2, 3) * 2.0 + 1)
+
+
+def test_host_cache_info_and_clear(tmp_path, monkeypatch, rng):
+    if gp.default_device().type != "cpu":
+        pytest.skip("the host compiler serves the CPU backend")
+    monkeypatch.setenv("PYGPUKIT_CACHE_DIR", str(tmp_path))
+    gp.jit.clear_cache()  # forget what earlier tests loaded (and where)
+    k = gp.ElementwiseKernel("float32 x", "float32 y", "y = x - 7.0f;", "host_cache")
+    x = rand(rng, (3,), "float32")
+    before = gp.jit.cache_info()
+    check_equal(k(arr(x)), x - 7)
+    info = gp.jit.cache_info()
+    assert info["host_directory"] == str(tmp_path / "host")
+    assert info["host_compiles"] == before["host_compiles"] + 1
+    assert info["host_loaded"] >= 1
+    objects = list((tmp_path / "host").glob("k-*.so"))
+    assert len(objects) == 1
+    # Forgotten in memory: found on disk again, no compile.
+    gp.jit.clear_cache()
+    check_equal(k(arr(x)), x - 7)
+    after = gp.jit.cache_info()
+    assert after["host_compiles"] == info["host_compiles"]
+    assert after["host_disk_hits"] == info["host_disk_hits"] + 1
+    # disk=True deletes the objects: the next call compiles again.
+    gp.jit.clear_cache(disk=True)
+    assert not list((tmp_path / "host").glob("k-*.so"))
+    check_equal(k(arr(x)), x - 7)
+    assert gp.jit.cache_info()["host_compiles"] == info["host_compiles"] + 1
