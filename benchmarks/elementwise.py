@@ -14,9 +14,7 @@ Also reported: the first-call latency of a kernel never compiled before (NVRTC) 
 in the disk cache (a fresh process). Results go to <out>/<gpu>-sm<XY>-elementwise.json.
 """
 
-import argparse
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -24,7 +22,7 @@ import tempfile
 import time
 
 import numpy as np
-from peers import load
+from peers import header, start
 from results_file import write_result
 
 import pygpukit as gp
@@ -143,21 +141,9 @@ def first_call_ms(op, cache_dir):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--log2n", type=int, default=28)
-    p.add_argument("--iters", type=int, default=20)
-    p.add_argument("--reps", type=int, default=5)
-    p.add_argument("--out", default=None, help="JSON folder (default benchmarks/results)")
-    args = p.parse_args()
-    info = gp.runtime_info()
-    if not info["cuda_available"]:
-        sys.exit(f"needs a CUDA device: {info['cuda_status']}")
-    dev = gp.Device("cuda:0")
-    props = gp.device_properties(dev)
+    args, dev, props, libs, versions = start(__doc__, iters=20)
     rng = np.random.default_rng(0)
     n = 1 << args.log2n
-    libs, versions = load(dev)
-    versions["numpy"] = np.__version__
 
     rows = []
     cases = [(op, "contiguous") for op in ("copy", "add", "mul", "exp", "sin")]
@@ -219,13 +205,7 @@ def main():
     )
 
     result = {
-        "gpu": props["name"],
-        "sm": props["sm"],
-        "driver": props["driver_version"],
-        "python": platform.python_version(),
-        "versions": versions,
-        "iters": args.iters,
-        "reps": args.reps,
+        **header(props, versions, args),
         "bandwidth": rows,
         "overhead_us_per_call": overhead,
         "gelu_fusion": fusion,

@@ -1,6 +1,12 @@
 """Peers measured beside pygpukit in the benchmark scripts: one library's way to make arrays on
 the GPU, time a call with its own CUDA events and synchronize ("ours", "torch", "cupy")."""
 
+import argparse
+import platform
+import sys
+
+import numpy as np
+
 import pygpukit as gp
 
 
@@ -70,3 +76,34 @@ def load(dev):
         except ImportError:
             pass
     return libs, versions
+
+
+def start(doc, iters):
+    """The bandwidth scripts' common start: parses --log2n / --iters / --reps / --out, exits
+    without a CUDA device, and returns (args, device, its properties, libs, versions)."""
+    p = argparse.ArgumentParser(description=doc.split("\n")[0])
+    p.add_argument("--log2n", type=int, default=28)
+    p.add_argument("--iters", type=int, default=iters)
+    p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--out", default=None, help="JSON folder (default benchmarks/results)")
+    args = p.parse_args()
+    info = gp.runtime_info()
+    if not info["cuda_available"]:
+        sys.exit(f"needs a CUDA device: {info['cuda_status']}")
+    dev = gp.Device("cuda:0")
+    libs, versions = load(dev)
+    versions["numpy"] = np.__version__
+    return args, dev, gp.device_properties(dev), libs, versions
+
+
+def header(props, versions, args):
+    """The JSON fields every bandwidth result starts with."""
+    return {
+        "gpu": props["name"],
+        "sm": props["sm"],
+        "driver": props["driver_version"],
+        "python": platform.python_version(),
+        "versions": versions,
+        "iters": args.iters,
+        "reps": args.reps,
+    }

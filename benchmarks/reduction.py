@@ -14,13 +14,10 @@ Accuracy: the relative error of the full float32 sum of each library against a f
 the same data on the host. Results go to <out>/<gpu>-sm<XY>-reduction.json.
 """
 
-import argparse
-import platform
 import statistics
-import sys
 
 import numpy as np
-from peers import load
+from peers import header, start
 from results_file import write_result
 
 import pygpukit as gp
@@ -143,21 +140,9 @@ def sum_errors(libs, n, rng):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--log2n", type=int, default=28)
-    p.add_argument("--iters", type=int, default=10)
-    p.add_argument("--reps", type=int, default=5)
-    p.add_argument("--out", default=None, help="JSON folder (default benchmarks/results)")
-    args = p.parse_args()
-    info = gp.runtime_info()
-    if not info["cuda_available"]:
-        sys.exit(f"needs a CUDA device: {info['cuda_status']}")
-    dev = gp.Device("cuda:0")
-    props = gp.device_properties(dev)
+    args, dev, props, libs, versions = start(__doc__, iters=10)
     rng = np.random.default_rng(0)
     n = 1 << args.log2n
-    libs, versions = load(dev)
-    versions["numpy"] = np.__version__
 
     cases = [(op, "full") for op in ("sum", "max", "mean", "argmax")]
     cases += [(op, "rows") for op in ("sum", "max", "mean")]
@@ -188,13 +173,7 @@ def main():
         + ", ".join(f"{k} {v:.2e}" for k, v in errors.items())
     )
     result = {
-        "gpu": props["name"],
-        "sm": props["sm"],
-        "driver": props["driver_version"],
-        "python": platform.python_version(),
-        "versions": versions,
-        "iters": args.iters,
-        "reps": args.reps,
+        **header(props, versions, args),
         "bandwidth": rows,
         "float32_sum_relative_error": errors,
         "timing": "CUDA events of each library around back-to-back calls, median of reps; "

@@ -169,6 +169,20 @@ DType PromoteTypes(DType a, DType b) {
   }
 }
 
+DType DefaultDTypeOf(ScalarKind k) {
+  switch (k) {
+    case ScalarKind::Bool:
+      return DType::Bool;
+    case ScalarKind::Int:
+      return kDefaultInt;
+    case ScalarKind::Float:
+      return kDefaultFloat;
+    case ScalarKind::Complex:
+      return kDefaultComplex;
+  }
+  return kDefaultFloat;
+}
+
 DType PromoteWithScalar(DType a, ScalarKind s) {
   DTypeKind k = KindOf(a);
   switch (s) {

@@ -61,6 +61,8 @@ enum class ScalarKind : uint8_t { Bool, Int, Float, Complex };
 /// Result dtype of an array of dtype `a` combined with a weak Python scalar (NEP 50): the array's
 /// dtype wins unless the scalar is of a higher kind.
 DType PromoteWithScalar(DType a, ScalarKind s);
+/// The dtype a lone Python scalar takes: bool, kDefaultInt, kDefaultFloat or kDefaultComplex.
+DType DefaultDTypeOf(ScalarKind k);
 
 /// Complex dtype with the given float component type (float32 -> complex64, ...).
 DType ComplexOf(DType real);

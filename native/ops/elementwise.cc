@@ -60,22 +60,6 @@ std::string DescribeOperands(absl::Span<const EwOperand> operands) {
   return s;
 }
 
-// The dtype a lone Python scalar takes (NumPy's defaults, with this library's float and complex
-// defaults).
-DType DefaultDTypeOf(ScalarKind k) {
-  switch (k) {
-    case ScalarKind::Bool:
-      return DType::Bool;
-    case ScalarKind::Int:
-      return kDefaultInt;
-    case ScalarKind::Float:
-      return kDefaultFloat;
-    case ScalarKind::Complex:
-      return kDefaultComplex;
-  }
-  return kDefaultFloat;
-}
-
 // Promoted dtype of operands given as array dtypes (or nullopt for a Python scalar of the kind
 // at the same position): arrays first (Array API tables), then weak scalars (NEP 50).
 DType PromoteTypesOf(absl::Span<const std::optional<DType>> dtypes,

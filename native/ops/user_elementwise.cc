@@ -47,20 +47,6 @@ absl::StatusOr<std::vector<UserParam>> ParseParams(absl::string_view text,
   return params;
 }
 
-DType ScalarDefault(ScalarKind k) {
-  switch (k) {
-    case ScalarKind::Bool:
-      return DType::Bool;
-    case ScalarKind::Int:
-      return kDefaultInt;
-    case ScalarKind::Float:
-      return kDefaultFloat;
-    case ScalarKind::Complex:
-      return kDefaultComplex;
-  }
-  return kDefaultFloat;
-}
-
 }  // namespace
 
 absl::StatusOr<UserKernel> DefineUserKernel(absl::string_view in_params,
@@ -169,7 +155,7 @@ absl::StatusOr<GPUArray> RunUserKernel(const UserKernel& k, absl::Span<const EwO
       dt = p.dtype.has_value() ? *p.dtype
            : it != bound.end()
                ? it->second
-               : bound.emplace(p.type_var, ScalarDefault(inputs[i].scalar.kind)).first->second;
+               : bound.emplace(p.type_var, DefaultDTypeOf(inputs[i].scalar.kind)).first->second;
       PGK_RETURN_IF_ERROR(EncodeScalar(inputs[i].scalar, dt, bytes.data(), k.name));
     }
     l.spec.inputs.push_back(EwInput{dt, !view.valid()});

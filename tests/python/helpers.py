@@ -2,6 +2,7 @@
 against NumPy (bfloat16 through ml_dtypes)."""
 
 import gc
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -141,3 +142,15 @@ def settle(device=None):
     gc.collect()
     gp.synchronize(device)
     gc.collect()
+
+
+def run_readme_example(heading):
+    """Runs the first ```python block after `heading` in README.md (the documented example) and
+    returns the globals it left."""
+    text = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    section = text[text.index(heading) :]
+    start = section.index("```python\n") + len("```python\n")
+    code = section[start : section.index("```\n", start)]
+    scope = {}
+    exec(compile(code, "README.md", "exec"), scope)  # noqa: S102 - the documented example
+    return scope

@@ -17,6 +17,7 @@ from helpers import (
     kind,
     npdt,
     rand,
+    run_readme_example,
 )
 
 import pygpukit as gp
@@ -590,12 +591,7 @@ def test_unsigned_and_signed_results_are_exact_for_wide_values(dt, rng):
 
 
 def test_readme_example_runs(capsys):
-    from pathlib import Path
-
-    text = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## Elementwise functions") :]
-    code = section[section.index("```python\n") + 10 : section.index("```\n", 10)]
-    exec(compile(code, "README.md", "exec"), {})  # noqa: S102 - the documented example
+    run_readme_example("## Elementwise functions")
     printed = capsys.readouterr().out
     assert printed.startswith("[-1. -1.  0.  1.  1.  1.  1.] float32 [3.6055"), printed
 

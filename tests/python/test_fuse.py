@@ -2,7 +2,7 @@
 in their dtypes) for several dtypes and mixes, broadcasting, scalars, and errors."""
 
 import pytest
-from helpers import arr, host, rand
+from helpers import arr, host, rand, run_readme_example
 
 import pygpukit as gp
 
@@ -91,13 +91,7 @@ def test_errors(rng):
 
 
 def test_readme_example_runs(capsys):
-    from pathlib import Path
-
-    text = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("### `gp.fuse`") :]
-    code = section[section.index("```python\n") + 10 : section.index("```\n", 10)]
-    scope = {}
-    exec(compile(code, "README.md", "exec"), scope)  # noqa: S102 - the documented example
+    scope = run_readme_example("### `gp.fuse`")
     x = scope["x"]
     expect = 0.5 * x * (1 + gp.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
     same_bits(scope["gelu"](x), expect)

@@ -8,11 +8,10 @@ import subprocess
 import sys
 import textwrap
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import host
+from helpers import host, run_readme_example
 
 import pygpukit as gp
 
@@ -368,10 +367,7 @@ def test_missing_kernel_and_launch_failures(cuda):
 
 @pytest.mark.gpu
 def test_readme_example_runs(cuda, capsys):
-    text = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## User kernels") :]
-    code = section[section.index("```python\n") + 10 : section.index("```\n", 10)]
-    exec(compile(code, "README.md", "exec"), {})  # noqa: S102 - the documented example
+    run_readme_example("## User kernels")
     assert capsys.readouterr().out.startswith("[3. 3. 3.]")
 
 

@@ -20,6 +20,7 @@ from helpers import (
     kind,
     npdt,
     rand,
+    run_readme_example,
 )
 
 import pygpukit as gp
@@ -517,12 +518,7 @@ def test_scan_dtype_and_errors(rng):
 
 
 def test_readme_example_runs(capsys):
-    from pathlib import Path
-
-    text = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## Reductions and scans") :]
-    code = section[section.index("```python\n") + 10 : section.index("```\n", 10)]
-    exec(compile(code, "README.md", "exec"), {})  # noqa: S102 - the documented example
+    run_readme_example("## Reductions and scans")
     lines = capsys.readouterr().out.splitlines()
     x = np.random.default_rng(0).standard_normal((1000, 512), dtype=np.float32)
     total = float(lines[0].split(" ", 1)[0])

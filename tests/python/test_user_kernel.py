@@ -4,7 +4,7 @@ complex types, and errors (bad definitions, dtypes, compile errors, a missing co
 
 import numpy as np
 import pytest
-from helpers import arr, check_equal, host, rand
+from helpers import arr, check_equal, host, rand, run_readme_example
 
 import pygpukit as gp
 
@@ -130,13 +130,7 @@ def test_missing_host_compiler(monkeypatch, rng):
 
 
 def test_readme_example_runs(capsys):
-    from pathlib import Path
-
-    text = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("### `gp.ElementwiseKernel`") :]
-    code = section[section.index("```python\n") + 10 : section.index("```\n", 10)]
-    scope = {}
-    exec(compile(code, "README.md", "exec"), scope)  # noqa: S102 - the documented example
+    scope = run_readme_example("### `gp.ElementwiseKernel`")
     out = capsys.readouterr().out
     assert out.startswith("[[ 1.  3.  7.]\n [ 4.  9. 16.]] float32"), out
     np.testing.assert_array_equal(host(scope["x"]), np.arange(6).reshape(2, 3) * 2.0 + 1)
