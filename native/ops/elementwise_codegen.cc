@@ -6,37 +6,75 @@
 namespace pygpukit::ops {
 namespace {
 
-// The i-th input's (or the output's) C++ names in the generated source.
+// The i-th input's and output's C++ names in the generated source.
 std::string In(size_t i) { return absl::StrCat("i", i); }
+std::string Out(size_t j) { return absl::StrCat("o", j); }
 
-}  // namespace
-
-void AppendEwBody(const EwKernelSpec& spec, absl::string_view qualifiers, std::string& s) {
-  // The body as a function of the element values, so every layout shares one definition.
-  const bool named = spec.names.size() == spec.inputs.size() + 1;
-  absl::StrAppend(&s, qualifiers, " void pgk_body(");
+// `f(name)` for each operand the kernel indexes (outputs, then array inputs), comma-free.
+template <typename F>
+void ForEachIndexed(const EwKernelSpec& spec, F&& f) {
+  for (size_t j = 0; j < spec.outputs.size(); ++j) f(Out(j));
   for (size_t i = 0; i < spec.inputs.size(); ++i) {
-    absl::StrAppend(&s, "const ", EwTypeName(spec.inputs[i].storage), " ",
-                    named ? spec.names[i] : In(i), ", ");
+    if (!spec.inputs[i].scalar) f(In(i));
   }
-  absl::StrAppend(&s, EwTypeName(spec.output), "& ", named ? spec.names.back() : "o0", ") {\n  ",
-                  spec.body, "\n}\n\n");
 }
 
-namespace {
-
-void AppendContiguous(const EwKernelSpec& spec, std::string& s) {
-  const std::string out_t = EwTypeName(spec.output);
-  absl::StrAppend(&s, "extern \"C\" __global__ void __launch_bounds__(", kEwBlock, ") ",
-                  kEwKernelName, "(long long n, ", out_t, "* __restrict__ o0p");
+// The parameters after `n` (and the strided shape): outputs, then inputs; `strides` names each
+// array's Dims<ndim> strides after its pointer.
+void AppendParams(const EwKernelSpec& spec, absl::string_view restrict_, absl::string_view strides,
+                  std::string& s) {
+  for (size_t j = 0; j < spec.outputs.size(); ++j) {
+    absl::StrAppend(&s, ", ", EwTypeName(spec.outputs[j]), "* ", restrict_, Out(j), "p");
+    if (!strides.empty()) absl::StrAppend(&s, ", const ", strides, " ", Out(j), "s");
+  }
   for (size_t i = 0; i < spec.inputs.size(); ++i) {
     const char* t = EwTypeName(spec.inputs[i].storage);
     if (spec.inputs[i].scalar) {
       absl::StrAppend(&s, ", const ", t, " ", In(i));
     } else {
-      absl::StrAppend(&s, ", const ", t, "* __restrict__ ", In(i), "p");
+      absl::StrAppend(&s, ", const ", t, "* ", restrict_, In(i), "p");
+      if (!strides.empty()) absl::StrAppend(&s, ", const ", strides, " ", In(i), "s");
     }
   }
+}
+
+// The arguments of one pgk_body call: per input `array(i)` or the scalar's name, then per
+// output `out(j)`.
+template <typename A, typename O>
+std::string BodyArgs(const EwKernelSpec& spec, A&& array, O&& out) {
+  std::string s;
+  for (size_t i = 0; i < spec.inputs.size(); ++i) {
+    absl::StrAppend(&s, spec.inputs[i].scalar ? In(i) : array(i), ", ");
+  }
+  for (size_t j = 0; j < spec.outputs.size(); ++j) {
+    absl::StrAppend(&s, j > 0 ? ", " : "", out(j));
+  }
+  return s;
+}
+
+}  // namespace
+
+void AppendEwBody(const EwKernelSpec& spec, absl::string_view qualifiers, std::string& s) {
+  // The body as a function of the element values, so every layout shares one definition.
+  const bool named = spec.names.size() == spec.inputs.size() + spec.outputs.size();
+  absl::StrAppend(&s, qualifiers, " void pgk_body(");
+  for (size_t i = 0; i < spec.inputs.size(); ++i) {
+    absl::StrAppend(&s, "const ", EwTypeName(spec.inputs[i].storage), " ",
+                    named ? spec.names[i] : In(i), ", ");
+  }
+  for (size_t j = 0; j < spec.outputs.size(); ++j) {
+    absl::StrAppend(&s, j > 0 ? ", " : "", EwTypeName(spec.outputs[j]), "& ",
+                    named ? spec.names[spec.inputs.size() + j] : Out(j));
+  }
+  absl::StrAppend(&s, ") {\n  ", spec.body, "\n}\n\n");
+}
+
+namespace {
+
+void AppendContiguous(const EwKernelSpec& spec, std::string& s) {
+  absl::StrAppend(&s, "extern \"C\" __global__ void __launch_bounds__(", kEwBlock, ") ",
+                  kEwKernelName, "(long long n");
+  AppendParams(spec, "__restrict__ ", "", s);
   absl::StrAppend(&s, ") {\n");
   absl::StrAppend(&s, "  constexpr int V = ", spec.vec, ", U = ", spec.unroll, ";\n",
                   "  const long long nvec = n / V;\n",
@@ -48,8 +86,10 @@ void AppendContiguous(const EwKernelSpec& spec, std::string& s) {
     if (spec.inputs[i].scalar) continue;
     absl::StrAppend(&s, "    Vec<V, ", EwTypeName(spec.inputs[i].storage), "> ", In(i), "v[U];\n");
   }
-  absl::StrAppend(&s, "    Vec<V, ", out_t, "> o0v[U];\n", "#pragma unroll\n",
-                  "    for (int u = 0; u < U; ++u) {\n",
+  for (size_t j = 0; j < spec.outputs.size(); ++j) {
+    absl::StrAppend(&s, "    Vec<V, ", EwTypeName(spec.outputs[j]), "> ", Out(j), "v[U];\n");
+  }
+  absl::StrAppend(&s, "#pragma unroll\n", "    for (int u = 0; u < U; ++u) {\n",
                   "      const long long j = base + u * step;\n", "      if (j < nvec) {\n");
   for (size_t i = 0; i < spec.inputs.size(); ++i) {
     if (spec.inputs[i].scalar) continue;
@@ -57,63 +97,59 @@ void AppendContiguous(const EwKernelSpec& spec, std::string& s) {
                     EwTypeName(spec.inputs[i].storage), ">*>(", In(i), "p)[j];\n");
   }
   absl::StrAppend(&s, "      }\n    }\n", "#pragma unroll\n", "    for (int u = 0; u < U; ++u) {\n",
-                  "#pragma unroll\n", "      for (int k = 0; k < V; ++k) pgk_body(");
-  for (size_t i = 0; i < spec.inputs.size(); ++i) {
-    absl::StrAppend(&s, spec.inputs[i].scalar ? In(i) : absl::StrCat(In(i), "v[u].v[k]"), ", ");
+                  "#pragma unroll\n", "      for (int k = 0; k < V; ++k) pgk_body(",
+                  BodyArgs(
+                      spec, [](size_t i) { return absl::StrCat(In(i), "v[u].v[k]"); },
+                      [](size_t j) { return absl::StrCat(Out(j), "v[u].v[k]"); }),
+                  ");\n    }\n", "#pragma unroll\n", "    for (int u = 0; u < U; ++u) {\n",
+                  "      const long long j = base + u * step;\n", "      if (j < nvec) {\n");
+  for (size_t j = 0; j < spec.outputs.size(); ++j) {
+    absl::StrAppend(&s, "        reinterpret_cast<Vec<V, ", EwTypeName(spec.outputs[j]), ">*>(",
+                    Out(j), "p)[j] = ", Out(j), "v[u];\n");
   }
-  absl::StrAppend(&s, "o0v[u].v[k]);\n    }\n", "#pragma unroll\n",
-                  "    for (int u = 0; u < U; ++u) {\n",
-                  "      const long long j = base + u * step;\n",
-                  "      if (j < nvec) reinterpret_cast<Vec<V, ", out_t, ">*>(o0p)[j] = o0v[u];\n",
-                  "    }\n  }\n");
+  absl::StrAppend(&s, "      }\n    }\n  }\n");
   // The n % V tail.
-  absl::StrAppend(&s, "  for (long long e = nvec * V + t; e < n; e += step) {\n    ", out_t,
-                  " r;\n    pgk_body(");
-  for (size_t i = 0; i < spec.inputs.size(); ++i) {
-    absl::StrAppend(&s, spec.inputs[i].scalar ? In(i) : absl::StrCat(In(i), "p[e]"), ", ");
+  absl::StrAppend(&s, "  for (long long e = nvec * V + t; e < n; e += step) {\n");
+  for (size_t j = 0; j < spec.outputs.size(); ++j) {
+    absl::StrAppend(&s, "    ", EwTypeName(spec.outputs[j]), " r", j, ";\n");
   }
-  absl::StrAppend(&s, "r);\n    o0p[e] = r;\n  }\n}\n");
+  absl::StrAppend(&s, "    pgk_body(",
+                  BodyArgs(
+                      spec, [](size_t i) { return absl::StrCat(In(i), "p[e]"); },
+                      [](size_t j) { return absl::StrCat("r", j); }),
+                  ");\n");
+  for (size_t j = 0; j < spec.outputs.size(); ++j) {
+    absl::StrAppend(&s, "    ", Out(j), "p[e] = r", j, ";\n");
+  }
+  absl::StrAppend(&s, "  }\n}\n");
 }
 
 void AppendStrided(const EwKernelSpec& spec, std::string& s) {
-  const std::string out_t = EwTypeName(spec.output);
   const std::string dims = absl::StrCat("Dims<", spec.ndim, ">");
   const char* index = spec.index32 ? "int" : "long long";
   absl::StrAppend(&s, "extern \"C\" __global__ void __launch_bounds__(", kEwBlock, ") ",
-                  kEwKernelName, "(long long n, const ", dims, " shape, ", out_t, "* o0p, const ",
-                  dims, " o0s");
-  for (size_t i = 0; i < spec.inputs.size(); ++i) {
-    const char* t = EwTypeName(spec.inputs[i].storage);
-    if (spec.inputs[i].scalar) {
-      absl::StrAppend(&s, ", const ", t, " ", In(i));
-    } else {
-      absl::StrAppend(&s, ", const ", t, "* ", In(i), "p, const ", dims, " ", In(i), "s");
-    }
-  }
+                  kEwKernelName, "(long long n, const ", dims, " shape");
+  AppendParams(spec, "", dims, s);
   // U elements per thread and trip, all offsets and loads before any store: several (possibly
   // uncoalesced) loads in flight per thread.
+  std::string offsets;
+  ForEachIndexed(spec, [&](const std::string& a) {
+    absl::StrAppend(&offsets, offsets.empty() ? "" : ", ", a, "o[U]");
+  });
   absl::StrAppend(&s, ") {\n  typedef ", index, " I;\n  constexpr int U = ", spec.unroll, ";\n",
                   "  const long long step = (long long)gridDim.x * blockDim.x;\n",
                   "  for (long long base = (long long)blockIdx.x * blockDim.x + threadIdx.x; "
                   "base < n; base += step * U) {\n",
-                  "    I o0o[U]");
-  for (size_t i = 0; i < spec.inputs.size(); ++i) {
-    if (!spec.inputs[i].scalar) absl::StrAppend(&s, ", ", In(i), "o[U]");
-  }
-  absl::StrAppend(&s, ";\n#pragma unroll\n    for (int u = 0; u < U; ++u) {\n",
-                  "      I rem = (I)(base + u * step);\n      o0o[u] = 0;\n");
-  for (size_t i = 0; i < spec.inputs.size(); ++i) {
-    if (!spec.inputs[i].scalar) absl::StrAppend(&s, "      ", In(i), "o[u] = 0;\n");
-  }
+                  "    I ", offsets, ";\n#pragma unroll\n    for (int u = 0; u < U; ++u) {\n",
+                  "      I rem = (I)(base + u * step);\n");
+  ForEachIndexed(spec,
+                 [&](const std::string& a) { absl::StrAppend(&s, "      ", a, "o[u] = 0;\n"); });
   absl::StrAppend(&s, "#pragma unroll\n      for (int d = ", spec.ndim - 1,
                   "; d >= 0; --d) {\n        const I extent = (I)shape.v[d];\n",
-                  "        const I idx = rem % extent;\n        rem /= extent;\n",
-                  "        o0o[u] += idx * (I)o0s.v[d];\n");
-  for (size_t i = 0; i < spec.inputs.size(); ++i) {
-    if (!spec.inputs[i].scalar) {
-      absl::StrAppend(&s, "        ", In(i), "o[u] += idx * (I)", In(i), "s.v[d];\n");
-    }
-  }
+                  "        const I idx = rem % extent;\n        rem /= extent;\n");
+  ForEachIndexed(spec, [&](const std::string& a) {
+    absl::StrAppend(&s, "        ", a, "o[u] += idx * (I)", a, "s.v[d];\n");
+  });
   absl::StrAppend(&s, "      }\n    }\n");
   for (size_t i = 0; i < spec.inputs.size(); ++i) {
     if (spec.inputs[i].scalar) continue;
@@ -126,11 +162,11 @@ void AppendStrided(const EwKernelSpec& spec, std::string& s) {
     absl::StrAppend(&s, "        ", In(i), "v[u] = ", In(i), "p[", In(i), "o[u]];\n");
   }
   absl::StrAppend(&s, "      }\n    }\n#pragma unroll\n    for (int u = 0; u < U; ++u) {\n",
-                  "      if (base + u * step < n) pgk_body(");
-  for (size_t i = 0; i < spec.inputs.size(); ++i) {
-    absl::StrAppend(&s, spec.inputs[i].scalar ? In(i) : absl::StrCat(In(i), "v[u]"), ", ");
-  }
-  absl::StrAppend(&s, "o0p[o0o[u]]);\n    }\n  }\n}\n");
+                  "      if (base + u * step < n) pgk_body(",
+                  BodyArgs(
+                      spec, [](size_t i) { return absl::StrCat(In(i), "v[u]"); },
+                      [](size_t j) { return absl::StrCat(Out(j), "p[", Out(j), "o[u]]"); }),
+                  ");\n    }\n  }\n}\n");
 }
 
 }  // namespace
@@ -160,7 +196,7 @@ EwKernelSpec OpKernelSpec(ElementwiseOp op, absl::string_view name,
                           DType out, const EwLayout& layout) {
   EwKernelSpec spec;
   spec.name = absl::StrCat("ew_", name);
-  spec.output = out;
+  spec.outputs = {out};
   spec.contiguous = layout.contiguous;
   spec.vec = layout.vec;
   spec.ndim = layout.ndim;

@@ -34,15 +34,15 @@ struct EwInput {
   bool scalar = false;  // passed by value instead of as an array
 };
 
-/// A generated elementwise kernel: out[i] = body(inputs at i).
+/// A generated elementwise kernel: (out0[i], out1[i], ...) = body(inputs at i).
 struct EwKernelSpec {
-  /// Statements computing `o0` (the output, of the output dtype) from `i0`, `i1`, ... (the
-  /// inputs in their storage types). Names from pygpukit::kernels are visible unqualified.
+  /// Statements computing `o0`, `o1`, ... (the outputs, of their dtypes) from `i0`, `i1`, ...
+  /// (the inputs in their storage types). Names from pygpukit::kernels are visible unqualified.
   std::string body;
   std::vector<EwInput> inputs;
-  DType output = DType::Float32;
-  /// The body's names for the inputs, then the output (empty: i0, i1, ..., o0). User kernels
-  /// (gp.ElementwiseKernel) name their parameters.
+  std::vector<DType> outputs = {DType::Float32};  // one or more
+  /// The body's names for the inputs, then the outputs (empty: i0, i1, ..., o0, o1, ...). User
+  /// kernels (gp.ElementwiseKernel) name their parameters.
   std::vector<std::string> names;
   bool needs_complex = false;  // include ops/kernels/complex_math.h
   bool contiguous = true;
@@ -81,11 +81,12 @@ EwKernelSpec OpKernelSpec(ElementwiseOp op, absl::string_view name,
 /// The program the JIT compiles for `spec` (generated source, name, NVRTC options).
 JitSource ElementwiseProgram(const EwKernelSpec& spec);
 
-/// Appends `qualifiers void pgk_body(const T0 i0, ..., To& o0) { body }` (the spec's names).
+/// Appends `qualifiers void pgk_body(const T0 i0, ..., To0& o0, ...) { body }` (the spec's
+/// names).
 void AppendEwBody(const EwKernelSpec& spec, absl::string_view qualifiers, std::string& s);
 
 /// CUDA C++ source of the kernel `kEwKernelName`. Parameters, in order: `long long n`; for the
-/// strided layout `Dims<ndim> shape`; the output pointer (strided: then its `Dims<ndim>`
+/// strided layout `Dims<ndim> shape`; per output its pointer (strided: then its `Dims<ndim>`
 /// strides); per input its pointer (strided: then its strides) or its scalar value.
 std::string GenerateElementwiseSource(const EwKernelSpec& spec);
 

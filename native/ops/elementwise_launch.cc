@@ -2,6 +2,7 @@
 // between the output and the inputs, the CPU kernels, the CUDA JIT and its precompiled fallback.
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
@@ -19,6 +20,27 @@ std::pair<int64_t, int64_t> ByteRange(const GPUArray& a) {
     (span < 0 ? lo : hi) += span;
   }
   return {lo * a.itemsize(), (hi + 1) * a.itemsize()};
+}
+
+// Whether a and b may have a byte in common: their byte ranges intersect and their element
+// addresses are not kept apart by the strides' common divisor (interleaved views, such as
+// x[::2] and x[1::2], are disjoint).
+bool MayShareMemory(const GPUArray& a, const GPUArray& b) {
+  if (a.buffer() != b.buffer() || a.size() == 0 || b.size() == 0) return false;
+  const auto [a0, a1] = ByteRange(a);
+  const auto [b0, b1] = ByteRange(b);
+  if (a1 <= b0 || b1 <= a0) return false;
+  // Every difference of element addresses is (a's offset - b's offset) modulo g.
+  int64_t g = 0;
+  for (const GPUArray* x : {&a, &b}) {
+    for (int d = 0; d < x->ndim(); ++d) {
+      if (x->shape()[d] > 1) g = std::gcd(g, x->strides()[d] * x->itemsize());
+    }
+  }
+  if (g == 0) return true;  // two single elements whose bytes intersect
+  const int64_t r = (((a.offset() * a.itemsize() - b.offset() * b.itemsize()) % g) + g) % g;
+  // a's element starts r bytes (mod g) after b's: disjoint when neither reaches into the other.
+  return !(r >= b.itemsize() && g - r >= a.itemsize());
 }
 
 // Whether writing `out` element by element could change what `in` reads later: they share
@@ -178,7 +200,8 @@ absl::Status LaunchCuda(const EwLaunch& l, const GPUArray& out) {
 }  // namespace
 
 absl::Status LaunchUserElementwise(const UserEwLaunch& l, absl::Span<const GPUArray> inputs,
-                                   const GPUArray& out) {
+                                   absl::Span<const GPUArray> outs) {
+  const GPUArray& out = outs[0];
   if (out.size() == 0) return absl::OkStatus();
   Runtime& rt = Runtime::Get();
   if (!out.device().is_cpu()) {
@@ -188,28 +211,45 @@ absl::Status LaunchUserElementwise(const UserEwLaunch& l, absl::Span<const GPUAr
                                               jit.message(), ")"));
     }
   }
-  bool conflict = false;
-  absl::InlinedVector<const GPUArray*, 5> arrays;
+  // Outputs sharing memory would race (several threads writing one element).
+  for (size_t j = 0; j < outs.size(); ++j) {
+    for (size_t k = 0; k < j; ++k) {
+      if (MayShareMemory(outs[j], outs[k])) {
+        return ValueError(
+            absl::StrCat(l.spec.name, ": outputs ", k, " and ", j, " may share memory"));
+      }
+    }
+  }
+  // An output that overlaps an input other than element for element is computed into a
+  // temporary and copied afterwards.
+  absl::InlinedVector<GPUArray, 2> dsts(outs.begin(), outs.end());
+  absl::InlinedVector<bool, 2> temporary(outs.size(), false);
+  absl::InlinedVector<const GPUArray*, 6> arrays;
   for (const GPUArray& in : inputs) {
-    if (!in.valid()) continue;
-    conflict = conflict || Conflicts(out, in);
-    arrays.push_back(&in);
+    if (in.valid()) arrays.push_back(&in);
   }
-  GPUArray dst = out;
-  if (conflict) {
-    PGK_ASSIGN_OR_RETURN(dst, NewArray(out.shape(), out.dtype(), out.device(), l.spec.name));
+  for (size_t j = 0; j < outs.size(); ++j) {
+    for (const GPUArray& in : inputs) {
+      temporary[j] = temporary[j] || (in.valid() && Conflicts(outs[j], in));
+    }
+    if (temporary[j]) {
+      PGK_ASSIGN_OR_RETURN(dsts[j],
+                           NewArray(outs[j].shape(), outs[j].dtype(), out.device(), l.spec.name));
+    }
+    arrays.push_back(&dsts[j]);
   }
-  arrays.push_back(&dst);
   PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident(absl::MakeConstSpan(arrays)));
-  PGK_ASSIGN_OR_RETURN(hal::Stream * s, rt.stream(dst.device()));
-  if (dst.device().is_cpu()) {
+  PGK_ASSIGN_OR_RETURN(hal::Stream * s, rt.stream(out.device()));
+  if (out.device().is_cpu()) {
     KeepAlive keep;
     for (const GPUArray* a : arrays) keep.push_back(a->buffer());
-    PGK_RETURN_IF_ERROR(cpu_kernels::UserElementwise(*s, l, dst, inputs, std::move(keep)));
+    PGK_RETURN_IF_ERROR(cpu_kernels::UserElementwise(*s, l, dsts, inputs, std::move(keep)));
   } else {
-    PGK_RETURN_IF_ERROR(cuda_kernels::UserElementwiseJit(*s, l, dst, inputs));
+    PGK_RETURN_IF_ERROR(cuda_kernels::UserElementwiseJit(*s, l, dsts, inputs));
   }
-  if (conflict) return Assign(out, dst);
+  for (size_t j = 0; j < outs.size(); ++j) {
+    if (temporary[j]) PGK_RETURN_IF_ERROR(Assign(outs[j], dsts[j]));
+  }
   return absl::OkStatus();
 }
 

@@ -1,45 +1,119 @@
 // Fused elementwise expressions (gp.fuse): each node typed as Elementwise would type it, one
 // generated body that keeps every intermediate in its result dtype, run as a user kernel
 // (ops/kernel_launch.h: NVRTC on CUDA, the host compiler on the CPU).
+#include <algorithm>
+#include <optional>
+
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "ops/kernel_launch.h"
 #include "ops/ops.h"
 
 namespace pygpukit::ops {
+namespace {
 
-absl::StatusOr<GPUArray> RunFused(const FusedExpr& e, absl::Span<const EwOperand> inputs) {
+// The nodes `roots` depend on (live) and the inputs those read (used).
+struct Reach {
+  std::vector<bool> live, used;
+};
+Reach ReachOf(const FusedExpr& e, absl::Span<const int> roots) {
+  Reach r{std::vector<bool>(e.nodes.size(), false), std::vector<bool>(e.inputs, false)};
+  for (int o : roots) r.live[o] = true;
+  for (int k = static_cast<int>(e.nodes.size()) - 1; k >= 0; --k) {
+    if (!r.live[k]) continue;
+    for (const FusedArg& a : e.nodes[k].args) {
+      if (a.kind == FusedArg::Kind::kNode && a.index >= 0 && a.index < k) r.live[a.index] = true;
+      if (a.kind == FusedArg::Kind::kInput && a.index >= 0 && a.index < e.inputs) {
+        r.used[a.index] = true;
+      }
+    }
+  }
+  return r;
+}
+
+// The broadcast shape and the device of the used array inputs (no device: none is an array).
+struct Extent {
+  Shape shape;
+  std::optional<Device> device;
+};
+absl::StatusOr<Extent> ExtentOf(const FusedExpr& e, absl::Span<const EwOperand> inputs,
+                                const std::vector<bool>& used) {
+  Extent x;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const GPUArray* a = inputs[i].array;
+    if (a == nullptr || !used[i]) continue;
+    if (!x.device.has_value()) {
+      x.device = a->device();
+      x.shape.assign(a->shape().begin(), a->shape().end());
+      continue;
+    }
+    if (a->device() != *x.device) {
+      return ValueError(absl::StrCat(e.name, ": inputs on ", x.device->ToString(), " and ",
+                                     a->device().ToString()));
+    }
+    PGK_ASSIGN_OR_RETURN(x.shape, BroadcastShapes(x.shape, a->shape(), e.name));
+  }
+  return x;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<GPUArray>> RunFused(const FusedExpr& e,
+                                               absl::Span<const EwOperand> inputs) {
   if (static_cast<int>(inputs.size()) != e.inputs) {
     return TypeError(absl::StrCat(e.name, ": takes ", e.inputs, " inputs, got ", inputs.size()));
   }
   if (e.nodes.empty()) return ValueError(absl::StrCat(e.name, ": the expression has no operation"));
-  // The inputs the expression reads (an unused argument does not take part, as unfused).
-  std::vector<bool> used(inputs.size(), false);
-  for (const FusedNode& n : e.nodes) {
-    for (const FusedArg& a : n.args) {
-      if (a.kind == FusedArg::Kind::kInput && a.index >= 0 && a.index < e.inputs) {
-        used[a.index] = true;
+  const int nodes = static_cast<int>(e.nodes.size());
+  std::vector<int> outputs = e.outputs;
+  if (outputs.empty()) outputs.push_back(nodes - 1);
+  std::vector<bool> seen(nodes, false);
+  for (size_t j = 0; j < outputs.size(); ++j) {
+    const int o = outputs[j];
+    if (o < 0 || o >= nodes) {
+      return ValueError(absl::StrCat(e.name, ": output ", j, " is node ", o, " of ", nodes));
+    }
+    if (seen[o]) return ValueError(absl::StrCat(e.name, ": output ", j, " repeats node ", o));
+    seen[o] = true;
+  }
+  // Each output has the shape of the inputs it depends on, as unfused (an argument no result
+  // uses takes no part). Outputs of different shapes run as one kernel per shape.
+  if (outputs.size() > 1) {
+    std::vector<Shape> shapes;
+    for (int o : outputs) {
+      PGK_ASSIGN_OR_RETURN(Extent x, ExtentOf(e, inputs, ReachOf(e, {o}).used));
+      shapes.push_back(std::move(x.shape));
+    }
+    if (std::any_of(shapes.begin(), shapes.end(), [&](const Shape& s) { return s != shapes[0]; })) {
+      std::vector<GPUArray> results(outputs.size());
+      std::vector<bool> done(outputs.size(), false);
+      for (size_t j = 0; j < outputs.size(); ++j) {
+        if (done[j]) continue;
+        FusedExpr group = e;
+        group.outputs.clear();
+        std::vector<size_t> members;
+        for (size_t k = j; k < outputs.size(); ++k) {
+          if (!done[k] && shapes[k] == shapes[j]) {
+            group.outputs.push_back(outputs[k]);
+            members.push_back(k);
+            done[k] = true;
+          }
+        }
+        PGK_ASSIGN_OR_RETURN(std::vector<GPUArray> r, RunFused(group, inputs));
+        for (size_t m = 0; m < members.size(); ++m) results[members[m]] = std::move(r[m]);
       }
+      return results;
     }
   }
-  // The broadcast shape and device of the array inputs.
-  Shape shape;
-  std::optional<Device> device;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const EwOperand& in = inputs[i];
-    if (in.array == nullptr || !used[i]) continue;
-    if (!device.has_value()) {
-      device = in.array->device();
-      shape.assign(in.array->shape().begin(), in.array->shape().end());
-      continue;
-    }
-    if (in.array->device() != *device) {
-      return ValueError(absl::StrCat(e.name, ": inputs on ", device->ToString(), " and ",
-                                     in.array->device().ToString()));
-    }
-    PGK_ASSIGN_OR_RETURN(shape, BroadcastShapes(shape, in.array->shape(), e.name));
+  const Reach reach = ReachOf(e, outputs);
+  const std::vector<bool>& live = reach.live;
+  const std::vector<bool>& used = reach.used;
+  PGK_ASSIGN_OR_RETURN(Extent extent, ExtentOf(e, inputs, used));
+  if (!extent.device.has_value()) {
+    return TypeError(absl::StrCat(e.name, ": needs an array input"));
   }
-  if (!device.has_value()) return TypeError(absl::StrCat(e.name, ": needs an array input"));
+  const Shape& shape = extent.shape;
+  const Device* device = &*extent.device;
 
   // Kernel parameters: the array inputs (a0, ...), then one by-value scalar per use of a
   // Python scalar (s0, ...), encoded in the dtype its node converts it to.
@@ -58,10 +132,11 @@ absl::StatusOr<GPUArray> RunFused(const FusedExpr& e, absl::Span<const EwOperand
     l.scalar_dtypes.push_back(dt);
     l.scalars.push_back({});
   }
-  std::vector<DType> node_dtype;
+  std::vector<DType> node_dtype(e.nodes.size(), DType::Bool);
   std::string body;
   int scalars = 0;
   for (size_t k = 0; k < e.nodes.size(); ++k) {
+    if (!live[k]) continue;
     const FusedNode& n = e.nodes[k];
     if (n.op == ElementwiseOp::kClip) {
       // clip keeps x's dtype and clamps integer bounds (ops::Clip), which node typing does not.
@@ -117,17 +192,24 @@ absl::StatusOr<GPUArray> RunFused(const FusedExpr& e, absl::Span<const EwOperand
     const char* r = EwTypeName(t.result);
     absl::StrAppend(&body, "const ", r, " t", k, " = Cast<", r, ">(", EwFunctorName(n.op),
                     "::Apply(", args, "));\n  ");
-    node_dtype.push_back(t.result);
+    node_dtype[k] = t.result;
     l.spec.needs_complex = l.spec.needs_complex || IsComplex(t.result);
   }
-  const DType out_dt = node_dtype.back();
-  absl::StrAppend(&body, "pgk_out = t", e.nodes.size() - 1, ";");
+  l.spec.outputs.clear();
+  for (size_t j = 0; j < outputs.size(); ++j) {
+    const std::string name = absl::StrCat("pgk_out", j);
+    absl::StrAppend(&body, name, " = t", outputs[j], ";\n  ");
+    l.spec.outputs.push_back(node_dtype[outputs[j]]);
+    l.spec.names.push_back(name);
+  }
   l.spec.body = std::move(body);
-  l.spec.output = out_dt;
-  l.spec.names.push_back("pgk_out");
-  PGK_ASSIGN_OR_RETURN(GPUArray out, NewArray(shape, out_dt, *device, e.name));
-  PGK_RETURN_IF_ERROR(LaunchUserElementwise(l, views, out));
-  return out;
+  std::vector<GPUArray> results;
+  for (DType dt : l.spec.outputs) {
+    PGK_ASSIGN_OR_RETURN(GPUArray r, NewArray(shape, dt, *device, e.name));
+    results.push_back(std::move(r));
+  }
+  PGK_RETURN_IF_ERROR(LaunchUserElementwise(l, views, results));
+  return results;
 }
 
 }  // namespace pygpukit::ops

@@ -100,7 +100,7 @@ absl::Status EncodeScalar(const Scalar& s, DType dtype, unsigned char* out16,
   std::memset(out16, 0, 16);
   return VisitDType(dtype, [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
-    T v;
+    T v{};
     switch (s.kind) {
       case ScalarKind::Bool:
         v = kernels::Cast<T>(s.b);

@@ -118,10 +118,12 @@ struct UserEwLaunch {
   absl::InlinedVector<DType, 4> scalar_dtypes;  // per input (the dtype of a scalar input)
   absl::InlinedVector<std::array<unsigned char, 16>, 4> scalars;  // per input
 };
-/// out = the user kernel over `inputs` (arrays of out's shape, broadcast views allowed; invalid
-/// entries stand for the scalars). CPU: compiled by the host compiler; CUDA: by NVRTC.
+/// outs (one or more, of one shape) = the user kernel over `inputs` (arrays of that shape,
+/// broadcast views allowed; invalid entries stand for the scalars). An output overlapping an
+/// input other than element for element is computed through a temporary; outputs sharing memory
+/// are a ValueError. CPU: compiled by the host compiler; CUDA: by NVRTC.
 absl::Status LaunchUserElementwise(const UserEwLaunch& l, absl::Span<const GPUArray> inputs,
-                                   const GPUArray& out);
+                                   absl::Span<const GPUArray> outs);
 
 /// One reduction or scan, checked and typed by the op layer.
 struct ReduceLaunch {
@@ -169,7 +171,7 @@ absl::Status Arange(hal::Stream& s, DType dtype, const kernels::ArangeParams& p,
 absl::Status Elementwise(hal::Stream& s, const EwLaunch& l, const EwCpuArgs& args, KeepAlive keep);
 absl::Status Matmul(hal::Stream& s, const MatmulProblem& p, KeepAlive keep);
 /// The user kernel `l` through the host compiler (runtime/host_jit.h).
-absl::Status UserElementwise(hal::Stream& s, const UserEwLaunch& l, const GPUArray& out,
+absl::Status UserElementwise(hal::Stream& s, const UserEwLaunch& l, absl::Span<const GPUArray> outs,
                              absl::Span<const GPUArray> inputs, KeepAlive keep);
 /// The reduction `l` of p.in (already of dtype l.compute) into p.out (of dtype `out`).
 absl::Status Reduce(hal::Stream& s, const ReduceLaunch& l, DType out,
@@ -191,8 +193,8 @@ absl::Status Negative(hal::Stream& s, DType dtype, const kernels::ElementwisePar
 absl::Status ElementwiseJit(hal::Stream& s, const EwLaunch& l, const GPUArray& out,
                             absl::Span<const GPUArray> inputs);
 /// The user kernel `l` through NVRTC (the elementwise generator with the user's body).
-absl::Status UserElementwiseJit(hal::Stream& s, const UserEwLaunch& l, const GPUArray& out,
-                                absl::Span<const GPUArray> inputs);
+absl::Status UserElementwiseJit(hal::Stream& s, const UserEwLaunch& l,
+                                absl::Span<const GPUArray> outs, absl::Span<const GPUArray> inputs);
 /// The JIT reduction `l` of p.in (of dtype `in`) into p.out (of dtype `out`) on `device`
 /// (ops/reduce_codegen.h); allocates the slice workspace it needs from the pool.
 absl::Status ReduceJit(hal::Stream& s, const ReduceLaunch& l, DType in, DType out,

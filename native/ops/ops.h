@@ -133,24 +133,27 @@ struct UserParam {
   std::optional<DType> dtype;
   std::string type_var;
 };
-/// A user elementwise kernel: per element, C++ statements `body` set the output parameter from
+/// A user elementwise kernel: per element, C++ statements `body` set the output parameters from
 /// the input parameters (values of their dtypes' scalar types: bool, int32_t, float, double,
 /// pygpukit::float16 / bfloat16 / complex64 / complex128, ...).
 struct UserKernel {
   std::vector<UserParam> inputs;
-  UserParam output;
+  std::vector<UserParam> outputs;  // one or more
   std::string body;
   std::string name;
 };
-/// Parses "float32 x, T y" style parameter lists (one output) and checks the names.
+/// Parses "float32 x, T y" style parameter lists (at least one output) and checks the names.
 absl::StatusOr<UserKernel> DefineUserKernel(absl::string_view in_params,
                                             absl::string_view out_params, absl::string_view body,
                                             absl::string_view name);
 /// Runs `k`: arrays (exactly of their parameter's dtype) and Python scalars (converted to it)
-/// broadcast together; the result is new, or `out` (of the broadcast shape and the output
-/// parameter's dtype). CPU: compiled by the host C++ compiler; CUDA: by NVRTC.
-absl::StatusOr<GPUArray> RunUserKernel(const UserKernel& k, absl::Span<const EwOperand> inputs,
-                                       const GPUArray* out = nullptr);
+/// broadcast together; the outputs are new, or `outs` (one per output parameter, of the
+/// broadcast shape and the parameter's dtype, not sharing memory with each other; an output
+/// overlapping an input goes through a temporary). CPU: compiled by the host C++ compiler;
+/// CUDA: by NVRTC.
+absl::StatusOr<std::vector<GPUArray>> RunUserKernel(const UserKernel& k,
+                                                    absl::Span<const EwOperand> inputs,
+                                                    absl::Span<const GPUArray> outs = {});
 
 // ---- fused elementwise expressions (gp.fuse) ----
 /// An operand of a fused node: a kernel input, an earlier node's value, or a constant.
@@ -164,17 +167,20 @@ struct FusedNode {
   ElementwiseOp op;
   std::vector<FusedArg> args;
 };
-/// A chain (DAG) of elementwise functions over `inputs` kernel inputs; the last node is the
-/// result.
+/// A DAG of elementwise functions over `inputs` kernel inputs, with the nodes whose values are
+/// the results.
 struct FusedExpr {
   int inputs = 0;
   std::vector<FusedNode> nodes;
+  std::vector<int> outputs;  // node indices, distinct (empty: the last node)
   std::string name = "fused";
 };
 /// Evaluates `e` in one kernel: every node gets exactly the dtypes Elementwise would give it
-/// (intermediates are kept in their result dtypes), so the result has the bits of evaluating
-/// the nodes one by one. Inputs are arrays or Python scalars, broadcast together.
-absl::StatusOr<GPUArray> RunFused(const FusedExpr& e, absl::Span<const EwOperand> inputs);
+/// (intermediates are kept in their result dtypes), so each result has the bits of evaluating
+/// the nodes one by one. Inputs are arrays or Python scalars; those the results depend on
+/// broadcast together (nodes no result depends on are not evaluated). One array per output.
+absl::StatusOr<std::vector<GPUArray>> RunFused(const FusedExpr& e,
+                                               absl::Span<const EwOperand> inputs);
 
 // ---- reductions and scans (ops/reduce_table.h lists them) ----
 /// Arguments of a reduction beyond its input.

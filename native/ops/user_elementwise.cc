@@ -1,6 +1,7 @@
 // User elementwise kernels (gp.ElementwiseKernel): parameter lists, type placeholders bound from
 // the arguments, broadcasting, the output, and the launch (ops/kernel_launch.h).
 #include <map>
+#include <optional>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -59,15 +60,13 @@ absl::StatusOr<UserKernel> DefineUserKernel(absl::string_view in_params,
         absl::StrCat("ElementwiseKernel: the name must be a C identifier, got \"", name, "\""));
   }
   PGK_ASSIGN_OR_RETURN(k.inputs, ParseParams(in_params, k.name));
-  PGK_ASSIGN_OR_RETURN(std::vector<UserParam> outs, ParseParams(out_params, k.name));
-  if (outs.size() != 1) {
-    return NotImplementedError(
-        absl::StrCat(k.name, ": one output parameter is supported, got ", outs.size()));
+  PGK_ASSIGN_OR_RETURN(k.outputs, ParseParams(out_params, k.name));
+  if (k.outputs.empty()) {
+    return ValueError(absl::StrCat(k.name, ": at least one output parameter is needed"));
   }
-  k.output = outs[0];
   std::map<std::string, int> seen;
   for (const UserParam& p : k.inputs) seen[p.name]++;
-  seen[k.output.name]++;
+  for (const UserParam& p : k.outputs) seen[p.name]++;
   for (const auto& [n, count] : seen) {
     if (count > 1) return ValueError(absl::StrCat(k.name, ": parameter \"", n, "\" repeats"));
     if (absl::StartsWith(n, "pgk_")) {
@@ -79,13 +78,19 @@ absl::StatusOr<UserKernel> DefineUserKernel(absl::string_view in_params,
   return k;
 }
 
-absl::StatusOr<GPUArray> RunUserKernel(const UserKernel& k, absl::Span<const EwOperand> inputs,
-                                       const GPUArray* out) {
+absl::StatusOr<std::vector<GPUArray>> RunUserKernel(const UserKernel& k,
+                                                    absl::Span<const EwOperand> inputs,
+                                                    absl::Span<const GPUArray> outs) {
   if (inputs.size() != k.inputs.size()) {
     return TypeError(
         absl::StrCat(k.name, ": takes ", k.inputs.size(), " inputs, got ", inputs.size()));
   }
-  // Placeholders bind to the first array passed for them (then the output, then scalars).
+  if (!outs.empty() && outs.size() != k.outputs.size()) {
+    return TypeError(absl::StrCat(k.name, ": has ", k.outputs.size(), " outputs, got ", outs.size(),
+                                  " output arrays"));
+  }
+  // Placeholders bind to the first array passed for them (inputs, then outputs), then to the
+  // scalars' default dtypes.
   std::map<std::string, DType> bound;
   auto bind = [&](const UserParam& p, DType dt, absl::string_view what) -> absl::Status {
     const DType want = p.dtype.has_value() ? *p.dtype : bound.emplace(p.type_var, dt).first->second;
@@ -97,49 +102,52 @@ absl::StatusOr<GPUArray> RunUserKernel(const UserKernel& k, absl::Span<const EwO
     return absl::OkStatus();
   };
   Shape shape;
-  Device device;
-  bool any_array = false;
+  std::optional<Device> device;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const GPUArray* a = inputs[i].array;
     if (a == nullptr) continue;
     PGK_RETURN_IF_ERROR(bind(k.inputs[i], a->dtype(), "input"));
-    if (!any_array) {
+    if (!device.has_value()) {
       shape.assign(a->shape().begin(), a->shape().end());
       device = a->device();
-      any_array = true;
     } else {
-      if (a->device() != device) {
-        return ValueError(absl::StrCat(k.name, ": inputs on ", device.ToString(), " and ",
+      if (a->device() != *device) {
+        return ValueError(absl::StrCat(k.name, ": inputs on ", device->ToString(), " and ",
                                        a->device().ToString()));
       }
       PGK_ASSIGN_OR_RETURN(shape, BroadcastShapes(shape, a->shape(), k.name));
     }
   }
-  if (out != nullptr) {
-    PGK_RETURN_IF_ERROR(bind(k.output, out->dtype(), "output"));
-    if (!any_array) {
-      shape.assign(out->shape().begin(), out->shape().end());
-      device = out->device();
-    } else if (out->device() != device) {
-      return ValueError(absl::StrCat(k.name, ": out is on ", out->device().ToString(),
-                                     ", the inputs on ", device.ToString()));
+  const bool array_inputs = device.has_value();
+  for (size_t j = 0; j < outs.size(); ++j) {
+    const GPUArray& o = outs[j];
+    PGK_RETURN_IF_ERROR(bind(k.outputs[j], o.dtype(), "output"));
+    if (!device.has_value()) {
+      shape.assign(o.shape().begin(), o.shape().end());
+      device = o.device();
+    } else if (o.device() != *device) {
+      return ValueError(absl::StrCat(
+          k.name, ": output \"", k.outputs[j].name, "\" is on ", o.device().ToString(), ", ",
+          array_inputs ? "the inputs" : "another output", " on ", device->ToString()));
     }
-    for (int d = 0; d < out->ndim(); ++d) {
-      if (out->shape()[d] > 1 && out->strides()[d] == 0) {
-        return ValueError(absl::StrCat(k.name, ": out (shape ", ShapeToString(out->shape()),
+    for (int d = 0; d < o.ndim(); ++d) {
+      if (o.shape()[d] > 1 && o.strides()[d] == 0) {
+        return ValueError(absl::StrCat(k.name, ": output \"", k.outputs[j].name, "\" (shape ",
+                                       ShapeToString(o.shape()),
                                        ") is a broadcast view: several of its elements share "
                                        "memory"));
       }
     }
-    if (absl::Span<const int64_t>(out->shape()) != absl::Span<const int64_t>(shape)) {
-      return ValueError(absl::StrCat(k.name, ": out has shape ", ShapeToString(out->shape()),
-                                     ", the inputs broadcast to ", ShapeToString(shape)));
+    if (absl::Span<const int64_t>(o.shape()) != absl::Span<const int64_t>(shape)) {
+      return ValueError(absl::StrCat(
+          k.name, ": output \"", k.outputs[j].name, "\" has shape ", ShapeToString(o.shape()), ", ",
+          array_inputs ? "the inputs broadcast to " : "another output ", ShapeToString(shape)));
     }
-  } else if (!any_array) {
-    return TypeError(absl::StrCat(k.name, ": needs an array input or out="));
+  }
+  if (!device.has_value()) {
+    return TypeError(absl::StrCat(k.name, ": needs an array input or output arrays (out=)"));
   }
   UserEwLaunch l;
-  l.spec.body = k.body;
   l.spec.name = k.name;
   absl::InlinedVector<GPUArray, 4> views;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -165,16 +173,21 @@ absl::StatusOr<GPUArray> RunUserKernel(const UserKernel& k, absl::Span<const EwO
     l.scalars.push_back(bytes);
     views.push_back(std::move(view));
   }
-  DType out_dt;
-  if (k.output.dtype.has_value()) {
-    out_dt = *k.output.dtype;
-  } else if (auto it = bound.find(k.output.type_var); it != bound.end()) {
-    out_dt = it->second;
-  } else {
-    return TypeError(absl::StrCat(k.name, ": the output's type ", k.output.type_var,
-                                  " is not bound by an input; pass out="));
+  l.spec.outputs.clear();
+  for (const UserParam& p : k.outputs) {
+    DType dt;
+    if (p.dtype.has_value()) {
+      dt = *p.dtype;
+    } else if (auto it = bound.find(p.type_var); it != bound.end()) {
+      dt = it->second;
+    } else {
+      return TypeError(absl::StrCat(k.name, ": the type ", p.type_var, " of output \"", p.name,
+                                    "\" is not bound by an input; pass the outputs"));
+    }
+    l.spec.outputs.push_back(dt);
+    l.spec.names.push_back(p.name);
+    l.spec.needs_complex = l.spec.needs_complex || IsComplex(dt);
   }
-  l.spec.output = out_dt;
   // The placeholders as types the body can name (T(1), T x = ...).
   std::string typedefs;
   for (const auto& [var, dt] : bound)
@@ -182,16 +195,15 @@ absl::StatusOr<GPUArray> RunUserKernel(const UserKernel& k, absl::Span<const EwO
   l.spec.body = typedefs + k.body;
   // Bodies may use the complex types without a complex parameter.
   l.spec.needs_complex = l.spec.needs_complex || absl::StrContains(k.body, "omplex");
-  l.spec.names.push_back(k.output.name);
-  l.spec.needs_complex = l.spec.needs_complex || IsComplex(out_dt);
-  GPUArray result;
-  if (out != nullptr) {
-    result = *out;
-  } else {
-    PGK_ASSIGN_OR_RETURN(result, NewArray(shape, out_dt, device, k.name));
+  std::vector<GPUArray> results(outs.begin(), outs.end());
+  if (results.empty()) {
+    for (DType dt : l.spec.outputs) {
+      PGK_ASSIGN_OR_RETURN(GPUArray r, NewArray(shape, dt, *device, k.name));
+      results.push_back(std::move(r));
+    }
   }
-  PGK_RETURN_IF_ERROR(LaunchUserElementwise(l, views, result));
-  return result;
+  PGK_RETURN_IF_ERROR(LaunchUserElementwise(l, views, results));
+  return results;
 }
 
 }  // namespace pygpukit::ops

@@ -10,8 +10,9 @@ each; operations between Python scalars run in Python before the kernel, as they
 Each node then gets exactly the dtypes the unfused call would (promotion, weak Python scalars,
 intermediates kept in their result dtypes), so the fused result has the same bits as calling the
 operations one by one, from one kernel (NVRTC on CUDA, the host C++ compiler on the CPU) with no
-intermediate arrays. The function must return one array computed from its arguments; Python
-control flow on values and arrays not passed as arguments are not traced; clip is not fusable.
+intermediate arrays. The function returns an array computed from its arguments, or a tuple /
+list of them (one kernel writes them all); Python control flow on values and arrays not passed
+as arguments are not traced; clip is not fusable.
 """
 
 import functools
@@ -155,27 +156,47 @@ class _Traced:
         nargs = len(scalars)
         graph = _Graph(name, nargs)
         result = fn(*[_Var(graph, (_INPUT, i), scalar=s) for i, s in enumerate(scalars)])
-        if not isinstance(result, _Var) or result._graph is not graph:
-            raise TypeError(
-                f"{name}: a fused function must return one value computed from its arguments"
-            )
-        self.passthrough = None
+        # One value, or a tuple / list of them (returned as the same kind of sequence).
+        self.sequence = type(result) if isinstance(result, (tuple, list)) else None
+        values = list(result) if self.sequence is not None else [result]
+        if not values:
+            raise TypeError(f"{name}: a fused function must return at least one value")
+        # Per result: ("arg", i) returns argument i unchanged (as unfused: the same object), or
+        # ("out", j) the kernel's output j (one output per distinct node).
+        self.results = []
+        outputs = []
+        for v in values:
+            if not isinstance(v, _Var) or v._graph is not graph:
+                raise TypeError(
+                    f"{name}: a fused function must return values computed from its arguments "
+                    f"(got {type(v).__name__})"
+                )
+            kind, index = v._ref
+            if kind == _INPUT:
+                if index >= nargs:
+                    raise TypeError(f"{name}: a fused function must return arrays")
+                self.results.append(("arg", index))
+                continue
+            if index not in outputs:
+                outputs.append(index)
+            self.results.append(("out", outputs.index(index)))
         self.scalar_exprs = graph.scalar_exprs
-        if result._ref[0] == _INPUT:
-            if result._ref[1] >= nargs:
-                raise TypeError(f"{name}: a fused function must return an array")
-            self.passthrough = result._ref[1]  # returns an argument unchanged
-            return
-        nodes = graph.nodes[: result._ref[1] + 1]
-        self.expr = _core._FusedExpr(nargs + len(self.scalar_exprs), nodes, name)
+        self.expr = None
+        if outputs:
+            nodes = graph.nodes[: max(outputs) + 1]
+            self.expr = _core._FusedExpr(nargs + len(self.scalar_exprs), nodes, outputs, name)
 
     def __call__(self, args):
-        if self.passthrough is not None:
-            return args[self.passthrough]
-        values = list(args)
-        for op, refs in self.scalar_exprs:
-            values.append(op(*[values[r[1]] if r[0] == _INPUT else r[1] for r in refs]))
-        return self.expr(*values)
+        outs = ()
+        if self.expr is not None:
+            values = list(args)
+            for op, refs in self.scalar_exprs:
+                values.append(op(*[values[r[1]] if r[0] == _INPUT else r[1] for r in refs]))
+            outs = self.expr(*values)
+        results = [args[i] if kind == "arg" else outs[i] for kind, i in self.results]
+        if self.sequence is None:
+            return results[0]
+        return self.sequence(results)
 
 
 def fuse(fn=None, *, name=None):

@@ -4,6 +4,8 @@
 
 #include <pybind11/pybind11.h>
 
+#include <string>
+
 #include "absl/status/statusor.h"
 #include "pygpukit.h"
 
@@ -29,6 +31,11 @@ template <typename F>
 auto WithoutGil(F&& f) {
   pyb::gil_scoped_release release;
   return f();
+}
+
+/// The name of obj's Python type (for error messages).
+inline std::string TypeName(const pyb::handle& obj) {
+  return std::string(pyb::str(pyb::type::handle_of(obj).attr("__name__")));
 }
 
 /// Python-visible dtype object (gp.float32, ...).

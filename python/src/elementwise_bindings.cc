@@ -14,8 +14,8 @@ ops::EwOperand Operand(const pyb::handle& obj, absl::string_view op) {
   if (pyb::isinstance<GPUArray>(obj)) return ops::EwOperand(obj.cast<const GPUArray&>());
   if (IsScalar(obj)) return ops::EwOperand(ToScalar(obj));
   if (pyb::hasattr(obj, "_pgk_fuse_apply")) throw FuseTrace{};
-  RaiseStatus(TypeError(absl::StrCat(op, ": expected a GPUArray or a Python scalar, got ",
-                                     std::string(pyb::str(obj.get_type().attr("__name__"))))));
+  RaiseStatus(
+      TypeError(absl::StrCat(op, ": expected a GPUArray or a Python scalar, got ", TypeName(obj))));
 }
 
 namespace {

@@ -34,7 +34,7 @@ std::array<int64_t, 3> ToDims(const pyb::handle& obj, const char* what, const st
       Check(TypeError(absl::StrCat(op, ": ", what,
                                    " must be an int or a tuple of up to 3 ints, "
                                    "got ",
-                                   std::string(pyb::str(pyb::type::of(v).attr("__name__"))))));
+                                   TypeName(v))));
     }
     const pyb::int_ i = pyb::reinterpret_steal<pyb::int_>(PyNumber_Index(v.ptr()));
     const long long n = PyLong_AsLongLong(i.ptr());
@@ -123,15 +123,14 @@ ops::KernelArg ToArg(const pyb::handle& v, size_t i, const std::string& op) {
     const double c[2] = {PyComplex_RealAsDouble(v.ptr()), PyComplex_ImagAsDouble(v.ptr())};
     put(c);
   } else {
-    Check(TypeError(absl::StrCat(op, ": argument ", i, " of type ",
-                                 std::string(pyb::str(pyb::type::of(v).attr("__name__"))),
+    Check(TypeError(absl::StrCat(op, ": argument ", i, " of type ", TypeName(v),
                                  " is not a GPUArray or a scalar")));
   }
   return a;
 }
 
 // The operands of a user kernel call; a value traced by gp.fuse cannot be one.
-std::vector<ops::EwOperand> Operands(const pyb::args& args, const std::string& kernel) {
+std::vector<ops::EwOperand> Operands(const pyb::tuple& args, const std::string& kernel) {
   std::vector<ops::EwOperand> operands;
   try {
     for (const pyb::handle& a : args) operands.push_back(Operand(a, kernel));
@@ -201,8 +200,7 @@ np.float32(...). The launch goes on the arrays' device, on its current stream (o
               const pyb::object stream_type = pyb::module_::import("pygpukit._core").attr("Stream");
               if (!pyb::isinstance(stream, stream_type)) {
                 Check(TypeError(
-                    absl::StrCat(op, ": stream must be a gp.Stream, got ",
-                                 std::string(pyb::str(pyb::type::of(stream).attr("__name__"))))));
+                    absl::StrCat(op, ": stream must be a gp.Stream, got ", TypeName(stream))));
               }
               // The launch goes to the stream's device; arrays or `device` elsewhere are refused.
               const Device on = stream.attr("device").cast<Device>();
@@ -245,7 +243,10 @@ Parameter types are dtype names or placeholders (T, U, ...) bound to the dtype o
 array passed for them. Arrays must have their parameter's dtype exactly; Python scalars are
 converted to it. Values are the dtypes' scalar types (float, double, int32_t, bool,
 pygpukit::float16 / bfloat16, complex64 / complex128); names from pygpukit::kernels (Cast,
-AddOp, ...) and <cmath> are visible. One output parameter.)doc")
+AddOp, ...) and <cmath> are visible. Several output parameters give a tuple of outputs:
+
+    k = gp.ElementwiseKernel("T x", "T lo, T hi", "lo = x - 1; hi = x + 1;", "span")
+    lo, hi = k(x)          # or k(x, lo, hi), or k(x, out=(lo, hi)))doc")
       .def(pyb::init([](const std::string& in_params, const std::string& out_params,
                         const std::string& operation, const std::string& name) {
              return Unwrap(ops::DefineUserKernel(in_params, out_params, operation, name));
@@ -257,20 +258,59 @@ AddOp, ...) and <cmath> are visible. One output parameter.)doc")
       .def(
           "__call__",
           [](const ops::UserKernel& k, const pyb::args& args, const pyb::object& out) {
-            std::vector<ops::EwOperand> operands = Operands(args, k.name);
-            const GPUArray* o = out.is_none() ? nullptr : &AsArray(out, k.name);
+            // Outputs come positionally after the inputs (as in CuPy) or as out=.
+            const size_t nin = k.inputs.size(), nout = k.outputs.size();
+            if (args.size() != nin && args.size() != nin + nout) {
+              RaiseStatus(TypeError(absl::StrCat(
+                  k.name, ": takes ", nin, " inputs (and optionally its ", nout,
+                  nout == 1 ? " output" : " outputs", "), got ", args.size(), " arguments")));
+            }
+            pyb::tuple ins(nin);
+            for (size_t i = 0; i < nin; ++i) ins[i] = args[i];
+            std::vector<pyb::object> given;
+            for (size_t j = nin; j < args.size(); ++j) given.push_back(args[j]);
+            if (!out.is_none()) {
+              if (!given.empty()) {
+                RaiseStatus(TypeError(
+                    absl::StrCat(k.name, ": outputs given both as arguments and as out=")));
+              }
+              if (pyb::isinstance<pyb::tuple>(out) || pyb::isinstance<pyb::list>(out)) {
+                for (const pyb::handle& o : out)
+                  given.push_back(pyb::reinterpret_borrow<pyb::object>(o));
+              } else {
+                given.push_back(out);
+              }
+              if (given.size() != nout) {
+                RaiseStatus(TypeError(
+                    absl::StrCat(k.name, ": has ", nout, " outputs, out= gives ", given.size())));
+              }
+            }
+            std::vector<ops::EwOperand> operands = Operands(ins, k.name);
+            std::vector<GPUArray> outs;
+            for (const pyb::object& o : given) outs.push_back(AsArray(o, k.name));
             // The first call may run a compiler: other Python threads go on meanwhile.
-            return Unwrap(WithoutGil([&] { return ops::RunUserKernel(k, operands, o); }));
+            std::vector<GPUArray> r =
+                Unwrap(WithoutGil([&] { return ops::RunUserKernel(k, operands, outs); }));
+            // Given outputs come back as the same objects.
+            auto result = [&](size_t j) {
+              return given.empty() ? pyb::cast(std::move(r[j])) : given[j];
+            };
+            if (r.size() == 1) return result(0);
+            pyb::tuple t(r.size());
+            for (size_t j = 0; j < r.size(); ++j) t[j] = result(j);
+            return pyb::object(std::move(t));
           },
           pyb::kw_only(), pyb::arg("out") = pyb::none(),
-          "Runs the kernel on arrays / scalars (one per input parameter); returns the output.")
+          "Runs the kernel on arrays / scalars (one per input parameter, then optionally one "
+          "array per output parameter); returns the output, or a tuple of them.")
       .def("__repr__", [](const ops::UserKernel& k) {
         return absl::StrCat("ElementwiseKernel(name='", k.name, "')");
       });
 
   // gp.fuse's traced expressions (python/pygpukit/fusion.py builds the node list).
   pyb::class_<ops::FusedExpr>(m, "_FusedExpr")
-      .def(pyb::init([](int inputs, const pyb::list& nodes, const std::string& name) {
+      .def(pyb::init([](int inputs, const pyb::list& nodes, std::vector<int> outputs,
+                        const std::string& name) {
              static const auto* by_name = [] {
                auto* m = new std::map<std::string, ops::ElementwiseOp>;
 #define PGK_EW_NAME(E, n, F, arity, domain, result) (*m)[#n] = ops::ElementwiseOp::k##E;
@@ -280,6 +320,7 @@ AddOp, ...) and <cmath> are visible. One output parameter.)doc")
              }();
              ops::FusedExpr e;
              e.inputs = inputs;
+             e.outputs = std::move(outputs);
              e.name = name;
              for (const pyb::handle& node : nodes) {
                auto t = node.cast<pyb::tuple>();
@@ -305,7 +346,7 @@ AddOp, ...) and <cmath> are visible. One output parameter.)doc")
              }
              return e;
            }),
-           pyb::arg("inputs"), pyb::arg("nodes"), pyb::arg("name"))
+           pyb::arg("inputs"), pyb::arg("nodes"), pyb::arg("outputs"), pyb::arg("name"))
       .def("__call__", [](const ops::FusedExpr& e, const pyb::args& args) {
         std::vector<ops::EwOperand> operands = Operands(args, e.name);
         return Unwrap(WithoutGil([&] { return ops::RunFused(e, operands); }));

@@ -18,10 +18,6 @@ bool IsInt(const pyb::handle& obj) {
          (pyb::isinstance<pyb::int_>(obj) || pyb::hasattr(obj, "__index__"));
 }
 
-std::string TypeName(const pyb::handle& obj) {
-  return std::string(pyb::str(obj.get_type().attr("__name__")));
-}
-
 // None -> all axes; an int; a tuple or list of ints.
 std::optional<std::vector<int64_t>> ToAxes(const pyb::handle& obj, absl::string_view op) {
   if (obj.is_none()) return std::nullopt;

@@ -63,12 +63,34 @@ TEST(ElementwiseCodegen, StridedSourceIndexesEachOperand) {
 TEST(ElementwiseCodegen, UserKernelsNameTheirParameters) {
   EwKernelSpec spec;
   spec.inputs = {{DType::Int32, false}};
-  spec.output = DType::Int32;
+  spec.outputs = {DType::Int32};
   spec.names = {"a", "b"};
   spec.body = "b = a + 1;";
   const std::string src = GenerateElementwiseSource(spec);
   EXPECT_TRUE(absl::StrContains(src, "void pgk_body(const int32_t a, int32_t& b) {\n  b = a + 1;"))
       << src;
+}
+
+TEST(ElementwiseCodegen, SeveralOutputsAreParametersAfterTheFirst) {
+  EwKernelSpec spec;
+  spec.inputs = {{DType::Float32, false}, {DType::Int8, true}};
+  spec.outputs = {DType::Float32, DType::Bool};
+  spec.body = "o0 = i0 * i1; o1 = i0 > 0;";
+  spec.vec = 4;
+  std::string src = GenerateElementwiseSource(spec);
+  EXPECT_TRUE(absl::StrContains(src, "float& o0, bool& o1)")) << src;
+  EXPECT_TRUE(absl::StrContains(
+      src, "(long long n, float* __restrict__ o0p, bool* __restrict__ o1p, const float* "
+           "__restrict__ i0p, const int8_t i1)"))
+      << src;
+  EXPECT_TRUE(absl::StrContains(src, "reinterpret_cast<Vec<V, bool>*>(o1p)[j] = o1v[u];")) << src;
+  EXPECT_TRUE(absl::StrContains(src, "o1p[e] = r1;")) << src;
+  spec.contiguous = false;
+  spec.ndim = 2;
+  src = GenerateElementwiseSource(spec);
+  EXPECT_TRUE(absl::StrContains(src, "bool* o1p, const Dims<2> o1s, const float* i0p")) << src;
+  EXPECT_TRUE(absl::StrContains(src, "o1o[u] += idx * (I)o1s.v[d];")) << src;
+  EXPECT_TRUE(absl::StrContains(src, "o0p[o0o[u]], o1p[o1o[u]]);")) << src;
 }
 
 TEST(ElementwiseCodegen, ComplexOperandsIncludeComplexMath) {
@@ -152,7 +174,7 @@ TEST(ElementwiseCodegen, EveryTableFunctionCompilesUnderNvrtc) {
   EwKernelSpec user;
   user.name = "axpb";
   user.inputs = {{DType::Float32, false}, {DType::Float64, true}};
-  user.output = DType::Float64;
+  user.outputs = {DType::Float64};
   user.names = {"x", "y", "z"};
   user.body = "typedef double T; z = x * y + T(1);";
   user.vec = 2;
@@ -160,6 +182,13 @@ TEST(ElementwiseCodegen, EveryTableFunctionCompilesUnderNvrtc) {
   user.contiguous = false;
   user.ndim = 2;
   cases.push_back({"user kernel strided", user});
+  // Two outputs of different dtypes (gp.fuse / several output parameters).
+  user.outputs = {DType::Float64, DType::Int16};
+  user.names = {"x", "y", "z", "w"};
+  user.body = "z = x * y; w = (int16_t)x;";
+  cases.push_back({"two outputs strided", user});
+  user.contiguous = true;
+  cases.push_back({"two outputs", user});
 
   std::atomic<size_t> next{0};
   std::vector<std::string> failures(cases.size());

@@ -66,6 +66,32 @@ def test_returning_an_argument_and_strided_inputs(rng):
     same_bits(f(view, 2.0), view * 2.0 + 1)
 
 
+def test_several_outputs(rng):
+    def f(x, y):
+        t = x * y
+        s = gp.sin(t)
+        return s, t > 0, x, t, s
+
+    fused = gp.fuse(f)
+    for dx, dy in [("float32", "bfloat16"), ("int16", "float64")]:
+        x = arr(rand(rng, (6, 5), dx, small=True))
+        y = arr(rand(rng, (5,), dy, small=True))
+        got, want = fused(x, y), f(x, y)
+        assert isinstance(got, tuple) and len(got) == 5
+        for g, w in zip(got, want):
+            same_bits(g, w)
+        assert got[2] is x and got[0] is got[4]  # an argument as is; a repeated value once
+    # A list stays a list; outputs of different shapes (from different arguments) keep them.
+    g = gp.fuse(lambda a, b: [a + 1, b * 2, a - b])
+    a = arr(rand(rng, (3,), "float32"))
+    b = arr(rand(rng, (2, 3), "float32"))
+    got = g(a, b)
+    assert isinstance(got, list)
+    for x, w in zip(got, [a + 1, b * 2, a - b]):
+        same_bits(x, w)
+    assert got[0].shape == (3,) and got[1].shape == (2, 3)
+
+
 def test_functions_bound_before_tracing_are_traced(rng):
     from pygpukit import exp, where
 
@@ -80,13 +106,15 @@ def test_errors(rng):
     other = arr(rand(rng, (3,), "float32"))
     with pytest.raises(TypeError, match="take their arrays as arguments"):
         gp.fuse(lambda a: a + other)(x)
-    with pytest.raises(TypeError, match="must return one value"):
-        gp.fuse(lambda a: (a + 1, a - 1))(x)
+    with pytest.raises(TypeError, match="must return values computed from its arguments"):
+        gp.fuse(lambda a: (a + 1, other))(x)
+    with pytest.raises(TypeError, match="at least one value"):
+        gp.fuse(lambda a: ())(x)
     with pytest.raises(TypeError, match="bitwise_and: float32 operands are not supported"):
         gp.fuse(lambda a: a & a)(x)
     with pytest.raises(NotImplementedError, match="clip cannot be fused"):
         gp.fuse(lambda a: gp.clip(a, 0, 1))(x)
-    with pytest.raises(TypeError, match="must return an array"):
+    with pytest.raises(TypeError, match="must return arrays"):
         gp.fuse(lambda a: a + 1)(1.0)
 
 

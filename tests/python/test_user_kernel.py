@@ -89,8 +89,8 @@ def test_definition_errors():
         gp.ElementwiseKernel("float32 x", "float32 x", "x = x;")
     with pytest.raises(ValueError, match="reserved"):
         gp.ElementwiseKernel("float32 pgk_x", "float32 y", "y = pgk_x;")
-    with pytest.raises(NotImplementedError, match="one output parameter"):
-        gp.ElementwiseKernel("float32 x", "float32 y, float32 w", "y = w = x;")
+    with pytest.raises(ValueError, match="at least one output parameter"):
+        gp.ElementwiseKernel("float32 x", "", "x;")
     with pytest.raises(ValueError, match="C identifier"):
         gp.ElementwiseKernel("float32 x", "float32 y", "y = x;", "bad name")
 
@@ -99,18 +99,78 @@ def test_call_errors(rng):
     x = arr(rand(rng, (3,), "float32"))
     with pytest.raises(TypeError, match='axpb: input "x" is float64, the kernel wants float32'):
         AXPB(arr(np.ones(3)), x)
-    with pytest.raises(TypeError, match="takes 2 inputs, got 1"):
+    with pytest.raises(TypeError, match=r"takes 2 inputs \(and optionally its 1 output\), got 1"):
         AXPB(x)
-    with pytest.raises(ValueError, match=r"axpb: out has shape \(4,\)"):
+    with pytest.raises(ValueError, match=r'axpb: output "z" has shape \(4,\)'):
         AXPB(x, x, out=gp.empty((4,), dtype=gp.float32))
     with pytest.raises(TypeError, match='output "z" is int32, the kernel wants float32'):
         AXPB(x, x, out=gp.empty((3,), dtype=gp.int32))
     free = gp.ElementwiseKernel("float32 x", "U y", "y = x;", "free")
-    with pytest.raises(TypeError, match="the output's type U is not bound"):
+    with pytest.raises(TypeError, match='the type U of output "y" is not bound'):
         free(x)
     check_equal(free(x, out=gp.zeros((3,), dtype=gp.float64)), host(x).astype(np.float64))
     with pytest.raises(TypeError, match="expected a GPUArray or a Python scalar"):
         AXPB(x, "2")
+
+
+SPLIT = gp.ElementwiseKernel(
+    "T x, float32 s",
+    "T lo, T hi, bool neg",
+    "lo = x - T(s); hi = x + T(s); neg = x < T(0);",
+    "split",
+)
+
+
+def test_several_outputs(rng):
+    x = rand(rng, (5, 7), "float64")
+    lo, hi, neg = SPLIT(arr(x), 0.5)
+    check_equal(lo, x - 0.5)
+    check_equal(hi, x + 0.5)
+    check_equal(neg, x < 0)
+    assert neg.dtype == gp.bool
+    # Outputs positionally after the inputs (as in CuPy), or as out=; strided and broadcast.
+    big = gp.zeros((5, 14), dtype=gp.float64)
+    o = [big[:, ::2], big[:, 1::2], gp.empty((5, 7), dtype=gp.bool)]
+    r = SPLIT(arr(x[:, ::-1]), 2.0, *o)
+    assert all(a is b for a, b in zip(r, o))
+    check_equal(o[0], x[:, ::-1] - 2)
+    check_equal(o[1], x[:, ::-1] + 2)
+    row = rand(rng, (7,), "float64")
+    SPLIT(gp.broadcast_to(arr(row), (5, 7)), 1.0, out=tuple(o))
+    check_equal(o[2], np.broadcast_to(row < 0, (5, 7)))
+    # An output overlapping an input other than element for element goes through a temporary.
+    y = rand(rng, (9,), "float64")
+    g = arr(y.copy())
+    SPLIT(g[1:], 1.0, g[:-1], gp.empty((8,), dtype=gp.float64), gp.empty((8,), dtype=gp.bool))
+    expect = y.copy()
+    expect[:-1] = y[1:] - 1
+    check_equal(g, expect)
+    # Only outputs: their shape, every placeholder bound by them.
+    fill = gp.ElementwiseKernel("", "T a, int32 b", "a = T(7); b = 3;", "fill2")
+    a, b = fill(out=(gp.empty((2, 3), dtype=gp.float16), gp.empty((2, 3), dtype=gp.int32)))
+    check_equal(a, np.full((2, 3), 7, np.float16))
+    check_equal(b, np.full((2, 3), 3, np.int32))
+
+
+def test_several_outputs_errors(rng):
+    x = arr(rand(rng, (4,), "float32"))
+    f = gp.empty((4,), dtype=gp.float32)
+    b = gp.empty((4,), dtype=gp.bool)
+    with pytest.raises(TypeError, match=r"takes 2 inputs \(and optionally its 3 outputs\), got 4"):
+        SPLIT(x, 1.0, f, f)
+    with pytest.raises(TypeError, match="has 3 outputs, out= gives 2"):
+        SPLIT(x, 1.0, out=(f, f))
+    with pytest.raises(TypeError, match="both as arguments and as out="):
+        SPLIT(x, 1.0, f, gp.empty_like(f), b, out=(f, f, b))
+    with pytest.raises(ValueError, match="split: outputs 0 and 1 may share memory"):
+        SPLIT(x, 1.0, f, f, b)
+    g = gp.empty((8,), dtype=gp.float32)
+    with pytest.raises(ValueError, match="outputs 0 and 1 may share memory"):
+        SPLIT(x, 1.0, g[:4], g[2:6], b)
+    with pytest.raises(TypeError, match='output "neg" is float32, the kernel wants bool'):
+        SPLIT(x, 1.0, f, gp.empty_like(f), gp.empty_like(f))
+    with pytest.raises(ValueError, match='output "hi" has shape \\(5,\\)'):
+        SPLIT(x, 1.0, f, gp.empty((5,), dtype=gp.float32), b)
 
 
 def test_compile_errors_carry_the_log(rng):

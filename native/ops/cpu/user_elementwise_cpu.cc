@@ -15,7 +15,7 @@ namespace {
 
 constexpr int64_t kGrain = 1 << 15;
 
-// pgk_host(begin, end, ndim, shape, ptrs, strides): operands are the inputs then the output;
+// pgk_host(begin, end, ndim, shape, ptrs, strides): operands are the inputs then the outputs;
 // strides are [operand][kKernelMaxDims] elements (0 for scalars, whose pointer is their bytes).
 using HostFn = void (*)(long long, long long, int, const long long*, void* const*,
                         const long long*);
@@ -25,7 +25,8 @@ std::string HostSource(const EwKernelSpec& spec) {
   if (spec.needs_complex) absl::StrAppend(&s, "#include \"ops/kernels/complex_math.h\"\n");
   absl::StrAppend(&s, "using namespace ::pygpukit;\nusing namespace ::pygpukit::kernels;\n\n");
   AppendEwBody(spec, "static inline", s);
-  const size_t nops = spec.inputs.size() + 1;
+  const size_t nin = spec.inputs.size();
+  const size_t nops = nin + spec.outputs.size();
   absl::StrAppend(&s, "extern \"C\" void pgk_host(long long begin, long long end, int ndim, ",
                   "const long long* shape, void* const* ptrs, const long long* strides) {\n",
                   "  constexpr int N = ", nops, ", D = ", kernels::kKernelMaxDims, ";\n",
@@ -34,12 +35,13 @@ std::string HostSource(const EwKernelSpec& spec) {
                   "    rem /= shape[d];\n    for (int k = 0; k < N; ++k) off[k] += idx[d] * "
                   "strides[k * D + d];\n",
                   "  }\n  for (long long i = begin; i < end; ++i) {\n    pgk_body(");
-  for (size_t k = 0; k < spec.inputs.size(); ++k) {
-    absl::StrAppend(&s, "static_cast<const ", EwTypeName(spec.inputs[k].storage), "*>(ptrs[", k,
-                    "])[off[", k, "]], ");
+  for (size_t k = 0; k < nops; ++k) {
+    const bool in = k < nin;
+    absl::StrAppend(&s, k > 0 ? ", " : "", "static_cast<", in ? "const " : "",
+                    EwTypeName(in ? spec.inputs[k].storage : spec.outputs[k - nin]), "*>(ptrs[", k,
+                    "])[off[", k, "]]");
   }
-  absl::StrAppend(&s, "static_cast<", EwTypeName(spec.output), "*>(ptrs[", nops - 1, "])[off[",
-                  nops - 1, "]]);\n", "    for (int d = ndim - 1; d >= 0; --d) {\n",
+  absl::StrAppend(&s, ");\n", "    for (int d = ndim - 1; d >= 0; --d) {\n",
                   "      for (int k = 0; k < N; ++k) off[k] += strides[k * D + d];\n",
                   "      if (++idx[d] < shape[d]) break;\n",
                   "      for (int k = 0; k < N; ++k) off[k] -= shape[d] * strides[k * D + d];\n",
@@ -49,7 +51,7 @@ std::string HostSource(const EwKernelSpec& spec) {
 
 }  // namespace
 
-absl::Status UserElementwise(hal::Stream& s, const UserEwLaunch& l, const GPUArray& out,
+absl::Status UserElementwise(hal::Stream& s, const UserEwLaunch& l, absl::Span<const GPUArray> outs,
                              absl::Span<const GPUArray> inputs, KeepAlive keep) {
   absl::StatusOr<void*> sym = HostJitSymbol(HostSource(l.spec), "pgk_host");
   if (!sym.ok()) {
@@ -57,12 +59,12 @@ absl::Status UserElementwise(hal::Stream& s, const UserEwLaunch& l, const GPUArr
                         absl::StrCat(l.spec.name, ": ", sym.status().message()));
   }
   const auto fn = reinterpret_cast<HostFn>(*sym);
-  absl::InlinedVector<absl::Span<const int64_t>, 5> strides;
+  absl::InlinedVector<absl::Span<const int64_t>, 6> strides;
   for (const GPUArray& a : inputs) {
     if (a.valid()) strides.push_back(a.strides());
   }
-  strides.push_back(out.strides());
-  CoalescedLayout layout = Coalesce(out.shape(), strides);
+  for (const GPUArray& o : outs) strides.push_back(o.strides());
+  CoalescedLayout layout = Coalesce(outs[0].shape(), strides);
   if (layout.shape.size() > static_cast<size_t>(kernels::kKernelMaxDims)) {
     return NotImplementedError(absl::StrCat(l.spec.name, ": operand layout has ",
                                             layout.shape.size(), " non-mergeable dimensions"));
@@ -79,13 +81,13 @@ absl::Status UserElementwise(hal::Stream& s, const UserEwLaunch& l, const GPUArr
   task->ndim = static_cast<int>(layout.shape.size());
   std::copy(layout.shape.begin(), layout.shape.end(), task->shape);
   task->launch = l;
-  const size_t nops = inputs.size() + 1;
+  const size_t nops = inputs.size() + outs.size();
   task->strides.assign(nops * kernels::kKernelMaxDims, 0);
   task->ptrs.resize(nops);
   size_t k = 0;
   for (size_t i = 0; i < nops; ++i) {
-    const bool is_out = i + 1 == nops;
-    const GPUArray* a = is_out ? &out : &inputs[i];
+    const bool is_out = i >= inputs.size();
+    const GPUArray* a = is_out ? &outs[i - inputs.size()] : &inputs[i];
     if (!is_out && !a->valid()) {
       task->ptrs[i] = task->launch.scalars[i].data();
       continue;
@@ -95,7 +97,7 @@ absl::Status UserElementwise(hal::Stream& s, const UserEwLaunch& l, const GPUArr
               task->strides.begin() + i * kernels::kKernelMaxDims);
     ++k;
   }
-  const int64_t n = out.size();
+  const int64_t n = outs[0].size();
   return Runtime::Get().dispatcher().LaunchHost(
       s, l.spec.name, [task, fn, n, keep = std::move(keep)] {
         cpu::ParallelFor(n, kGrain, [&](int64_t b, int64_t e) {

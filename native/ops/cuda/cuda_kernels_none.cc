@@ -30,7 +30,7 @@ absl::Status ReduceJit(hal::Stream&, const ReduceLaunch&, DType, DType, kernels:
 absl::Status ScanJit(hal::Stream&, const ReduceLaunch&, DType, DType, kernels::ScanParams, Device) {
   return NoCuda();
 }
-absl::Status UserElementwiseJit(hal::Stream&, const UserEwLaunch&, const GPUArray&,
+absl::Status UserElementwiseJit(hal::Stream&, const UserEwLaunch&, absl::Span<const GPUArray>,
                                 absl::Span<const GPUArray>) {
   return NoCuda();
 }

@@ -48,10 +48,12 @@ const Tuning& Knobs() {
 
 // Everything the generated source depends on, as a short byte string: the kernel's own part
 // (`head`), the operands' storage dtypes and the layout.
-std::string KeyOf(absl::string_view head, DType out, absl::Span<const GPUArray> inputs,
-                  absl::Span<const DType> scalar_dtypes, const EwLayout& layout, int device) {
+std::string KeyOf(absl::string_view head, absl::Span<const GPUArray> outs,
+                  absl::Span<const GPUArray> inputs, absl::Span<const DType> scalar_dtypes,
+                  const EwLayout& layout, int device) {
   std::string k(head);
-  k.push_back(static_cast<char>(out));
+  for (const GPUArray& o : outs) k.push_back(static_cast<char>(o.dtype()));
+  k.push_back(static_cast<char>(0x7f));  // the outputs' end
   k.push_back(static_cast<char>(device));
   k.push_back(static_cast<char>(layout.contiguous ? layout.vec : 32 + layout.ndim));
   k.push_back(static_cast<char>((layout.index32 ? 1 : 0) | layout.unroll << 1));
@@ -95,10 +97,17 @@ struct EwJitKernel {
   absl::Span<const unsigned char* const> scalars;
 };
 
-absl::Status LaunchEwJit(hal::Stream& s, const EwJitKernel& kernel, const GPUArray& out,
+// Launches `kernel` writing `outs` (one or more, of one shape) from `inputs` (broadcast to it;
+// invalid entries stand for the scalars).
+absl::Status LaunchEwJit(hal::Stream& s, const EwJitKernel& kernel, absl::Span<const GPUArray> outs,
                          absl::Span<const GPUArray> inputs) {
-  absl::InlinedVector<const GPUArray*, 4> arrays = {&out};
-  absl::InlinedVector<absl::Span<const int64_t>, 4> strides = {out.strides()};
+  const GPUArray& out = outs[0];
+  absl::InlinedVector<const GPUArray*, 4> arrays;
+  absl::InlinedVector<absl::Span<const int64_t>, 4> strides;
+  for (const GPUArray& o : outs) {
+    arrays.push_back(&o);
+    strides.push_back(o.strides());
+  }
   for (const GPUArray& a : inputs) {
     if (!a.valid()) continue;
     arrays.push_back(&a);
@@ -148,7 +157,7 @@ absl::Status LaunchEwJit(hal::Stream& s, const EwJitKernel& kernel, const GPUArr
   }
   layout.unroll = layout.contiguous ? Knobs().unroll_contiguous : Knobs().unroll_strided;
   const std::string key =
-      KeyOf(kernel.head, out.dtype(), inputs, kernel.scalar_dtypes, layout, out.device().index);
+      KeyOf(kernel.head, outs, inputs, kernel.scalar_dtypes, layout, out.device().index);
   PGK_ASSIGN_OR_RETURN(Entry e, Cache().Get(key, [&]() -> absl::StatusOr<Entry> {
     Runtime& rt = Runtime::Get();
     const JitSource src = ElementwiseProgram(kernel.spec(layout));
@@ -162,22 +171,24 @@ absl::Status LaunchEwJit(hal::Stream& s, const EwJitKernel& kernel, const GPUArr
 
   // Parameters in the generated signature's order (elementwise_codegen.h).
   long long n_param = n;
-  void* out_ptr = out.data();
   absl::InlinedVector<void*, 12> params = {&n_param};
   if (!layout.contiguous) params.push_back(const_cast<int64_t*>(coalesced.shape.data()));
-  params.push_back(&out_ptr);
-  if (!layout.contiguous) params.push_back(const_cast<int64_t*>(coalesced.strides[0].data()));
-  absl::InlinedVector<void*, 3> ptrs(inputs.size());
-  size_t k = 1;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i].valid()) {
-      params.push_back(const_cast<unsigned char*>(kernel.scalars[i]));
-      continue;
-    }
-    ptrs[i] = inputs[i].data();
-    params.push_back(&ptrs[i]);
+  // Pointers by address: one slot per array operand (`arrays` order: outputs, then inputs).
+  absl::InlinedVector<void*, 6> ptrs(arrays.size());
+  size_t k = 0;
+  auto push_array = [&](const GPUArray& a) {
+    ptrs[k] = a.data();
+    params.push_back(&ptrs[k]);
     if (!layout.contiguous) params.push_back(const_cast<int64_t*>(coalesced.strides[k].data()));
     ++k;
+  };
+  for (const GPUArray& o : outs) push_array(o);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].valid()) {
+      push_array(inputs[i]);
+    } else {
+      params.push_back(const_cast<unsigned char*>(kernel.scalars[i]));
+    }
   }
   const int64_t per_thread = layout.unroll * (layout.contiguous ? layout.vec : 1);
   const int64_t units = std::max<int64_t>(1, n / per_thread + (n % per_thread != 0));
@@ -204,10 +215,11 @@ absl::Status ElementwiseJit(hal::Stream& s, const EwLaunch& l, const GPUArray& o
   // A named lambda: the FunctionRef in `kernel` refers to it.
   auto spec = [&](const EwLayout& layout) { return SpecOf(l, out.dtype(), inputs, layout); };
   EwJitKernel kernel{l.name, std::move(head), spec, scalar_dtypes, scalars};
-  return LaunchEwJit(s, kernel, out, inputs);
+  return LaunchEwJit(s, kernel, absl::MakeConstSpan(&out, 1), inputs);
 }
 
-absl::Status UserElementwiseJit(hal::Stream& s, const UserEwLaunch& l, const GPUArray& out,
+absl::Status UserElementwiseJit(hal::Stream& s, const UserEwLaunch& l,
+                                absl::Span<const GPUArray> outs,
                                 absl::Span<const GPUArray> inputs) {
   // The body and names are part of the key (user kernels are few; the source is hashed once
   // per call).
@@ -225,7 +237,7 @@ absl::Status UserElementwiseJit(hal::Stream& s, const UserEwLaunch& l, const GPU
     return k;
   };
   EwJitKernel kernel{l.spec.name, std::move(head), spec, l.scalar_dtypes, scalars};
-  return LaunchEwJit(s, kernel, out, inputs);
+  return LaunchEwJit(s, kernel, outs, inputs);
 }
 
 }  // namespace pygpukit::ops::cuda_kernels
