@@ -76,7 +76,7 @@ void AppendContiguous(const EwKernelSpec& spec, std::string& s) {
                   kEwKernelName, "(long long n");
   AppendParams(spec, "__restrict__ ", "", s);
   absl::StrAppend(&s, ") {\n");
-  absl::StrAppend(&s, "  constexpr int V = ", spec.vec, ", U = ", spec.unroll, ";\n",
+  absl::StrAppend(&s, "  constexpr int V = ", spec.layout.vec, ", U = ", spec.layout.unroll, ";\n",
                   "  const long long nvec = n / V;\n",
                   "  const long long step = (long long)gridDim.x * blockDim.x;\n",
                   "  const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n",
@@ -125,8 +125,8 @@ void AppendContiguous(const EwKernelSpec& spec, std::string& s) {
 }
 
 void AppendStrided(const EwKernelSpec& spec, std::string& s) {
-  const std::string dims = absl::StrCat("Dims<", spec.ndim, ">");
-  const char* index = spec.index32 ? "int" : "long long";
+  const std::string dims = absl::StrCat("Dims<", spec.layout.ndim, ">");
+  const char* index = spec.layout.index32 ? "int" : "long long";
   absl::StrAppend(&s, "extern \"C\" __global__ void __launch_bounds__(", kEwBlock, ") ",
                   kEwKernelName, "(long long n, const ", dims, " shape");
   AppendParams(spec, "", dims, s);
@@ -136,15 +136,15 @@ void AppendStrided(const EwKernelSpec& spec, std::string& s) {
   ForEachIndexed(spec, [&](const std::string& a) {
     absl::StrAppend(&offsets, offsets.empty() ? "" : ", ", a, "o[U]");
   });
-  absl::StrAppend(&s, ") {\n  typedef ", index, " I;\n  constexpr int U = ", spec.unroll, ";\n",
-                  "  const long long step = (long long)gridDim.x * blockDim.x;\n",
+  absl::StrAppend(&s, ") {\n  typedef ", index, " I;\n  constexpr int U = ", spec.layout.unroll,
+                  ";\n", "  const long long step = (long long)gridDim.x * blockDim.x;\n",
                   "  for (long long base = (long long)blockIdx.x * blockDim.x + threadIdx.x; "
                   "base < n; base += step * U) {\n",
                   "    I ", offsets, ";\n#pragma unroll\n    for (int u = 0; u < U; ++u) {\n",
                   "      I rem = (I)(base + u * step);\n");
   ForEachIndexed(spec,
                  [&](const std::string& a) { absl::StrAppend(&s, "      ", a, "o[u] = 0;\n"); });
-  absl::StrAppend(&s, "#pragma unroll\n      for (int d = ", spec.ndim - 1,
+  absl::StrAppend(&s, "#pragma unroll\n      for (int d = ", spec.layout.ndim - 1,
                   "; d >= 0; --d) {\n        const I extent = (I)shape.v[d];\n",
                   "        const I idx = rem % extent;\n        rem /= extent;\n");
   ForEachIndexed(spec, [&](const std::string& a) {
@@ -197,11 +197,7 @@ EwKernelSpec OpKernelSpec(ElementwiseOp op, absl::string_view name,
   EwKernelSpec spec;
   spec.name = absl::StrCat("ew_", name);
   spec.outputs = {out};
-  spec.contiguous = layout.contiguous;
-  spec.vec = layout.vec;
-  spec.ndim = layout.ndim;
-  spec.index32 = layout.index32;
-  spec.unroll = layout.unroll;
+  spec.layout = layout;
   spec.needs_complex = IsComplex(out);
   std::string args;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -212,6 +208,17 @@ EwKernelSpec OpKernelSpec(ElementwiseOp op, absl::string_view name,
   }
   spec.body =
       absl::StrCat("o0 = Cast<", EwTypeName(out), ">(", EwFunctorName(op), "::Apply(", args, "));");
+  return spec;
+}
+
+EwKernelSpec CastKernelSpec(DType in, DType out, const EwLayout& layout) {
+  EwKernelSpec spec;
+  spec.name = "ew_astype";
+  spec.inputs = {EwInput{in, false}};
+  spec.outputs = {out};
+  spec.layout = layout;
+  spec.needs_complex = IsComplex(in) || IsComplex(out);
+  spec.body = absl::StrCat("o0 = Cast<", EwTypeName(out), ">(i0);");
   return spec;
 }
 
@@ -228,7 +235,7 @@ std::string GenerateElementwiseSource(const EwKernelSpec& spec) {
   if (spec.needs_complex) absl::StrAppend(&s, "#include \"ops/kernels/complex_math.h\"\n");
   absl::StrAppend(&s, "using namespace ::pygpukit;\nusing namespace ::pygpukit::kernels;\n\n");
   AppendEwBody(spec, "__device__ __forceinline__", s);
-  if (spec.contiguous) {
+  if (spec.layout.contiguous) {
     AppendContiguous(spec, s);
   } else {
     AppendStrided(spec, s);

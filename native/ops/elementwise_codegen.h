@@ -28,6 +28,15 @@ inline constexpr int kEwUnroll = 4;
 /// Threads per block of every generated elementwise kernel.
 inline constexpr int kEwBlock = 256;
 
+/// How a generated kernel walks its operands (see the layouts above).
+struct EwLayout {
+  bool contiguous = true;
+  int vec = 1;             // contiguous: elements per access (1, 2, 4, 8 or 16)
+  int ndim = 1;            // strided: dimensions (1 .. kernels::kKernelMaxDims)
+  bool index32 = false;    // strided: 32-bit index arithmetic
+  int unroll = kEwUnroll;  // vectors (contiguous) or elements (strided) per thread and loop trip
+};
+
 /// One input of a generated kernel.
 struct EwInput {
   DType storage;        // the dtype it is read as (for scalars: the dtype its bytes encode)
@@ -45,11 +54,7 @@ struct EwKernelSpec {
   /// kernels (gp.ElementwiseKernel) name their parameters.
   std::vector<std::string> names;
   bool needs_complex = false;  // include ops/kernels/complex_math.h
-  bool contiguous = true;
-  int vec = 1;             // contiguous: elements per access (1, 2, 4, 8 or 16)
-  int ndim = 1;            // strided: dimensions (1 .. kernels::kKernelMaxDims)
-  bool index32 = false;    // strided: 32-bit index arithmetic
-  int unroll = kEwUnroll;  // vectors (contiguous) or elements (strided) per thread and loop trip
+  EwLayout layout;
   /// Program name (NVRTC reports errors as "<name>.cu(line)").
   std::string name = "elementwise";
 };
@@ -63,20 +68,14 @@ const char* EwTypeName(DType dt);
 /// The functor of table function `op` in ops/kernels/math_ops.h ("AddOp", ...).
 const char* EwFunctorName(ElementwiseOp op);
 
-/// The layout part of a spec (EwKernelSpec's fields of the same names).
-struct EwLayout {
-  bool contiguous = true;
-  int vec = 1;
-  int ndim = 1;
-  bool index32 = false;
-  int unroll = kEwUnroll;
-};
-
 /// The kernel of table function `op`: input i is read as inputs[i] and converted to compute[i]
 /// (Cast), the functor applied, and its result converted to `out`.
 EwKernelSpec OpKernelSpec(ElementwiseOp op, absl::string_view name,
                           absl::Span<const EwInput> inputs, absl::Span<const DType> compute,
                           DType out, const EwLayout& layout);
+
+/// The kernel of a conversion (astype, copies, assignments): out = Cast<out>(in).
+EwKernelSpec CastKernelSpec(DType in, DType out, const EwLayout& layout);
 
 /// The program the JIT compiles for `spec` (generated source, name, NVRTC options).
 JitSource ElementwiseProgram(const EwKernelSpec& spec);

@@ -150,6 +150,10 @@ absl::Status LaunchCopy(const GPUArray& src, const GPUArray& dst) {
                                    dst.device().ToString()));
   }
   PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&src, &dst}));
+  if (!dst.device().is_cpu() && Runtime::Get().jit().Available().ok()) {
+    PGK_ASSIGN_OR_RETURN(hal::Stream * s, StreamOf(dst));
+    return cuda_kernels::CopyJit(*s, src, dst);
+  }
   ElementwiseParams p;
   PGK_RETURN_IF_ERROR(BuildParams(dst, &src, nullptr, p, "copy"));
   p.a_dtype = static_cast<int32_t>(src.dtype());

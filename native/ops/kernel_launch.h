@@ -78,7 +78,8 @@ struct EwCpuArgs {
 using KeepAlive = std::vector<std::shared_ptr<Buffer>>;
 
 // ---- routing by device (kernel_launch.cc) ----
-/// dst = cast(src) elementwise; shapes equal (src may carry broadcast strides).
+/// dst = cast(src) elementwise; shapes equal (src may carry broadcast strides). CUDA: a JIT
+/// kernel per dtype pair and layout, or the precompiled copy kernels without NVRTC.
 absl::Status LaunchCopy(const GPUArray& src, const GPUArray& dst);
 /// Every element of dst = `value` (already encoded in dst's dtype, itemsize bytes).
 absl::Status LaunchFill(const GPUArray& dst, const unsigned char* value);
@@ -192,6 +193,9 @@ absl::Status Negative(hal::Stream& s, DType dtype, const kernels::ElementwisePar
 /// out's shape; null for scalars), converted in the kernel; the result stored as out's dtype.
 absl::Status ElementwiseJit(hal::Stream& s, const EwLaunch& l, const GPUArray& out,
                             absl::Span<const GPUArray> inputs);
+/// dst = src converted to dst's dtype (shapes equal; src may have broadcast strides) through a
+/// JIT kernel (16-byte accesses on dense operands).
+absl::Status CopyJit(hal::Stream& s, const GPUArray& src, const GPUArray& dst);
 /// The user kernel `l` through NVRTC (the elementwise generator with the user's body).
 absl::Status UserElementwiseJit(hal::Stream& s, const UserEwLaunch& l,
                                 absl::Span<const GPUArray> outs, absl::Span<const GPUArray> inputs);

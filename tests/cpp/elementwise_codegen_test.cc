@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
@@ -76,21 +77,30 @@ TEST(ElementwiseCodegen, SeveralOutputsAreParametersAfterTheFirst) {
   spec.inputs = {{DType::Float32, false}, {DType::Int8, true}};
   spec.outputs = {DType::Float32, DType::Bool};
   spec.body = "o0 = i0 * i1; o1 = i0 > 0;";
-  spec.vec = 4;
+  spec.layout.vec = 4;
   std::string src = GenerateElementwiseSource(spec);
   EXPECT_TRUE(absl::StrContains(src, "float& o0, bool& o1)")) << src;
   EXPECT_TRUE(absl::StrContains(
-      src, "(long long n, float* __restrict__ o0p, bool* __restrict__ o1p, const float* "
-           "__restrict__ i0p, const int8_t i1)"))
+      src,
+      "(long long n, float* __restrict__ o0p, bool* __restrict__ o1p, const float* "
+      "__restrict__ i0p, const int8_t i1)"))
       << src;
   EXPECT_TRUE(absl::StrContains(src, "reinterpret_cast<Vec<V, bool>*>(o1p)[j] = o1v[u];")) << src;
   EXPECT_TRUE(absl::StrContains(src, "o1p[e] = r1;")) << src;
-  spec.contiguous = false;
-  spec.ndim = 2;
+  spec.layout.contiguous = false;
+  spec.layout.ndim = 2;
   src = GenerateElementwiseSource(spec);
   EXPECT_TRUE(absl::StrContains(src, "bool* o1p, const Dims<2> o1s, const float* i0p")) << src;
   EXPECT_TRUE(absl::StrContains(src, "o1o[u] += idx * (I)o1s.v[d];")) << src;
   EXPECT_TRUE(absl::StrContains(src, "o0p[o0o[u]], o1p[o1o[u]]);")) << src;
+}
+
+TEST(ElementwiseCodegen, CastsConvertTheInput) {
+  const EwKernelSpec spec = CastKernelSpec(DType::Float64, DType::BFloat16, EwLayout{});
+  const std::string src = GenerateElementwiseSource(spec);
+  EXPECT_TRUE(absl::StrContains(src, "o0 = Cast<::pygpukit::bfloat16>(i0);")) << src;
+  EXPECT_FALSE(spec.needs_complex);
+  EXPECT_TRUE(CastKernelSpec(DType::Complex64, DType::Float32, EwLayout{}).needs_complex);
 }
 
 TEST(ElementwiseCodegen, ComplexOperandsIncludeComplexMath) {
@@ -177,17 +187,29 @@ TEST(ElementwiseCodegen, EveryTableFunctionCompilesUnderNvrtc) {
   user.outputs = {DType::Float64};
   user.names = {"x", "y", "z"};
   user.body = "typedef double T; z = x * y + T(1);";
-  user.vec = 2;
+  user.layout.vec = 2;
   cases.push_back({"user kernel", user});
-  user.contiguous = false;
-  user.ndim = 2;
+  user.layout.contiguous = false;
+  user.layout.ndim = 2;
   cases.push_back({"user kernel strided", user});
+  // Conversions (astype): across kinds, to and from the 16-bit and complex types.
+  const std::pair<DType, DType> casts[] = {
+      {DType::Bool, DType::Float16},     {DType::Complex128, DType::BFloat16},
+      {DType::UInt64, DType::Complex64}, {DType::Float32, DType::Int8},
+      {DType::BFloat16, DType::Float16}, {DType::Float64, DType::Bool},
+      {DType::Int16, DType::UInt32}};
+  for (const auto& [from, to] : casts) {
+    EwLayout layout;
+    layout.vec = static_cast<int>(16 / std::max(ItemSize(from), ItemSize(to)));
+    cases.push_back({absl::StrCat("astype ", DTypeName(from), " -> ", DTypeName(to)),
+                     CastKernelSpec(from, to, layout)});
+  }
   // Two outputs of different dtypes (gp.fuse / several output parameters).
   user.outputs = {DType::Float64, DType::Int16};
   user.names = {"x", "y", "z", "w"};
   user.body = "z = x * y; w = (int16_t)x;";
   cases.push_back({"two outputs strided", user});
-  user.contiguous = true;
+  user.layout.contiguous = true;
   cases.push_back({"two outputs", user});
 
   std::atomic<size_t> next{0};

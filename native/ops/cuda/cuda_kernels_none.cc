@@ -30,6 +30,7 @@ absl::Status ReduceJit(hal::Stream&, const ReduceLaunch&, DType, DType, kernels:
 absl::Status ScanJit(hal::Stream&, const ReduceLaunch&, DType, DType, kernels::ScanParams, Device) {
   return NoCuda();
 }
+absl::Status CopyJit(hal::Stream&, const GPUArray&, const GPUArray&) { return NoCuda(); }
 absl::Status UserElementwiseJit(hal::Stream&, const UserEwLaunch&, absl::Span<const GPUArray>,
                                 absl::Span<const GPUArray>) {
   return NoCuda();

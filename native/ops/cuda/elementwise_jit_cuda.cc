@@ -218,6 +218,16 @@ absl::Status ElementwiseJit(hal::Stream& s, const EwLaunch& l, const GPUArray& o
   return LaunchEwJit(s, kernel, absl::MakeConstSpan(&out, 1), inputs);
 }
 
+absl::Status CopyJit(hal::Stream& s, const GPUArray& src, const GPUArray& dst) {
+  auto spec = [&](const EwLayout& layout) {
+    return CastKernelSpec(src.dtype(), dst.dtype(), layout);
+  };
+  const DType dtypes[] = {src.dtype()};
+  const unsigned char* const no_scalars[] = {nullptr};
+  EwJitKernel kernel{"astype", "cast", spec, dtypes, no_scalars};
+  return LaunchEwJit(s, kernel, absl::MakeConstSpan(&dst, 1), absl::MakeConstSpan(&src, 1));
+}
+
 absl::Status UserElementwiseJit(hal::Stream& s, const UserEwLaunch& l,
                                 absl::Span<const GPUArray> outs,
                                 absl::Span<const GPUArray> inputs) {
@@ -229,11 +239,7 @@ absl::Status UserElementwiseJit(hal::Stream& s, const UserEwLaunch& l,
   for (const auto& b : l.scalars) scalars.push_back(b.data());
   auto spec = [&](const EwLayout& layout) {
     EwKernelSpec k = l.spec;
-    k.contiguous = layout.contiguous;
-    k.vec = layout.vec;
-    k.ndim = layout.ndim;
-    k.index32 = layout.index32;
-    k.unroll = layout.unroll;
+    k.layout = layout;
     return k;
   };
   EwJitKernel kernel{l.spec.name, std::move(head), spec, l.scalar_dtypes, scalars};
