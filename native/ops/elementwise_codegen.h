@@ -77,6 +77,9 @@ EwKernelSpec OpKernelSpec(ElementwiseOp op, absl::string_view name,
 /// The kernel of a conversion (astype, copies, assignments): out = Cast<out>(in).
 EwKernelSpec CastKernelSpec(DType in, DType out, const EwLayout& layout);
 
+/// Everything `spec`'s source depends on but its layout, as a byte string (a cache key part).
+std::string EwSpecKey(const EwKernelSpec& spec);
+
 /// The program the JIT compiles for `spec` (generated source, name, NVRTC options).
 JitSource ElementwiseProgram(const EwKernelSpec& spec);
 

@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -67,6 +68,7 @@ class HostJit {
   absl::Status Clear(bool disk) {
     std::lock_guard<std::mutex> lock(mu_);
     handles_.clear();
+    symbols_.clear();
     std::string dir = dir_;
     dir_.clear();  // chosen again (from the environment) on the next use
     if (!disk) return absl::OkStatus();
@@ -92,9 +94,13 @@ class HostJit {
     return absl::OkStatus();
   }
 
-  absl::StatusOr<void*> Symbol(const std::string& source, absl::string_view symbol) {
+  absl::StatusOr<void*> Symbol(absl::string_view name, absl::FunctionRef<std::string()> make,
+                               absl::string_view symbol) {
     std::lock_guard<std::mutex> lock(mu_);
     const std::string compiler = Compiler();
+    const std::string memo = absl::StrCat(compiler, "\x01", symbol, "\x01", name);
+    if (auto it = symbols_.find(memo); it != symbols_.end()) return it->second;
+    const std::string source = make();
     const std::string key = absl::StrFormat("%016x", JitHash(absl::StrCat(compiler, "\n", source)));
     void*& handle = handles_[key];
     if (handle == nullptr) {
@@ -110,6 +116,7 @@ class HostJit {
     if (fn == nullptr) {
       return ValueError(absl::StrCat("host jit: the compiled source defines no '", symbol, "'"));
     }
+    symbols_.emplace(memo, fn);
     return fn;
   }
 
@@ -204,6 +211,8 @@ class HostJit {
   std::string dir_;
   HostJitInfo stats_;
   std::map<std::string, void*> handles_;  // by source key; never unloaded
+  // Symbols by compiler, symbol and caller key: repeated calls skip generating and hashing.
+  absl::flat_hash_map<std::string, void*> symbols_;
 };
 
 HostJit& Jit() {
@@ -213,8 +222,9 @@ HostJit& Jit() {
 
 }  // namespace
 
-absl::StatusOr<void*> HostJitSymbol(const std::string& source, absl::string_view symbol) {
-  return Jit().Symbol(source, symbol);
+absl::StatusOr<void*> HostJitSymbol(absl::string_view key, absl::FunctionRef<std::string()> source,
+                                    absl::string_view symbol) {
+  return Jit().Symbol(key, source, symbol);
 }
 
 HostJitInfo HostJitStats() { return Jit().Stats(); }

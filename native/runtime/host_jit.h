@@ -6,17 +6,21 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
 namespace pygpukit {
 
-/// The address of `symbol` (extern "C") in `source` compiled with $CXX (else c++) as C++17, -O2,
-/// with the JIT's embedded headers on the include path. Compiled once per source and compiler:
-/// the shared object is cached in memory and under the cache directory (PYGPUKIT_CACHE_DIR).
+/// The address of `symbol` (extern "C") in the source `source()` returns, compiled with $CXX
+/// (else c++) as C++17, -O2, with the JIT's embedded headers on the include path. `key` names the
+/// source (everything it depends on): a key seen before with the same compiler returns the
+/// symbol without generating the source again. Compiled once per source and compiler: the
+/// shared object is cached in memory and under the cache directory (PYGPUKIT_CACHE_DIR).
 /// NotImplementedError when no compiler runs; a compile error is a RuntimeError carrying the
 /// compiler's output. Thread-safe.
-absl::StatusOr<void*> HostJitSymbol(const std::string& source, absl::string_view symbol);
+absl::StatusOr<void*> HostJitSymbol(absl::string_view key, absl::FunctionRef<std::string()> source,
+                                    absl::string_view symbol);
 
 /// Counters of the host-compiler JIT (gp.jit.cache_info()'s host_* entries).
 struct HostJitInfo {

@@ -53,7 +53,8 @@ std::string HostSource(const EwKernelSpec& spec) {
 
 absl::Status UserElementwise(hal::Stream& s, const UserEwLaunch& l, absl::Span<const GPUArray> outs,
                              absl::Span<const GPUArray> inputs, KeepAlive keep) {
-  absl::StatusOr<void*> sym = HostJitSymbol(HostSource(l.spec), "pgk_host");
+  absl::StatusOr<void*> sym = HostJitSymbol(
+      EwSpecKey(l.spec), [&] { return HostSource(l.spec); }, "pgk_host");
   if (!sym.ok()) {
     return absl::Status(sym.status().code(),
                         absl::StrCat(l.spec.name, ": ", sym.status().message()));

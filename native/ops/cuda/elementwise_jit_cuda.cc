@@ -231,10 +231,8 @@ absl::Status CopyJit(hal::Stream& s, const GPUArray& src, const GPUArray& dst) {
 absl::Status UserElementwiseJit(hal::Stream& s, const UserEwLaunch& l,
                                 absl::Span<const GPUArray> outs,
                                 absl::Span<const GPUArray> inputs) {
-  // The body and names are part of the key (user kernels are few; the source is hashed once
-  // per call).
-  std::string head = absl::StrCat("user\x01", l.spec.name, "\x01", l.spec.body);
-  for (const std::string& n : l.spec.names) absl::StrAppend(&head, "\x01", n);
+  // The body, names and dtypes are part of the key (the spec is described once per call).
+  std::string head = absl::StrCat("user\x01", EwSpecKey(l.spec));
   absl::InlinedVector<const unsigned char*, 4> scalars;
   for (const auto& b : l.scalars) scalars.push_back(b.data());
   auto spec = [&](const EwLayout& layout) {
