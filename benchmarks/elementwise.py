@@ -1,9 +1,11 @@
 """Elementwise benchmarks: memory bandwidth of the JIT elementwise kernels on large arrays and the
 per-call Python overhead on tiny ones, with torch and CuPy measured in the same process.
 
-Bandwidth cases (n elements, default 2^28): copy, add, mul, exp, sin for float32 and bfloat16
-(CuPy has no bfloat16), plus add with a transposed operand (strided) and with a row vector
-(broadcast). GB/s counts the bytes each op must read and write once (a broadcast operand once).
+Bandwidth cases (n elements, default 2^28): copy, astype (float32 -> float16, bfloat16 ->
+float32), add, mul, exp, sin for float32 and bfloat16 (CuPy has no bfloat16), plus add with a
+transposed operand (strided), with a row vector (broadcast) and with a column vector
+(broadcast-column). GB/s counts the bytes each op must read and write once (a broadcast operand
+once).
 Each library is timed with its own CUDA events around `--iters` back-to-back calls after warm-up;
 the median of `--reps` such runs is reported. Inputs are random.
 
@@ -33,14 +35,20 @@ def ew_fn(lib, op):
     if lib.name == "ours":
         return {
             "copy": lambda a: a.copy(),
+            "astype": lambda a: a.astype(gp.float16 if a.dtype == gp.float32 else gp.float32),
             "add": lambda a, b: a + b,
             "mul": lambda a, b: a * b,
             "exp": gp.exp,
             "sin": gp.sin,
         }[op]
     m = lib.m
+    if lib.name == "torch":
+        astype = lambda a: a.to(m.float16 if a.dtype == m.float32 else m.float32)  # noqa: E731
+    else:
+        astype = lambda a: a.astype(m.float16)  # noqa: E731
     return {
         "copy": (lambda a: a.clone()) if lib.name == "torch" else (lambda a: a.copy()),
+        "astype": astype,
         "add": lambda a, b: a + b,
         "mul": lambda a, b: a * b,
         "exp": m.exp,
@@ -88,13 +96,17 @@ def bandwidth(lib, op, layout, dtype, n, iters, reps, rng):
         a = lib.array(host_data(rng, elems, "a"), dtype).reshape(side, side)
         if layout == "strided":
             b = lib.array(host_data(rng, elems, "b"), dtype).reshape(side, side).T
-        else:
+        elif layout == "broadcast":
             b = lib.array(host_data(rng, side, "row"), dtype)
+        else:
+            b = lib.array(host_data(rng, side, "row"), dtype).reshape(side, 1)
     f = ew_fn(lib, op)
-    arity = 1 if op in ("copy", "exp", "sin") else 2
+    arity = 1 if op in ("copy", "astype", "exp", "sin") else 2
     call = (lambda: f(a)) if arity == 1 else (lambda: f(a, b))
     bytes_moved = elems * itemsize * (arity + 1)
-    if layout == "broadcast":
+    if op == "astype":
+        bytes_moved = elems * 6  # 4 + 2 bytes per element either way
+    if layout.startswith("broadcast"):
         bytes_moved = elems * itemsize * 2 + side * itemsize
     for _ in range(3):
         call()
@@ -146,8 +158,8 @@ def main():
     n = 1 << args.log2n
 
     rows = []
-    cases = [(op, "contiguous") for op in ("copy", "add", "mul", "exp", "sin")]
-    cases += [("add", "strided"), ("add", "broadcast")]
+    cases = [(op, "contiguous") for op in ("copy", "astype", "add", "mul", "exp", "sin")]
+    cases += [("add", "strided"), ("add", "broadcast"), ("add", "broadcast-column")]
     for dtype in ("float32", "bfloat16"):
         for op, layout in cases:
             row = {"op": op, "layout": layout, "dtype": dtype, "n": n, "gbps": {}}

@@ -125,26 +125,36 @@ void AppendContiguous(const EwKernelSpec& spec, std::string& s) {
 }
 
 void AppendStrided(const EwKernelSpec& spec, std::string& s) {
-  const std::string dims = absl::StrCat("Dims<", spec.layout.ndim, ">");
-  const char* index = spec.layout.index32 ? "int" : "long long";
+  const EwLayout& l = spec.layout;
+  const std::string dims = absl::StrCat("Dims<", l.ndim, ">");
+  const char* index = l.index32 ? "int" : "long long";
+  // With vec V > 1 the unit is a run of V elements along the last dimension: `n`, the last
+  // extent and the vector operands' strides count vectors; an input flagged in
+  // `broadcast_inner` is one element per run (element strides), replicated V times.
+  const bool vector = l.vec > 1;
+  auto broadcast = [&](size_t i) { return vector && (l.broadcast_inner >> i & 1u); };
+  auto unit = [&](absl::string_view t) {
+    return vector ? absl::StrCat("Vec<V, ", t, ">") : std::string(t);
+  };
   absl::StrAppend(&s, "extern \"C\" __global__ void __launch_bounds__(", kEwBlock, ") ",
                   kEwKernelName, "(long long n, const ", dims, " shape");
   AppendParams(spec, "", dims, s);
-  // U elements per thread and trip, all offsets and loads before any store: several (possibly
+  // U units per thread and trip, all offsets and loads before any store: several (possibly
   // uncoalesced) loads in flight per thread.
   std::string offsets;
   ForEachIndexed(spec, [&](const std::string& a) {
     absl::StrAppend(&offsets, offsets.empty() ? "" : ", ", a, "o[U]");
   });
-  absl::StrAppend(&s, ") {\n  typedef ", index, " I;\n  constexpr int U = ", spec.layout.unroll,
-                  ";\n", "  const long long step = (long long)gridDim.x * blockDim.x;\n",
+  absl::StrAppend(&s, ") {\n  typedef ", index, " I;\n  constexpr int U = ", l.unroll,
+                  ", V = ", l.vec, ";\n",
+                  "  const long long step = (long long)gridDim.x * blockDim.x;\n",
                   "  for (long long base = (long long)blockIdx.x * blockDim.x + threadIdx.x; "
                   "base < n; base += step * U) {\n",
                   "    I ", offsets, ";\n#pragma unroll\n    for (int u = 0; u < U; ++u) {\n",
                   "      I rem = (I)(base + u * step);\n");
   ForEachIndexed(spec,
                  [&](const std::string& a) { absl::StrAppend(&s, "      ", a, "o[u] = 0;\n"); });
-  absl::StrAppend(&s, "#pragma unroll\n      for (int d = ", spec.layout.ndim - 1,
+  absl::StrAppend(&s, "#pragma unroll\n      for (int d = ", l.ndim - 1,
                   "; d >= 0; --d) {\n        const I extent = (I)shape.v[d];\n",
                   "        const I idx = rem % extent;\n        rem /= extent;\n");
   ForEachIndexed(spec, [&](const std::string& a) {
@@ -153,20 +163,48 @@ void AppendStrided(const EwKernelSpec& spec, std::string& s) {
   absl::StrAppend(&s, "      }\n    }\n");
   for (size_t i = 0; i < spec.inputs.size(); ++i) {
     if (spec.inputs[i].scalar) continue;
-    absl::StrAppend(&s, "    ", EwTypeName(spec.inputs[i].storage), " ", In(i), "v[U];\n");
+    const char* t = EwTypeName(spec.inputs[i].storage);
+    absl::StrAppend(&s, "    ", broadcast(i) ? t : unit(t), " ", In(i), "v[U];\n");
   }
   absl::StrAppend(&s, "#pragma unroll\n    for (int u = 0; u < U; ++u) {\n",
                   "      if (base + u * step < n) {\n");
   for (size_t i = 0; i < spec.inputs.size(); ++i) {
     if (spec.inputs[i].scalar) continue;
-    absl::StrAppend(&s, "        ", In(i), "v[u] = ", In(i), "p[", In(i), "o[u]];\n");
+    if (vector && !broadcast(i)) {
+      absl::StrAppend(&s, "        ", In(i), "v[u] = reinterpret_cast<const ",
+                      unit(EwTypeName(spec.inputs[i].storage)), "*>(", In(i), "p)[", In(i),
+                      "o[u]];\n");
+    } else {
+      absl::StrAppend(&s, "        ", In(i), "v[u] = ", In(i), "p[", In(i), "o[u]];\n");
+    }
   }
-  absl::StrAppend(&s, "      }\n    }\n#pragma unroll\n    for (int u = 0; u < U; ++u) {\n",
-                  "      if (base + u * step < n) pgk_body(",
+  absl::StrAppend(&s, "      }\n    }\n#pragma unroll\n    for (int u = 0; u < U; ++u) {\n");
+  if (!vector) {
+    absl::StrAppend(&s, "      if (base + u * step < n) pgk_body(",
+                    BodyArgs(
+                        spec, [](size_t i) { return absl::StrCat(In(i), "v[u]"); },
+                        [](size_t j) { return absl::StrCat(Out(j), "p[", Out(j), "o[u]]"); }),
+                    ");\n    }\n  }\n}\n");
+    return;
+  }
+  absl::StrAppend(&s, "      if (base + u * step < n) {\n");
+  for (size_t j = 0; j < spec.outputs.size(); ++j) {
+    absl::StrAppend(&s, "        ", unit(EwTypeName(spec.outputs[j])), " ", Out(j), "v;\n");
+  }
+  absl::StrAppend(&s, "#pragma unroll\n        for (int k = 0; k < V; ++k) pgk_body(",
                   BodyArgs(
-                      spec, [](size_t i) { return absl::StrCat(In(i), "v[u]"); },
-                      [](size_t j) { return absl::StrCat(Out(j), "p[", Out(j), "o[u]]"); }),
-                  ");\n    }\n  }\n}\n");
+                      spec,
+                      [&](size_t i) {
+                        return broadcast(i) ? absl::StrCat(In(i), "v[u]")
+                                            : absl::StrCat(In(i), "v[u].v[k]");
+                      },
+                      [](size_t j) { return absl::StrCat(Out(j), "v.v[k]"); }),
+                  ");\n");
+  for (size_t j = 0; j < spec.outputs.size(); ++j) {
+    absl::StrAppend(&s, "        reinterpret_cast<", unit(EwTypeName(spec.outputs[j])), "*>(",
+                    Out(j), "p)[", Out(j), "o[u]] = ", Out(j), "v;\n");
+  }
+  absl::StrAppend(&s, "      }\n    }\n  }\n}\n");
 }
 
 }  // namespace

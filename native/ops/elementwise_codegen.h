@@ -11,8 +11,13 @@
 //    included); each element's offsets come from its linear index by division, in 32-bit
 //    arithmetic when every index and offset fits (`index32`), else 64-bit; `unroll` elements
 //    per thread and trip, loads first.
+//  - strided with `vec` > 1 (broadcasts along rows or columns): the last dimension is dense (or,
+//    for inputs in `broadcast_inner`, of stride 0) and the unit is a run of `vec` elements along
+//    it: one offset computation and one 16-byte access per run and operand (a broadcast input
+//    reads one element per run).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -31,9 +36,10 @@ inline constexpr int kEwBlock = 256;
 /// How a generated kernel walks its operands (see the layouts above).
 struct EwLayout {
   bool contiguous = true;
-  int vec = 1;             // contiguous: elements per access (1, 2, 4, 8 or 16)
-  int ndim = 1;            // strided: dimensions (1 .. kernels::kKernelMaxDims)
-  bool index32 = false;    // strided: 32-bit index arithmetic
+  int vec = 1;                   // elements per access (1, 2, 4, 8 or 16)
+  int ndim = 1;                  // strided: dimensions (1 .. kernels::kKernelMaxDims)
+  uint32_t broadcast_inner = 0;  // strided with vec > 1: bit i, input i has last stride 0
+  bool index32 = false;          // strided: 32-bit index arithmetic
   int unroll = kEwUnroll;  // vectors (contiguous) or elements (strided) per thread and loop trip
 };
 
@@ -89,7 +95,8 @@ void AppendEwBody(const EwKernelSpec& spec, absl::string_view qualifiers, std::s
 
 /// CUDA C++ source of the kernel `kEwKernelName`. Parameters, in order: `long long n`; for the
 /// strided layout `Dims<ndim> shape`; per output its pointer (strided: then its `Dims<ndim>`
-/// strides); per input its pointer (strided: then its strides) or its scalar value.
+/// strides); per input its pointer (strided: then its strides) or its scalar value. Strided with
+/// vec > 1: n, the last extent and the strides of vector operands count runs of vec elements.
 std::string GenerateElementwiseSource(const EwKernelSpec& spec);
 
 }  // namespace pygpukit::ops

@@ -46,10 +46,7 @@ bool MayShareMemory(const GPUArray& a, const GPUArray& b) {
 // Whether writing `out` element by element could change what `in` reads later: they share
 // memory and element i of `in` is not exactly element i of `out` (same address, same dtype).
 bool Conflicts(const GPUArray& out, const GPUArray& in) {
-  if (out.buffer() != in.buffer() || out.size() == 0) return false;
-  const auto [a0, a1] = ByteRange(out);
-  const auto [b0, b1] = ByteRange(in);
-  if (a1 <= b0 || b1 <= a0) return false;
+  if (!MayShareMemory(out, in)) return false;
   if (in.dtype() != out.dtype() || in.offset() != out.offset()) return true;
   for (int d = 0; d < out.ndim(); ++d) {
     if (out.shape()[d] != 1 && in.strides()[d] != out.strides()[d]) return true;
@@ -201,7 +198,15 @@ absl::Status LaunchCuda(const EwLaunch& l, const GPUArray& out) {
 
 absl::Status LaunchUserElementwise(const UserEwLaunch& l, absl::Span<const GPUArray> inputs,
                                    absl::Span<const GPUArray> outs) {
+  if (outs.empty()) return RuntimeError(absl::StrCat(l.spec.name, ": no output"));
   const GPUArray& out = outs[0];
+  for (const GPUArray& o : outs) {
+    if (absl::Span<const int64_t>(o.shape()) != absl::Span<const int64_t>(out.shape())) {
+      return RuntimeError(absl::StrCat(l.spec.name, ": outputs of shapes ",
+                                       ShapeToString(out.shape()), " and ",
+                                       ShapeToString(o.shape())));
+    }
+  }
   if (out.size() == 0) return absl::OkStatus();
   Runtime& rt = Runtime::Get();
   if (!out.device().is_cpu()) {
@@ -215,8 +220,14 @@ absl::Status LaunchUserElementwise(const UserEwLaunch& l, absl::Span<const GPUAr
   for (size_t j = 0; j < outs.size(); ++j) {
     for (size_t k = 0; k < j; ++k) {
       if (MayShareMemory(outs[j], outs[k])) {
-        return ValueError(
-            absl::StrCat(l.spec.name, ": outputs ", k, " and ", j, " may share memory"));
+        auto name = [&](size_t i) {
+          const size_t at = l.spec.inputs.size() + i;
+          return at < l.spec.names.size() ? absl::StrCat("\"", l.spec.names[at], "\"")
+                                          : absl::StrCat(i);
+        };
+        return ValueError(absl::StrCat(l.spec.name, ": outputs ", name(k), " and ", name(j),
+                                       " (shape ", ShapeToString(outs[j].shape()),
+                                       ") may share memory"));
       }
     }
   }

@@ -1,7 +1,6 @@
 // Fused elementwise expressions (gp.fuse): each node typed as Elementwise would type it, one
 // generated body that keeps every intermediate in its result dtype, run as a user kernel
 // (ops/kernel_launch.h: NVRTC on CUDA, the host compiler on the CPU).
-#include <algorithm>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -11,6 +10,73 @@
 
 namespace pygpukit::ops {
 namespace {
+
+// What the unfused call of a node would give: its dtypes, and its shape and device (the
+// broadcast of its operands').
+struct NodeInfo {
+  EwTyping typing;
+  Shape shape;
+  std::optional<Device> device;  // none: no array operand
+};
+
+// Types and shapes every node (used by a result or not: an unfused call would raise the same
+// errors), checking its operand references.
+absl::StatusOr<std::vector<NodeInfo>> TypeNodes(const FusedExpr& e,
+                                                absl::Span<const EwOperand> inputs) {
+  std::vector<NodeInfo> info;
+  for (size_t k = 0; k < e.nodes.size(); ++k) {
+    const FusedNode& n = e.nodes[k];
+    if (n.op == ElementwiseOp::kClip) {
+      // clip keeps x's dtype and clamps integer bounds (ops::Clip), which node typing does not.
+      return NotImplementedError(absl::StrCat(e.name, ": clip cannot be fused"));
+    }
+    NodeInfo node;
+    absl::InlinedVector<std::optional<DType>, 3> dtypes;
+    absl::InlinedVector<ScalarKind, 3> kinds;
+    // An array operand's shape and device join the node's.
+    auto join = [&](absl::Span<const int64_t> shape, const Device& device) -> absl::Status {
+      if (!node.device.has_value()) {
+        node.shape.assign(shape.begin(), shape.end());
+        node.device = device;
+        return absl::OkStatus();
+      }
+      if (device != *node.device) {
+        return ValueError(absl::StrCat(e.name, ": ", ElementwiseOpName(n.op), " of arrays on ",
+                                       node.device->ToString(), " and ", device.ToString()));
+      }
+      PGK_ASSIGN_OR_RETURN(
+          node.shape,
+          BroadcastShapes(node.shape, shape, absl::StrCat(e.name, ": ", ElementwiseOpName(n.op))));
+      return absl::OkStatus();
+    };
+    for (const FusedArg& a : n.args) {
+      if (a.kind == FusedArg::Kind::kNode) {
+        if (a.index < 0 || a.index >= static_cast<int>(k)) {
+          return ValueError(absl::StrCat(e.name, ": node ", k, " uses node ", a.index));
+        }
+        const NodeInfo& from = info[a.index];
+        dtypes.push_back(from.typing.result);
+        kinds.push_back(ScalarKind::Float);
+        if (from.device.has_value()) PGK_RETURN_IF_ERROR(join(from.shape, *from.device));
+      } else if (a.kind == FusedArg::Kind::kInput) {
+        if (a.index < 0 || a.index >= e.inputs) {
+          return ValueError(absl::StrCat(e.name, ": node ", k, " uses input ", a.index));
+        }
+        const EwOperand& in = inputs[a.index];
+        dtypes.push_back(in.array != nullptr ? std::optional<DType>(in.array->dtype())
+                                             : std::nullopt);
+        kinds.push_back(in.scalar.kind);
+        if (in.array != nullptr) PGK_RETURN_IF_ERROR(join(in.array->shape(), in.array->device()));
+      } else {
+        dtypes.push_back(std::nullopt);
+        kinds.push_back(a.constant.kind);
+      }
+    }
+    PGK_ASSIGN_OR_RETURN(node.typing, TypeElementwise(n.op, dtypes, kinds));
+    info.push_back(std::move(node));
+  }
+  return info;
+}
 
 // The nodes `roots` depend on (live) and the inputs those read (used).
 struct Reach {
@@ -22,99 +88,22 @@ Reach ReachOf(const FusedExpr& e, absl::Span<const int> roots) {
   for (int k = static_cast<int>(e.nodes.size()) - 1; k >= 0; --k) {
     if (!r.live[k]) continue;
     for (const FusedArg& a : e.nodes[k].args) {
-      if (a.kind == FusedArg::Kind::kNode && a.index >= 0 && a.index < k) r.live[a.index] = true;
-      if (a.kind == FusedArg::Kind::kInput && a.index >= 0 && a.index < e.inputs) {
-        r.used[a.index] = true;
-      }
+      if (a.kind == FusedArg::Kind::kNode) r.live[a.index] = true;
+      if (a.kind == FusedArg::Kind::kInput) r.used[a.index] = true;
     }
   }
   return r;
 }
 
-// The broadcast shape and the device of the used array inputs (no device: none is an array).
-struct Extent {
-  Shape shape;
-  std::optional<Device> device;
-};
-absl::StatusOr<Extent> ExtentOf(const FusedExpr& e, absl::Span<const EwOperand> inputs,
-                                const std::vector<bool>& used) {
-  Extent x;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const GPUArray* a = inputs[i].array;
-    if (a == nullptr || !used[i]) continue;
-    if (!x.device.has_value()) {
-      x.device = a->device();
-      x.shape.assign(a->shape().begin(), a->shape().end());
-      continue;
-    }
-    if (a->device() != *x.device) {
-      return ValueError(absl::StrCat(e.name, ": inputs on ", x.device->ToString(), " and ",
-                                     a->device().ToString()));
-    }
-    PGK_ASSIGN_OR_RETURN(x.shape, BroadcastShapes(x.shape, a->shape(), e.name));
-  }
-  return x;
-}
-
-}  // namespace
-
-absl::StatusOr<std::vector<GPUArray>> RunFused(const FusedExpr& e,
-                                               absl::Span<const EwOperand> inputs) {
-  if (static_cast<int>(inputs.size()) != e.inputs) {
-    return TypeError(absl::StrCat(e.name, ": takes ", e.inputs, " inputs, got ", inputs.size()));
-  }
-  if (e.nodes.empty()) return ValueError(absl::StrCat(e.name, ": the expression has no operation"));
-  const int nodes = static_cast<int>(e.nodes.size());
-  std::vector<int> outputs = e.outputs;
-  if (outputs.empty()) outputs.push_back(nodes - 1);
-  std::vector<bool> seen(nodes, false);
-  for (size_t j = 0; j < outputs.size(); ++j) {
-    const int o = outputs[j];
-    if (o < 0 || o >= nodes) {
-      return ValueError(absl::StrCat(e.name, ": output ", j, " is node ", o, " of ", nodes));
-    }
-    if (seen[o]) return ValueError(absl::StrCat(e.name, ": output ", j, " repeats node ", o));
-    seen[o] = true;
-  }
-  // Each output has the shape of the inputs it depends on, as unfused (an argument no result
-  // uses takes no part). Outputs of different shapes run as one kernel per shape.
-  if (outputs.size() > 1) {
-    std::vector<Shape> shapes;
-    for (int o : outputs) {
-      PGK_ASSIGN_OR_RETURN(Extent x, ExtentOf(e, inputs, ReachOf(e, {o}).used));
-      shapes.push_back(std::move(x.shape));
-    }
-    if (std::any_of(shapes.begin(), shapes.end(), [&](const Shape& s) { return s != shapes[0]; })) {
-      std::vector<GPUArray> results(outputs.size());
-      std::vector<bool> done(outputs.size(), false);
-      for (size_t j = 0; j < outputs.size(); ++j) {
-        if (done[j]) continue;
-        FusedExpr group = e;
-        group.outputs.clear();
-        std::vector<size_t> members;
-        for (size_t k = j; k < outputs.size(); ++k) {
-          if (!done[k] && shapes[k] == shapes[j]) {
-            group.outputs.push_back(outputs[k]);
-            members.push_back(k);
-            done[k] = true;
-          }
-        }
-        PGK_ASSIGN_OR_RETURN(std::vector<GPUArray> r, RunFused(group, inputs));
-        for (size_t m = 0; m < members.size(); ++m) results[members[m]] = std::move(r[m]);
-      }
-      return results;
-    }
-  }
+// One kernel computing the nodes `outputs` (of one shape and device) from the nodes and inputs
+// they depend on.
+absl::StatusOr<std::vector<GPUArray>> RunGroup(const FusedExpr& e,
+                                               absl::Span<const EwOperand> inputs,
+                                               const std::vector<NodeInfo>& info,
+                                               absl::Span<const int> outputs) {
   const Reach reach = ReachOf(e, outputs);
-  const std::vector<bool>& live = reach.live;
-  const std::vector<bool>& used = reach.used;
-  PGK_ASSIGN_OR_RETURN(Extent extent, ExtentOf(e, inputs, used));
-  if (!extent.device.has_value()) {
-    return TypeError(absl::StrCat(e.name, ": needs an array input"));
-  }
-  const Shape& shape = extent.shape;
-  const Device* device = &*extent.device;
-
+  const Shape& shape = info[outputs[0]].shape;
+  const Device device = *info[outputs[0]].device;
   // Kernel parameters: the array inputs (a0, ...), then one by-value scalar per use of a
   // Python scalar (s0, ...), encoded in the dtype its node converts it to.
   UserEwLaunch l;
@@ -122,7 +111,7 @@ absl::StatusOr<std::vector<GPUArray>> RunFused(const FusedExpr& e,
   absl::InlinedVector<GPUArray, 4> views;
   std::vector<int> array_param(inputs.size(), -1);
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i].array == nullptr || !used[i]) continue;
+    if (inputs[i].array == nullptr || !reach.used[i]) continue;
     array_param[i] = static_cast<int>(views.size());
     PGK_ASSIGN_OR_RETURN(GPUArray v, BroadcastTo(*inputs[i].array, shape));
     views.push_back(std::move(v));
@@ -132,39 +121,12 @@ absl::StatusOr<std::vector<GPUArray>> RunFused(const FusedExpr& e,
     l.scalar_dtypes.push_back(dt);
     l.scalars.push_back({});
   }
-  std::vector<DType> node_dtype(e.nodes.size(), DType::Bool);
   std::string body;
   int scalars = 0;
   for (size_t k = 0; k < e.nodes.size(); ++k) {
-    if (!live[k]) continue;
+    if (!reach.live[k]) continue;
     const FusedNode& n = e.nodes[k];
-    if (n.op == ElementwiseOp::kClip) {
-      // clip keeps x's dtype and clamps integer bounds (ops::Clip), which node typing does not.
-      return NotImplementedError(absl::StrCat(e.name, ": clip cannot be fused"));
-    }
-    absl::InlinedVector<std::optional<DType>, 3> dtypes;
-    absl::InlinedVector<ScalarKind, 3> kinds;
-    for (const FusedArg& a : n.args) {
-      if (a.kind == FusedArg::Kind::kNode) {
-        if (a.index < 0 || a.index >= static_cast<int>(k)) {
-          return ValueError(absl::StrCat(e.name, ": node ", k, " uses node ", a.index));
-        }
-        dtypes.push_back(node_dtype[a.index]);
-        kinds.push_back(ScalarKind::Float);
-      } else if (a.kind == FusedArg::Kind::kInput) {
-        if (a.index < 0 || a.index >= e.inputs) {
-          return ValueError(absl::StrCat(e.name, ": node ", k, " uses input ", a.index));
-        }
-        const EwOperand& in = inputs[a.index];
-        dtypes.push_back(in.array != nullptr ? std::optional<DType>(in.array->dtype())
-                                             : std::nullopt);
-        kinds.push_back(in.scalar.kind);
-      } else {
-        dtypes.push_back(std::nullopt);
-        kinds.push_back(a.constant.kind);
-      }
-    }
-    PGK_ASSIGN_OR_RETURN(EwTyping t, TypeElementwise(n.op, dtypes, kinds));
+    const EwTyping& t = info[k].typing;
     std::string args;
     for (size_t j = 0; j < n.args.size(); ++j) {
       const FusedArg& a = n.args[j];
@@ -192,23 +154,69 @@ absl::StatusOr<std::vector<GPUArray>> RunFused(const FusedExpr& e,
     const char* r = EwTypeName(t.result);
     absl::StrAppend(&body, "const ", r, " t", k, " = Cast<", r, ">(", EwFunctorName(n.op),
                     "::Apply(", args, "));\n  ");
-    node_dtype[k] = t.result;
     l.spec.needs_complex = l.spec.needs_complex || IsComplex(t.result);
   }
   l.spec.outputs.clear();
   for (size_t j = 0; j < outputs.size(); ++j) {
     const std::string name = absl::StrCat("pgk_out", j);
     absl::StrAppend(&body, name, " = t", outputs[j], ";\n  ");
-    l.spec.outputs.push_back(node_dtype[outputs[j]]);
+    l.spec.outputs.push_back(info[outputs[j]].typing.result);
     l.spec.names.push_back(name);
   }
   l.spec.body = std::move(body);
   std::vector<GPUArray> results;
   for (DType dt : l.spec.outputs) {
-    PGK_ASSIGN_OR_RETURN(GPUArray r, NewArray(shape, dt, *device, e.name));
+    PGK_ASSIGN_OR_RETURN(GPUArray r, NewArray(shape, dt, device, e.name));
     results.push_back(std::move(r));
   }
   PGK_RETURN_IF_ERROR(LaunchUserElementwise(l, views, results));
+  return results;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<GPUArray>> RunFused(const FusedExpr& e,
+                                               absl::Span<const EwOperand> inputs) {
+  if (static_cast<int>(inputs.size()) != e.inputs) {
+    return TypeError(absl::StrCat(e.name, ": takes ", e.inputs, " inputs, got ", inputs.size()));
+  }
+  if (e.nodes.empty()) return ValueError(absl::StrCat(e.name, ": the expression has no operation"));
+  const int nodes = static_cast<int>(e.nodes.size());
+  std::vector<int> outputs = e.outputs;
+  if (outputs.empty()) outputs.push_back(nodes - 1);
+  std::vector<bool> seen(nodes, false);
+  for (size_t j = 0; j < outputs.size(); ++j) {
+    const int o = outputs[j];
+    if (o < 0 || o >= nodes) {
+      return ValueError(absl::StrCat(e.name, ": output ", j, " is node ", o, " of ", nodes));
+    }
+    if (seen[o]) return ValueError(absl::StrCat(e.name, ": output ", j, " repeats node ", o));
+    seen[o] = true;
+  }
+  PGK_ASSIGN_OR_RETURN(std::vector<NodeInfo> info, TypeNodes(e, inputs));
+  // Each output has its node's shape and device, as unfused (an argument no result uses takes
+  // no part); outputs of one shape and device share a kernel.
+  std::vector<GPUArray> results(outputs.size());
+  std::vector<bool> done(outputs.size(), false);
+  for (size_t j = 0; j < outputs.size(); ++j) {
+    if (done[j]) continue;
+    const NodeInfo& first = info[outputs[j]];
+    if (!first.device.has_value()) {
+      return TypeError(absl::StrCat(e.name, ": output ", j, " has no array operand"));
+    }
+    std::vector<int> group;
+    std::vector<size_t> members;
+    for (size_t k = j; k < outputs.size(); ++k) {
+      const NodeInfo& other = info[outputs[k]];
+      if (!done[k] && other.shape == first.shape && other.device == first.device) {
+        group.push_back(outputs[k]);
+        members.push_back(k);
+        done[k] = true;
+      }
+    }
+    PGK_ASSIGN_OR_RETURN(std::vector<GPUArray> r, RunGroup(e, inputs, info, group));
+    for (size_t m = 0; m < members.size(); ++m) results[members[m]] = std::move(r[m]);
+  }
   return results;
 }
 

@@ -196,6 +196,8 @@ class _Traced:
         results = [args[i] if kind == "arg" else outs[i] for kind, i in self.results]
         if self.sequence is None:
             return results[0]
+        if hasattr(self.sequence, "_make"):  # a namedtuple
+            return self.sequence._make(results)
         return self.sequence(results)
 
 

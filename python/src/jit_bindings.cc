@@ -287,7 +287,10 @@ AddOp, ...) and <cmath> are visible. Several output parameters give a tuple of o
             }
             std::vector<ops::EwOperand> operands = Operands(ins, k.name);
             std::vector<GPUArray> outs;
-            for (const pyb::object& o : given) outs.push_back(AsArray(o, k.name));
+            for (size_t j = 0; j < given.size(); ++j) {
+              outs.push_back(
+                  AsArray(given[j], absl::StrCat(k.name, " output \"", k.outputs[j].name, "\"")));
+            }
             // The first call may run a compiler: other Python threads go on meanwhile.
             std::vector<GPUArray> r =
                 Unwrap(WithoutGil([&] { return ops::RunUserKernel(k, operands, outs); }));

@@ -55,10 +55,28 @@ TEST(ElementwiseCodegen, StridedSourceIndexesEachOperand) {
   EXPECT_TRUE(absl::StrContains(src, "const Dims<3> shape")) << src;
   EXPECT_TRUE(absl::StrContains(src, "typedef int I;")) << src;
   EXPECT_TRUE(absl::StrContains(src, "i1o[u] += idx * (I)i1s.v[d];")) << src;
-  EXPECT_TRUE(absl::StrContains(src, "constexpr int U = 4;")) << src;
+  EXPECT_TRUE(absl::StrContains(src, "constexpr int U = 4, V = 1;")) << src;
   layout.index32 = false;
   EXPECT_TRUE(
       absl::StrContains(GenerateElementwiseSource(AddSpec(layout)), "typedef long long I;"));
+}
+
+TEST(ElementwiseCodegen, StridedRunsMoveVectorsAndReplicateBroadcastInputs) {
+  EwLayout layout;
+  layout.contiguous = false;
+  layout.ndim = 2;
+  layout.vec = 8;
+  layout.unroll = 1;
+  layout.broadcast_inner = 0b10;  // input 1 (a column) has last stride 0
+  const std::string src = GenerateElementwiseSource(AddSpec(layout));
+  EXPECT_TRUE(absl::StrContains(src, "constexpr int U = 1, V = 8;")) << src;
+  EXPECT_TRUE(absl::StrContains(
+      src, "i0v[u] = reinterpret_cast<const Vec<V, ::pygpukit::bfloat16>*>(i0p)[i0o[u]];"))
+      << src;
+  EXPECT_TRUE(absl::StrContains(src, "i1v[u] = i1p[i1o[u]];")) << src;
+  EXPECT_TRUE(absl::StrContains(src, "pgk_body(i0v[u].v[k], i1v[u], o0v.v[k]);")) << src;
+  EXPECT_TRUE(absl::StrContains(src, "reinterpret_cast<Vec<V, float>*>(o0p)[o0o[u]] = o0v;"))
+      << src;
 }
 
 TEST(ElementwiseCodegen, UserKernelsNameTheirParameters) {
@@ -89,6 +107,7 @@ TEST(ElementwiseCodegen, SeveralOutputsAreParametersAfterTheFirst) {
   EXPECT_TRUE(absl::StrContains(src, "o1p[e] = r1;")) << src;
   spec.layout.contiguous = false;
   spec.layout.ndim = 2;
+  spec.layout.vec = 1;
   src = GenerateElementwiseSource(spec);
   EXPECT_TRUE(absl::StrContains(src, "bool* o1p, const Dims<2> o1s, const float* i0p")) << src;
   EXPECT_TRUE(absl::StrContains(src, "o1o[u] += idx * (I)o1s.v[d];")) << src;
@@ -180,6 +199,10 @@ TEST(ElementwiseCodegen, EveryTableFunctionCompilesUnderNvrtc) {
   cases.push_back({"add strided64", AddSpec(strided)});
   strided.index32 = true;
   cases.push_back({"add strided32", AddSpec(strided)});
+  // Runs along the last dimension, one input broadcast along it.
+  strided.vec = 4;
+  strided.broadcast_inner = 0b01;
+  cases.push_back({"add strided runs", AddSpec(strided)});
   // A user kernel (gp.ElementwiseKernel): named parameters, placeholder typedefs, a scalar.
   EwKernelSpec user;
   user.name = "axpb";

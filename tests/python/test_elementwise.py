@@ -443,6 +443,34 @@ def test_layouts(name, dt, rng):
         assert_matches(got, expected, result, exact or result == "bool")
 
 
+@pytest.mark.parametrize("dt", ["float32", "bfloat16", "int8", "float64", "complex128"])
+def test_broadcast_rows_and_columns(dt, rng):
+    # Last dimensions that move in 16-byte runs (CUDA): rows, columns, both, 3-D, mixed dtypes,
+    # negative outer strides; and ones that cannot (odd extents, unaligned starts, a transposed
+    # operand) and keep element indexing. Exact: add in the operands' own dtype.
+    a = rand(rng, (6, 4, 48), dt, small=True)
+    row, col = rand(rng, (48,), dt, small=True), rand(rng, (4, 1), dt, small=True)
+    ga, grow, gcol = gp.asarray(a), gp.asarray(row), gp.asarray(col)
+    cases = [
+        (ga, grow, a, row),
+        (ga, gcol, a, col),
+        (gcol, grow, col, row),
+        (ga[::-1, ::2], grow, a[::-1, ::2], row),
+        (ga[:, :, 1:], grow[1:], a[:, :, 1:], row[1:]),  # unaligned starts, odd extent
+        (ga[:, :, :47], gcol, a[:, :, :47], col),
+        (gp.permute_dims(ga, (0, 2, 1))[:, :4], gcol[:, 0], a.transpose(0, 2, 1)[:, :4], col[:, 0]),
+        (ga, gp.asarray(np.asarray(row[3])), a, row[3]),  # a 0-d array
+    ]
+    for x, y, nx, ny in cases:
+        want = (nx + ny).astype(nx.dtype)
+        np.testing.assert_array_equal(host(x + y), want)
+        np.testing.assert_array_equal(host(gp.where(x == y, x, y)), np.where(nx == ny, nx, ny))
+    # A bool (1-byte) output beside wider inputs, and an int8 column against a float64 row.
+    np.testing.assert_array_equal(host(ga != grow), a != row)
+    c8 = rand(rng, (4, 1), "int8", small=True)
+    np.testing.assert_array_equal(host(gp.asarray(c8) * grow), c8 * row)
+
+
 def test_long_contiguous_and_unaligned(rng):
     # Vector loads with a tail, and a view whose start is not 16-byte aligned.
     x = rand(rng, (100_003,), "float32")

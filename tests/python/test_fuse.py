@@ -92,6 +92,36 @@ def test_several_outputs(rng):
     assert got[0].shape == (3,) and got[1].shape == (2, 3)
 
 
+def test_unused_values_still_raise_and_results_keep_their_devices(rng):
+    x = arr(rand(rng, (4,), "float32"))
+    y = arr(rand(rng, (5,), "float32"))
+    # A value no result uses still raises what the unfused call would.
+    with pytest.raises(TypeError, match="bitwise_and"):
+        gp.fuse(lambda a: (a & a, a * 2)[1])(x)
+    with pytest.raises(ValueError, match="add"):
+        gp.fuse(lambda a, b: (a + b, a * 2)[1])(x, y)
+    # A namedtuple of results; results on different devices (one kernel each).
+    import collections
+
+    Pair = collections.namedtuple("Pair", "lo hi")
+    got = gp.fuse(lambda a: Pair(a - 1, a + 1))(x)
+    assert isinstance(got, Pair)
+    same_bits(got.lo, x - 1)
+    same_bits(got.hi, x + 1)
+    if gp.runtime_info()["cuda_available"]:
+        c = arr(rand(rng, (4,), "float32"), device="cpu")
+        g = arr(rand(rng, (4,), "float32"), device="cuda")
+        lo, hi = gp.fuse(lambda a, b: (a + 1, b + 1))(c, g)
+        assert lo.device.type == "cpu" and hi.device.type == "cuda"
+        same_bits(lo, c + 1)
+        same_bits(hi, g + 1)
+    # Results of one shape sharing an intermediate of another dtype.
+    i = arr(rand(rng, (4,), "int16", small=True))
+    f = gp.fuse(lambda a, b: (lambda t: (t * 2, t > 0, gp.sin(t)))(a + b))
+    for got, want in zip(f(i, x), (lambda t: (t * 2, t > 0, gp.sin(t)))(i + x)):
+        same_bits(got, want)
+
+
 def test_functions_bound_before_tracing_are_traced(rng):
     from pygpukit import exp, where
 

@@ -162,11 +162,17 @@ def test_several_outputs_errors(rng):
         SPLIT(x, 1.0, out=(f, f))
     with pytest.raises(TypeError, match="both as arguments and as out="):
         SPLIT(x, 1.0, f, gp.empty_like(f), b, out=(f, f, b))
-    with pytest.raises(ValueError, match="split: outputs 0 and 1 may share memory"):
+    with pytest.raises(ValueError, match=r'split: outputs "lo" and "hi" \(shape \(4,\)\) may'):
         SPLIT(x, 1.0, f, f, b)
     g = gp.empty((8,), dtype=gp.float32)
-    with pytest.raises(ValueError, match="outputs 0 and 1 may share memory"):
+    with pytest.raises(ValueError, match='outputs "lo" and "hi" .* may share memory'):
         SPLIT(x, 1.0, g[:4], g[2:6], b)
+    # Interleaved outputs share no element.
+    SPLIT(x, 1.0, g[::2], g[1::2], b)
+    check_equal(g[::2], host(x) - 1)
+    check_equal(g[1::2], host(x) + 1)
+    with pytest.raises(TypeError, match='split output "hi": expected a GPUArray'):
+        SPLIT(x, 1.0, f, 2.0, b)
     with pytest.raises(TypeError, match='output "neg" is float32, the kernel wants bool'):
         SPLIT(x, 1.0, f, gp.empty_like(f), gp.empty_like(f))
     with pytest.raises(ValueError, match='output "hi" has shape \\(5,\\)'):

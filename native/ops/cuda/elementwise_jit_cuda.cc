@@ -27,6 +27,7 @@ namespace {
 struct Tuning {
   int unroll_contiguous = 1;
   int unroll_strided = 4;
+  int unroll_runs = 1;  // strided with vec > 1: runs of 16 bytes, like dense accesses
   int blocks_per_sm = 0;
 };
 
@@ -35,7 +36,9 @@ const Tuning& Knobs() {
     Tuning t;
     if (const char* u = std::getenv("PYGPUKIT_EW_UNROLL")) {
       const int v = std::atoi(u);
-      if (v == 1 || v == 2 || v == 4 || v == 8) t.unroll_contiguous = t.unroll_strided = v;
+      if (v == 1 || v == 2 || v == 4 || v == 8) {
+        t.unroll_contiguous = t.unroll_strided = t.unroll_runs = v;
+      }
     }
     if (const char* b = std::getenv("PYGPUKIT_EW_BLOCKS_PER_SM")) {
       const int v = std::atoi(b);
@@ -55,8 +58,10 @@ std::string KeyOf(absl::string_view head, absl::Span<const GPUArray> outs,
   for (const GPUArray& o : outs) k.push_back(static_cast<char>(o.dtype()));
   k.push_back(static_cast<char>(0x7f));  // the outputs' end
   k.push_back(static_cast<char>(device));
-  k.push_back(static_cast<char>(layout.contiguous ? layout.vec : 32 + layout.ndim));
+  k.push_back(static_cast<char>(layout.contiguous ? 0 : layout.ndim));
+  k.push_back(static_cast<char>(layout.vec));
   k.push_back(static_cast<char>((layout.index32 ? 1 : 0) | layout.unroll << 1));
+  k.append(reinterpret_cast<const char*>(&layout.broadcast_inner), sizeof(uint32_t));
   for (size_t i = 0; i < inputs.size(); ++i) {
     k.push_back(static_cast<char>(inputs[i].valid() ? inputs[i].dtype() : scalar_dtypes[i]));
     k.push_back(inputs[i].valid() ? 1 : 0);
@@ -86,6 +91,30 @@ JitKernelCache<Entry>& Cache() {
   return *cache;
 }
 
+// Whether the strided layout `c` can move runs of `v` elements along its last dimension: its
+// extent divides by v; every operand has last stride 1 (then outer strides divisible by v and a
+// pointer aligned to v elements) or, for inputs, 0 (flagged in `broadcast_inner`).
+bool RunsOf(const CoalescedLayout& c, absl::Span<const GPUArray* const> arrays,
+            absl::Span<const int> input_of, int v, uint32_t& broadcast_inner) {
+  broadcast_inner = 0;
+  if (c.shape.empty() || c.shape.back() % v != 0) return false;
+  for (size_t k = 0; k < arrays.size(); ++k) {
+    const auto& st = c.strides[k];
+    if (st.back() == 0 && input_of[k] >= 0 && input_of[k] < 32) {
+      broadcast_inner |= 1u << input_of[k];
+      continue;
+    }
+    if (st.back() != 1) return false;
+    for (size_t d = 0; d + 1 < st.size(); ++d) {
+      if (st[d] % v != 0) return false;
+    }
+    if (reinterpret_cast<uintptr_t>(arrays[k]->data()) % (v * arrays[k]->itemsize()) != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // A JIT elementwise kernel to launch: its name, the key part its source depends on beyond the
 // operand dtypes and layout, its spec for a layout, and per input the dtype and bytes of a scalar
 // (for inputs that are not arrays).
@@ -104,14 +133,17 @@ absl::Status LaunchEwJit(hal::Stream& s, const EwJitKernel& kernel, absl::Span<c
   const GPUArray& out = outs[0];
   absl::InlinedVector<const GPUArray*, 4> arrays;
   absl::InlinedVector<absl::Span<const int64_t>, 4> strides;
+  absl::InlinedVector<int, 4> input_of;  // per array operand: its input index (-1: an output)
   for (const GPUArray& o : outs) {
     arrays.push_back(&o);
     strides.push_back(o.strides());
+    input_of.push_back(-1);
   }
-  for (const GPUArray& a : inputs) {
-    if (!a.valid()) continue;
-    arrays.push_back(&a);
-    strides.push_back(a.strides());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].valid()) continue;
+    arrays.push_back(&inputs[i]);
+    strides.push_back(inputs[i].strides());
+    input_of.push_back(static_cast<int>(i));
   }
   PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident(absl::MakeConstSpan(arrays)));
   // Every operand dense in C order (the common case): one dimension, no coalescing to do.
@@ -135,10 +167,10 @@ absl::Status LaunchEwJit(hal::Stream& s, const EwJitKernel& kernel, absl::Span<c
   for (const auto& st : coalesced.strides) {
     layout.contiguous = layout.contiguous && (ndim == 0 || (ndim == 1 && st[0] == 1));
   }
+  int64_t widest = 1;
+  for (const GPUArray* a : arrays) widest = std::max(widest, a->itemsize());
   if (layout.contiguous) {
     // 16 bytes per access for the widest operand when every pointer is aligned for it.
-    int64_t widest = 1;
-    for (const GPUArray* a : arrays) widest = std::max(widest, a->itemsize());
     layout.vec = static_cast<int>(std::max<int64_t>(1, 16 / widest));
     for (const GPUArray* a : arrays) {
       if (reinterpret_cast<uintptr_t>(a->data()) % (layout.vec * a->itemsize()) != 0) {
@@ -154,8 +186,26 @@ absl::Status LaunchEwJit(hal::Stream& s, const EwJitKernel& kernel, absl::Span<c
       reach = std::max(reach, r + 1);
     }
     layout.index32 = reach <= INT32_MAX;
+    // Runs of 16 bytes along a last dimension that every operand walks densely or (inputs) not
+    // at all: broadcast rows and columns move as dense data does.
+    for (int v = static_cast<int>(16 / widest); v > 1; v /= 2) {
+      if (RunsOf(coalesced, arrays, input_of, v, layout.broadcast_inner)) {
+        layout.vec = v;
+        break;
+      }
+    }
+    if (layout.vec > 1) {
+      coalesced.shape.back() /= layout.vec;
+      for (size_t k = 0; k < arrays.size(); ++k) {
+        if (coalesced.strides[k].back() == 0) continue;  // element strides, one per run
+        for (int64_t& st : coalesced.strides[k]) st /= layout.vec;
+        coalesced.strides[k].back() = 1;
+      }
+    }
   }
-  layout.unroll = layout.contiguous ? Knobs().unroll_contiguous : Knobs().unroll_strided;
+  layout.unroll = layout.contiguous ? Knobs().unroll_contiguous
+                  : layout.vec > 1  ? Knobs().unroll_runs
+                                    : Knobs().unroll_strided;
   const std::string key =
       KeyOf(kernel.head, outs, inputs, kernel.scalar_dtypes, layout, out.device().index);
   PGK_ASSIGN_OR_RETURN(Entry e, Cache().Get(key, [&]() -> absl::StatusOr<Entry> {
@@ -170,7 +220,7 @@ absl::Status LaunchEwJit(hal::Stream& s, const EwJitKernel& kernel, absl::Span<c
   }));
 
   // Parameters in the generated signature's order (elementwise_codegen.h).
-  long long n_param = n;
+  long long n_param = layout.contiguous ? n : n / layout.vec;
   absl::InlinedVector<void*, 12> params = {&n_param};
   if (!layout.contiguous) params.push_back(const_cast<int64_t*>(coalesced.shape.data()));
   // Pointers by address: one slot per array operand (`arrays` order: outputs, then inputs).
@@ -190,7 +240,7 @@ absl::Status LaunchEwJit(hal::Stream& s, const EwJitKernel& kernel, absl::Span<c
       params.push_back(const_cast<unsigned char*>(kernel.scalars[i]));
     }
   }
-  const int64_t per_thread = layout.unroll * (layout.contiguous ? layout.vec : 1);
+  const int64_t per_thread = layout.unroll * layout.vec;
   const int64_t units = std::max<int64_t>(1, n / per_thread + (n % per_thread != 0));
   hal::LaunchDims dims;
   dims.block[0] = kEwBlock;
