@@ -96,6 +96,10 @@ void AppendContiguous(const EwKernelSpec& spec, std::string& s) {
     absl::StrAppend(&s, "        ", In(i), "v[u] = reinterpret_cast<const Vec<V, ",
                     EwTypeName(spec.inputs[i].storage), ">*>(", In(i), "p)[j];\n");
   }
+  for (size_t j = 0; spec.read_outputs && j < spec.outputs.size(); ++j) {
+    absl::StrAppend(&s, "        ", Out(j), "v[u] = reinterpret_cast<const Vec<V, ",
+                    EwTypeName(spec.outputs[j]), ">*>(", Out(j), "p)[j];\n");
+  }
   absl::StrAppend(&s, "      }\n    }\n", "#pragma unroll\n", "    for (int u = 0; u < U; ++u) {\n",
                   "#pragma unroll\n", "      for (int k = 0; k < V; ++k) pgk_body(",
                   BodyArgs(
@@ -111,7 +115,8 @@ void AppendContiguous(const EwKernelSpec& spec, std::string& s) {
   // The n % V tail.
   absl::StrAppend(&s, "  for (long long e = nvec * V + t; e < n; e += step) {\n");
   for (size_t j = 0; j < spec.outputs.size(); ++j) {
-    absl::StrAppend(&s, "    ", EwTypeName(spec.outputs[j]), " r", j, ";\n");
+    absl::StrAppend(&s, "    ", EwTypeName(spec.outputs[j]), " r", j,
+                    spec.read_outputs ? absl::StrCat(" = ", Out(j), "p[e]") : "", ";\n");
   }
   absl::StrAppend(&s, "    pgk_body(",
                   BodyArgs(
@@ -132,7 +137,7 @@ void AppendStrided(const EwKernelSpec& spec, std::string& s) {
   // extent and the vector operands' strides count vectors; an input flagged in
   // `broadcast_inner` is one element per run (element strides), replicated V times.
   const bool vector = l.vec > 1;
-  auto broadcast = [&](size_t i) { return vector && (l.broadcast_inner >> i & 1u); };
+  auto broadcast = [&](size_t i) { return vector && i < 32 && (l.broadcast_inner >> i & 1u); };
   auto unit = [&](absl::string_view t) {
     return vector ? absl::StrCat("Vec<V, ", t, ">") : std::string(t);
   };
@@ -189,7 +194,12 @@ void AppendStrided(const EwKernelSpec& spec, std::string& s) {
   }
   absl::StrAppend(&s, "      if (base + u * step < n) {\n");
   for (size_t j = 0; j < spec.outputs.size(); ++j) {
-    absl::StrAppend(&s, "        ", unit(EwTypeName(spec.outputs[j])), " ", Out(j), "v;\n");
+    const std::string t = unit(EwTypeName(spec.outputs[j]));
+    absl::StrAppend(&s, "        ", t, " ", Out(j), "v",
+                    spec.read_outputs ? absl::StrCat(" = reinterpret_cast<const ", t, "*>(", Out(j),
+                                                     "p)[", Out(j), "o[u]]")
+                                      : "",
+                    ";\n");
   }
   absl::StrAppend(&s, "#pragma unroll\n        for (int k = 0; k < V; ++k) pgk_body(",
                   BodyArgs(
@@ -263,7 +273,8 @@ EwKernelSpec CastKernelSpec(DType in, DType out, const EwLayout& layout) {
 std::string EwSpecKey(const EwKernelSpec& spec) {
   // '\x01' separates the text fields (none contains it: names are identifiers, and a body
   // with it still gives a distinct key since the field count is fixed).
-  std::string k = absl::StrCat(spec.name, "\x01", spec.body, "\x01", spec.needs_complex ? 1 : 0);
+  std::string k = absl::StrCat(spec.name, "\x01", spec.body, "\x01", spec.needs_complex ? 1 : 0,
+                               spec.read_outputs ? 1 : 0);
   for (const EwInput& in : spec.inputs) {
     k.push_back(static_cast<char>(in.storage));
     k.push_back(in.scalar ? 's' : 'a');

@@ -60,6 +60,9 @@ struct EwKernelSpec {
   /// kernels (gp.ElementwiseKernel) name their parameters.
   std::vector<std::string> names;
   bool needs_complex = false;  // include ops/kernels/complex_math.h
+  /// The outputs hold values the body may read (user kernels given their outputs: `y += x`);
+  /// otherwise they are write-only (vector paths do not load them).
+  bool read_outputs = false;
   EwLayout layout;
   /// Program name (NVRTC reports errors as "<name>.cu(line)").
   std::string name = "elementwise";

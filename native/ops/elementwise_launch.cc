@@ -246,6 +246,8 @@ absl::Status LaunchUserElementwise(const UserEwLaunch& l, absl::Span<const GPUAr
     if (temporary[j]) {
       PGK_ASSIGN_OR_RETURN(dsts[j],
                            NewArray(outs[j].shape(), outs[j].dtype(), out.device(), l.spec.name));
+      // The body may read the output's values (spec.read_outputs).
+      if (l.spec.read_outputs) PGK_RETURN_IF_ERROR(Assign(dsts[j], outs[j]));
     }
     arrays.push_back(&dsts[j]);
   }

@@ -73,6 +73,15 @@ absl::StatusOr<std::vector<NodeInfo>> TypeNodes(const FusedExpr& e,
       }
     }
     PGK_ASSIGN_OR_RETURN(node.typing, TypeElementwise(n.op, dtypes, kinds));
+    // Python scalars must fit the dtype they convert to (OverflowError, as unfused).
+    for (size_t j = 0; j < n.args.size(); ++j) {
+      const FusedArg& a = n.args[j];
+      if (a.kind == FusedArg::Kind::kNode) continue;
+      if (a.kind == FusedArg::Kind::kInput && inputs[a.index].array != nullptr) continue;
+      const Scalar& s = a.kind == FusedArg::Kind::kConstant ? a.constant : inputs[a.index].scalar;
+      unsigned char bytes[16];
+      PGK_RETURN_IF_ERROR(EncodeScalar(s, node.typing.compute[j], bytes, e.name));
+    }
     info.push_back(std::move(node));
   }
   return info;

@@ -152,7 +152,9 @@ absl::Status LaunchCopy(const GPUArray& src, const GPUArray& dst) {
   PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&src, &dst}));
   if (!dst.device().is_cpu() && Runtime::Get().jit().Available().ok()) {
     PGK_ASSIGN_OR_RETURN(hal::Stream * s, StreamOf(dst));
-    return cuda_kernels::CopyJit(*s, src, dst);
+    // A JIT that cannot compile (an arch NVRTC does not know, a broken cache) leaves copies to
+    // the precompiled kernels below; nothing was enqueued.
+    if (cuda_kernels::CopyJit(*s, src, dst).ok()) return absl::OkStatus();
   }
   ElementwiseParams p;
   PGK_RETURN_IF_ERROR(BuildParams(dst, &src, nullptr, p, "copy"));

@@ -195,6 +195,8 @@ absl::StatusOr<std::vector<GPUArray>> RunUserKernel(const UserKernel& k,
   l.spec.body = typedefs + k.body;
   // Bodies may use the complex types without a complex parameter.
   l.spec.needs_complex = l.spec.needs_complex || absl::StrContains(k.body, "omplex");
+  // Outputs passed in keep their values for the body (y += x); new ones start undefined.
+  l.spec.read_outputs = !outs.empty();
   std::vector<GPUArray> results(outs.begin(), outs.end());
   if (results.empty()) {
     for (DType dt : l.spec.outputs) {

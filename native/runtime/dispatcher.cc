@@ -108,6 +108,18 @@ absl::Status Dispatcher::LaunchDevice(hal::Stream& stream, absl::string_view ker
 #endif
 }
 
+absl::StatusOr<int> Dispatcher::ResidentBlocks(void* function, int device, int block) {
+#if PGK_WITH_CUDA
+  if (cuda_ == nullptr) return NotImplementedError("occupancy: CUDA is not available");
+  return cuda_->ResidentBlocks(function, device, block, 0);
+#else
+  (void)function;
+  (void)device;
+  (void)block;
+  return NotImplementedError("occupancy: built without CUDA support");
+#endif
+}
+
 absl::Status Dispatcher::LaunchFunction(hal::Stream& stream, absl::string_view kernel,
                                         void* function, const hal::LaunchDims& dims, void** args) {
 #if PGK_WITH_CUDA

@@ -81,6 +81,9 @@ class Dispatcher {
   /// `kernel`.
   absl::Status LaunchFunction(hal::Stream& stream, absl::string_view kernel, void* function,
                               const hal::LaunchDims& dims, void** args);
+  /// Blocks of `block` threads of `function` (a CUfunction) one SM of CUDA device `device`
+  /// holds at once.
+  absl::StatusOr<int> ResidentBlocks(void* function, int device, int block);
   /// Runs `call`, which enqueues work on `stream` through a vendor library (cuBLASLt).
   absl::Status LaunchLibrary(hal::Stream& stream, absl::string_view what,
                              const std::function<absl::Status()>& call);

@@ -79,6 +79,31 @@ TEST(ElementwiseCodegen, StridedRunsMoveVectorsAndReplicateBroadcastInputs) {
       << src;
 }
 
+TEST(ElementwiseCodegen, OutputsAreLoadedOnlyWhenTheBodyMayReadThem) {
+  EwKernelSpec spec;
+  spec.inputs = {{DType::Float32, false}};
+  spec.body = "o0 += i0;";
+  spec.layout.vec = 4;
+  EXPECT_FALSE(absl::StrContains(GenerateElementwiseSource(spec), "(o0p)[j];"));
+  spec.read_outputs = true;
+  std::string src = GenerateElementwiseSource(spec);
+  EXPECT_TRUE(absl::StrContains(src, "o0v[u] = reinterpret_cast<const Vec<V, float>*>(o0p)[j];"))
+      << src;
+  EXPECT_TRUE(absl::StrContains(src, "float r0 = o0p[e];")) << src;
+  spec.layout.contiguous = false;
+  spec.layout.ndim = 2;
+  src = GenerateElementwiseSource(spec);
+  EXPECT_TRUE(absl::StrContains(src,
+                                "Vec<V, float> o0v = reinterpret_cast<const Vec<V, float>*>("
+                                "o0p)[o0o[u]];"))
+      << src;
+  EXPECT_NE(EwSpecKey(spec), [&] {
+    EwKernelSpec w = spec;
+    w.read_outputs = false;
+    return EwSpecKey(w);
+  }());
+}
+
 TEST(ElementwiseCodegen, UserKernelsNameTheirParameters) {
   EwKernelSpec spec;
   spec.inputs = {{DType::Int32, false}};
@@ -234,6 +259,12 @@ TEST(ElementwiseCodegen, EveryTableFunctionCompilesUnderNvrtc) {
   cases.push_back({"two outputs strided", user});
   user.layout.contiguous = true;
   cases.push_back({"two outputs", user});
+  // Outputs the body reads (given outputs), dense and in runs along the last dimension.
+  user.read_outputs = true;
+  user.body = "z += x * y; w += (int16_t)x;";
+  cases.push_back({"reads outputs", user});
+  user.layout.contiguous = false;
+  cases.push_back({"reads outputs in runs", user});
 
   std::atomic<size_t> next{0};
   std::vector<std::string> failures(cases.size());

@@ -100,6 +100,9 @@ def test_unused_values_still_raise_and_results_keep_their_devices(rng):
         gp.fuse(lambda a: (a & a, a * 2)[1])(x)
     with pytest.raises(ValueError, match="add"):
         gp.fuse(lambda a, b: (a + b, a * 2)[1])(x, y)
+    i8 = arr(rand(rng, (4,), "int8", small=True))
+    with pytest.raises(OverflowError):
+        gp.fuse(lambda a: (a + 300, a * 2)[1])(i8)
     # A namedtuple of results; results on different devices (one kernel each).
     import collections
 

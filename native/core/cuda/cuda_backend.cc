@@ -302,6 +302,16 @@ absl::Status CudaBackend::SetMaxDynamicSharedMemory(void* function, int device, 
   return absl::OkStatus();
 }
 
+absl::StatusOr<int> CudaBackend::ResidentBlocks(void* function, int device, int block,
+                                                size_t shared_bytes) {
+  PGK_RETURN_IF_ERROR(MakeCurrent(device));
+  int blocks = 0;
+  PGK_CU_RETURN_IF_ERROR(api->cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                             &blocks, static_cast<CUfunction>(function), block, shared_bytes),
+                         "cuda: cuOccupancyMaxActiveBlocksPerMultiprocessor");
+  return blocks;
+}
+
 absl::Status CudaBackend::Launch(void* function, const hal::LaunchDims& d, hal::Stream& stream,
                                  void** args) {
   PGK_RETURN_IF_ERROR(CheckCuda(stream.device(), "launch"));

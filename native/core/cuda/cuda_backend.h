@@ -48,6 +48,9 @@ class CudaBackend final : public hal::Backend {
   absl::StatusOr<void*> GetFunction(void* library, const char* name, int device);
   /// Sets the dynamic shared memory limit of a function (needed above 48 KiB).
   absl::Status SetMaxDynamicSharedMemory(void* function, int device, int bytes);
+  /// How many blocks of `block` threads (and `shared_bytes` of dynamic shared memory) of
+  /// `function` one SM of `device` holds at once (its registers and shared memory decide).
+  absl::StatusOr<int> ResidentBlocks(void* function, int device, int block, size_t shared_bytes);
   /// Launches `function` on `stream` through cuLaunchKernelEx.
   absl::Status Launch(void* function, const hal::LaunchDims& dims, hal::Stream& stream,
                       void** args);

@@ -96,12 +96,13 @@ JitKernelCache<Entry>& Cache() {
 // pointer aligned to v elements) or, for inputs, 0 (flagged in `broadcast_inner`).
 bool RunsOf(const CoalescedLayout& c, absl::Span<const GPUArray* const> arrays,
             absl::Span<const int> input_of, int v, uint32_t& broadcast_inner) {
-  broadcast_inner = 0;
   if (c.shape.empty() || c.shape.back() % v != 0) return false;
+  uint32_t mask = 0;
   for (size_t k = 0; k < arrays.size(); ++k) {
     const auto& st = c.strides[k];
-    if (st.back() == 0 && input_of[k] >= 0 && input_of[k] < 32) {
-      broadcast_inner |= 1u << input_of[k];
+    if (input_of[k] >= 32) return false;  // the mask has 32 bits
+    if (st.back() == 0 && input_of[k] >= 0) {
+      mask |= 1u << input_of[k];
       continue;
     }
     if (st.back() != 1) return false;
@@ -112,6 +113,7 @@ bool RunsOf(const CoalescedLayout& c, absl::Span<const GPUArray* const> arrays,
       return false;
     }
   }
+  broadcast_inner = mask;
   return true;
 }
 
@@ -274,7 +276,7 @@ absl::Status CopyJit(hal::Stream& s, const GPUArray& src, const GPUArray& dst) {
   };
   const DType dtypes[] = {src.dtype()};
   const unsigned char* const no_scalars[] = {nullptr};
-  EwJitKernel kernel{"astype", "cast", spec, dtypes, no_scalars};
+  EwJitKernel kernel{"copy", "cast", spec, dtypes, no_scalars};
   return LaunchEwJit(s, kernel, absl::MakeConstSpan(&dst, 1), absl::MakeConstSpan(&src, 1));
 }
 

@@ -3,6 +3,7 @@
 // program and launches its kernels through the dispatcher, with the slice workspace from the
 // pool (stream-ordered, so it is reusable as soon as the launches are queued).
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -17,10 +18,22 @@ namespace pygpukit::ops::cuda_kernels {
 namespace {
 
 constexpr int kBlock = 256;  // kernels::kReduceBlock
-// Blocks of kBlock threads resident per SM (the kernels' launch bounds cap registers for it):
-// a grid with fewer blocks is split along the reduction up to this many per SM (one wave; a
+// Blocks of kBlock threads resident per SM that the kernels' launch bounds guarantee (registers
+// capped for it): a grid with fewer blocks is split along the reduction to fill one wave (a
 // second, partial wave would idle most SMs), and each thread keeps 4 16-byte loads in flight.
+// Reductions fill the wave their compiled kernel really gets (cuOccupancy...: 6 blocks for
+// kernels under 40 registers); PYGPUKIT_RED_BLOCKS_PER_SM (1..16) fixes it instead (a
+// measurement knob, read once).
 constexpr int64_t kBlocksPerSm = 4;
+
+int FixedBlocksPerSm() {
+  static const int fixed = [] {
+    const char* v = std::getenv("PYGPUKIT_RED_BLOCKS_PER_SM");
+    const int b = v != nullptr ? std::atoi(v) : 0;
+    return b >= 1 && b <= 16 ? b : 0;
+  }();
+  return fixed;
+}
 // The largest reducer state (var / std of complex128); workspaces hold this much per slice.
 constexpr int64_t kMaxAcc = 48;
 static_assert(sizeof(kernels::StdReducer<complex128>::Acc) <= kMaxAcc);
@@ -61,9 +74,9 @@ absl::StatusOr<int64_t> Multiprocessors(Device d) {
 
 // ---- reductions ----
 
+// The kernel for `p`: inner or outer mode, the row width and the access width.
 ReduceKernelSpec ReduceSpecOf(const ReduceLaunch& l, DType in, DType out,
-                              const kernels::ReduceParams& p, int64_t sms, int64_t* grid_x,
-                              int64_t* slices, int64_t* slice) {
+                              const kernels::ReduceParams& p) {
   ReduceKernelSpec k;
   k.op = l.op;
   k.in = in;
@@ -105,12 +118,18 @@ ReduceKernelSpec ReduceSpecOf(const ReduceLaunch& l, DType in, DType out,
     // row of 256 when there is (almost) nothing to reduce.
     k.bx = std::min(Pow2Ceil(CeilDiv(p.n_out, k.vec)), p.n_red <= 4 ? kBlock : 32);
   }
+  return k;
+}
+
+// The grid of kernel `k` over `p`: blocks along the outputs (grid_x), and slices of the
+// reduction when those are fewer than `target` (the blocks of one wave).
+void PlanGrid(const ReduceKernelSpec& k, const kernels::ReduceParams& p, int64_t target,
+              int64_t* grid_x, int64_t* slices, int64_t* slice) {
   const int64_t group = k.inner ? k.bx : kBlock / k.bx;  // threads per output
   const int64_t outputs_per_block = k.inner ? kBlock / group : int64_t{k.bx} * k.vec;
   *grid_x = CeilDiv(p.n_out, outputs_per_block);
   *slices = 1;
   *slice = std::max<int64_t>(p.n_red, 1);
-  const int64_t target = sms * kBlocksPerSm;
   if (*grid_x < target) {
     const int64_t step = group * (k.inner ? k.vec : 1);           // slices start aligned
     const int64_t min_slice = step * k.unroll * 4;                // at least 4 trips per thread
@@ -123,7 +142,6 @@ ReduceKernelSpec ReduceSpecOf(const ReduceLaunch& l, DType in, DType out,
       *slices = CeilDiv(p.n_red, *slice);
     }
   }
-  return k;
 }
 
 std::string ReduceKey(const ReduceKernelSpec& k, int device) {
@@ -136,6 +154,7 @@ std::string ReduceKey(const ReduceKernelSpec& k, int device) {
 struct ReduceEntry {
   void* main = nullptr;
   void* final = nullptr;
+  int64_t blocks_per_sm = kBlocksPerSm;  // of `main`, resident at once
 };
 
 JitKernelCache<ReduceEntry>& ReduceCache() {
@@ -163,8 +182,7 @@ absl::Status ReduceJit(hal::Stream& s, const ReduceLaunch& l, DType in, DType ou
                        kernels::ReduceParams p, Device device) {
   Runtime& rt = Runtime::Get();
   PGK_ASSIGN_OR_RETURN(int64_t sms, Multiprocessors(device));
-  int64_t grid_x = 0;
-  const ReduceKernelSpec spec = ReduceSpecOf(l, in, out, p, sms, &grid_x, &p.slices, &p.slice);
+  const ReduceKernelSpec spec = ReduceSpecOf(l, in, out, p);
   PGK_ASSIGN_OR_RETURN(
       ReduceEntry e,
       ReduceCache().Get(ReduceKey(spec, device.index), [&]() -> absl::StatusOr<ReduceEntry> {
@@ -172,8 +190,17 @@ absl::Status ReduceJit(hal::Stream& s, const ReduceLaunch& l, DType in, DType ou
         ReduceEntry e;
         PGK_ASSIGN_OR_RETURN(e.main, rt.jit().Function(src, kReduceKernelName, device.index));
         PGK_ASSIGN_OR_RETURN(e.final, rt.jit().Function(src, kReduceFinalKernelName, device.index));
+        if (FixedBlocksPerSm() > 0) {
+          e.blocks_per_sm = FixedBlocksPerSm();
+        } else if (absl::StatusOr<int> b =
+                       rt.dispatcher().ResidentBlocks(e.main, device.index, kBlock);
+                   b.ok() && *b >= kBlocksPerSm) {
+          e.blocks_per_sm = *b;  // at least the launch bounds' guarantee
+        }
         return e;
       }));
+  int64_t grid_x = 0;
+  PlanGrid(spec, p, sms * e.blocks_per_sm, &grid_x, &p.slices, &p.slice);
   if (grid_x > INT32_MAX) {
     return NotImplementedError(absl::StrCat(l.name, ": ", p.n_out, " outputs need ", grid_x,
                                             " blocks; CUDA grids hold 2^31 - 1"));
