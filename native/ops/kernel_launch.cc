@@ -1,6 +1,7 @@
 #include "ops/kernel_launch.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -150,20 +151,31 @@ absl::Status LaunchCopy(const GPUArray& src, const GPUArray& dst) {
                                    dst.device().ToString()));
   }
   PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&src, &dst}));
-  if (!dst.device().is_cpu() && Runtime::Get().jit().Available().ok()) {
-    PGK_ASSIGN_OR_RETURN(hal::Stream * s, StreamOf(dst));
-    // A JIT that cannot compile (an arch NVRTC does not know, a broken cache) leaves copies to
-    // the precompiled kernels below; nothing was enqueued.
-    if (cuda_kernels::CopyJit(*s, src, dst).ok()) return absl::OkStatus();
+  PGK_ASSIGN_OR_RETURN(hal::Stream * s, StreamOf(dst));
+  // Devices whose copy JIT failed once (an arch NVRTC does not know, a broken cache): their
+  // copies go to the precompiled kernels without compiling again.
+  static std::atomic<uint64_t> jit_failed{0};
+  const uint64_t bit = uint64_t{1} << (dst.device().index & 63);
+  absl::Status jit = absl::OkStatus();
+  if (!dst.device().is_cpu() && (jit_failed.load(std::memory_order_relaxed) & bit) == 0 &&
+      Runtime::Get().jit().Available().ok()) {
+    jit = cuda_kernels::CopyJit(*s, src, dst);  // enqueues nothing when it fails
+    if (jit.ok()) return absl::OkStatus();
+    jit_failed.fetch_or(bit, std::memory_order_relaxed);
   }
   ElementwiseParams p;
   PGK_RETURN_IF_ERROR(BuildParams(dst, &src, nullptr, p, "copy"));
   p.a_dtype = static_cast<int32_t>(src.dtype());
-  PGK_ASSIGN_OR_RETURN(hal::Stream * s, StreamOf(dst));
   if (dst.device().is_cpu()) {
     return cpu_kernels::Copy(*s, src.dtype(), dst.dtype(), p, Keep({&src, &dst}));
   }
-  return cuda_kernels::Copy(*s, src.dtype(), dst.dtype(), p);
+  absl::Status fallback = cuda_kernels::Copy(*s, src.dtype(), dst.dtype(), p);
+  if (!fallback.ok() && !jit.ok()) {
+    // Neither path works: say why the JIT failed too.
+    return absl::Status(fallback.code(),
+                        absl::StrCat(fallback.message(), " (the JIT copy: ", jit.message(), ")"));
+  }
+  return fallback;
 }
 
 absl::Status LaunchFill(const GPUArray& dst, const unsigned char* value) {

@@ -22,15 +22,16 @@ constexpr int kBlock = 256;  // kernels::kReduceBlock
 // capped for it): a grid with fewer blocks is split along the reduction to fill one wave (a
 // second, partial wave would idle most SMs), and each thread keeps 4 16-byte loads in flight.
 // Reductions fill the wave their compiled kernel really gets (cuOccupancy...: 6 blocks for
-// kernels under 40 registers); PYGPUKIT_RED_BLOCKS_PER_SM (1..16) fixes it instead (a
-// measurement knob, read once).
+// kernels under 40 registers); PYGPUKIT_RED_BLOCKS_PER_SM (1..8) fixes it instead (a
+// measurement knob, read once). The slices, and so a float result's bits, follow the SM count
+// and the compiled kernel (its registers: the NVRTC version), not the input alone.
 constexpr int64_t kBlocksPerSm = 4;
 
 int FixedBlocksPerSm() {
   static const int fixed = [] {
     const char* v = std::getenv("PYGPUKIT_RED_BLOCKS_PER_SM");
     const int b = v != nullptr ? std::atoi(v) : 0;
-    return b >= 1 && b <= 16 ? b : 0;
+    return b >= 1 && b <= 8 ? b : 0;  // 8 blocks of 256 threads fill an SM
   }();
   return fixed;
 }
