@@ -38,10 +38,10 @@ void AppendParams(const EwKernelSpec& spec, absl::string_view restrict_, absl::s
   }
 }
 
-// The arguments of one pgk_body call: per input `array(i)` or the scalar's name, then per
-// output `out(j)`.
+// The arguments of one pgk_body call: per input `array(i)` or the scalar's name, per output
+// `out(j)`, then (spec.pass_index) the element's index `index`.
 template <typename A, typename O>
-std::string BodyArgs(const EwKernelSpec& spec, A&& array, O&& out) {
+std::string BodyArgs(const EwKernelSpec& spec, A&& array, O&& out, absl::string_view index) {
   std::string s;
   for (size_t i = 0; i < spec.inputs.size(); ++i) {
     absl::StrAppend(&s, spec.inputs[i].scalar ? In(i) : array(i), ", ");
@@ -49,6 +49,7 @@ std::string BodyArgs(const EwKernelSpec& spec, A&& array, O&& out) {
   for (size_t j = 0; j < spec.outputs.size(); ++j) {
     absl::StrAppend(&s, j > 0 ? ", " : "", out(j));
   }
+  if (spec.pass_index) absl::StrAppend(&s, ", ", index);
   return s;
 }
 
@@ -66,6 +67,7 @@ void AppendEwBody(const EwKernelSpec& spec, absl::string_view qualifiers, std::s
     absl::StrAppend(&s, j > 0 ? ", " : "", EwTypeName(spec.outputs[j]), "& ",
                     named ? spec.names[spec.inputs.size() + j] : Out(j));
   }
+  if (spec.pass_index) absl::StrAppend(&s, ", const long long i");
   absl::StrAppend(&s, ") {\n  ", spec.body, "\n}\n\n");
 }
 
@@ -100,13 +102,14 @@ void AppendContiguous(const EwKernelSpec& spec, std::string& s) {
     absl::StrAppend(&s, "        ", Out(j), "v[u] = reinterpret_cast<const Vec<V, ",
                     EwTypeName(spec.outputs[j]), ">*>(", Out(j), "p)[j];\n");
   }
-  absl::StrAppend(&s, "      }\n    }\n", "#pragma unroll\n", "    for (int u = 0; u < U; ++u) {\n",
-                  "#pragma unroll\n", "      for (int k = 0; k < V; ++k) pgk_body(",
-                  BodyArgs(
-                      spec, [](size_t i) { return absl::StrCat(In(i), "v[u].v[k]"); },
-                      [](size_t j) { return absl::StrCat(Out(j), "v[u].v[k]"); }),
-                  ");\n    }\n", "#pragma unroll\n", "    for (int u = 0; u < U; ++u) {\n",
-                  "      const long long j = base + u * step;\n", "      if (j < nvec) {\n");
+  absl::StrAppend(
+      &s, "      }\n    }\n", "#pragma unroll\n", "    for (int u = 0; u < U; ++u) {\n",
+      "#pragma unroll\n", "      for (int k = 0; k < V; ++k) pgk_body(",
+      BodyArgs(
+          spec, [](size_t i) { return absl::StrCat(In(i), "v[u].v[k]"); },
+          [](size_t j) { return absl::StrCat(Out(j), "v[u].v[k]"); }, "(base + u * step) * V + k"),
+      ");\n    }\n", "#pragma unroll\n", "    for (int u = 0; u < U; ++u) {\n",
+      "      const long long j = base + u * step;\n", "      if (j < nvec) {\n");
   for (size_t j = 0; j < spec.outputs.size(); ++j) {
     absl::StrAppend(&s, "        reinterpret_cast<Vec<V, ", EwTypeName(spec.outputs[j]), ">*>(",
                     Out(j), "p)[j] = ", Out(j), "v[u];\n");
@@ -121,7 +124,7 @@ void AppendContiguous(const EwKernelSpec& spec, std::string& s) {
   absl::StrAppend(&s, "    pgk_body(",
                   BodyArgs(
                       spec, [](size_t i) { return absl::StrCat(In(i), "p[e]"); },
-                      [](size_t j) { return absl::StrCat("r", j); }),
+                      [](size_t j) { return absl::StrCat("r", j); }, "e"),
                   ");\n");
   for (size_t j = 0; j < spec.outputs.size(); ++j) {
     absl::StrAppend(&s, "    ", Out(j), "p[e] = r", j, ";\n");
@@ -188,7 +191,8 @@ void AppendStrided(const EwKernelSpec& spec, std::string& s) {
     absl::StrAppend(&s, "      if (base + u * step < n) pgk_body(",
                     BodyArgs(
                         spec, [](size_t i) { return absl::StrCat(In(i), "v[u]"); },
-                        [](size_t j) { return absl::StrCat(Out(j), "p[", Out(j), "o[u]]"); }),
+                        [](size_t j) { return absl::StrCat(Out(j), "p[", Out(j), "o[u]]"); },
+                        "base + u * step"),
                     ");\n    }\n  }\n}\n");
     return;
   }
@@ -201,15 +205,15 @@ void AppendStrided(const EwKernelSpec& spec, std::string& s) {
                                       : "",
                     ";\n");
   }
-  absl::StrAppend(&s, "#pragma unroll\n        for (int k = 0; k < V; ++k) pgk_body(",
-                  BodyArgs(
-                      spec,
-                      [&](size_t i) {
-                        return broadcast(i) ? absl::StrCat(In(i), "v[u]")
-                                            : absl::StrCat(In(i), "v[u].v[k]");
-                      },
-                      [](size_t j) { return absl::StrCat(Out(j), "v.v[k]"); }),
-                  ");\n");
+  absl::StrAppend(
+      &s, "#pragma unroll\n        for (int k = 0; k < V; ++k) pgk_body(",
+      BodyArgs(
+          spec,
+          [&](size_t i) {
+            return broadcast(i) ? absl::StrCat(In(i), "v[u]") : absl::StrCat(In(i), "v[u].v[k]");
+          },
+          [](size_t j) { return absl::StrCat(Out(j), "v.v[k]"); }, "(base + u * step) * V + k"),
+      ");\n");
   for (size_t j = 0; j < spec.outputs.size(); ++j) {
     absl::StrAppend(&s, "        reinterpret_cast<", unit(EwTypeName(spec.outputs[j])), "*>(",
                     Out(j), "p)[", Out(j), "o[u]] = ", Out(j), "v;\n");
@@ -274,7 +278,7 @@ std::string EwSpecKey(const EwKernelSpec& spec) {
   // '\x01' separates the text fields (none contains it: names are identifiers, and a body
   // with it still gives a distinct key since the field count is fixed).
   std::string k = absl::StrCat(spec.name, "\x01", spec.body, "\x01", spec.needs_complex ? 1 : 0,
-                               spec.read_outputs ? 1 : 0);
+                               spec.read_outputs ? 1 : 0, spec.pass_index ? 1 : 0);
   for (const EwInput& in : spec.inputs) {
     k.push_back(static_cast<char>(in.storage));
     k.push_back(in.scalar ? 's' : 'a');

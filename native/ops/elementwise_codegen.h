@@ -63,6 +63,8 @@ struct EwKernelSpec {
   /// The outputs hold values the body may read (user kernels given their outputs: `y += x`);
   /// otherwise they are write-only (vector paths do not load them).
   bool read_outputs = false;
+  /// The body sees `const long long i`, the element's index in C order (user kernels, as CuPy's).
+  bool pass_index = false;
   EwLayout layout;
   /// Program name (NVRTC reports errors as "<name>.cu(line)").
   std::string name = "elementwise";

@@ -1,5 +1,6 @@
 // User elementwise kernels (gp.ElementwiseKernel): parameter lists, type placeholders bound from
 // the arguments, broadcasting, the output, and the launch (ops/kernel_launch.h).
+#include <algorithm>
 #include <map>
 #include <optional>
 
@@ -197,6 +198,9 @@ absl::StatusOr<std::vector<GPUArray>> RunUserKernel(const UserKernel& k,
   l.spec.needs_complex = l.spec.needs_complex || absl::StrContains(k.body, "omplex");
   // Outputs passed in keep their values for the body (y += x); new ones start undefined.
   l.spec.read_outputs = !outs.empty();
+  // `i`, the element's index, unless a parameter has that name.
+  l.spec.pass_index = std::none_of(l.spec.names.begin(), l.spec.names.end(),
+                                   [](const std::string& n) { return n == "i"; });
   std::vector<GPUArray> results(outs.begin(), outs.end());
   if (results.empty()) {
     for (DType dt : l.spec.outputs) {

@@ -104,6 +104,24 @@ TEST(ElementwiseCodegen, OutputsAreLoadedOnlyWhenTheBodyMayReadThem) {
   }());
 }
 
+TEST(ElementwiseCodegen, TheElementIndexIsPassedInEveryLayout) {
+  EwKernelSpec spec;
+  spec.inputs = {{DType::Float32, false}};
+  spec.body = "o0 = i0 + i;";
+  spec.pass_index = true;
+  spec.layout.vec = 4;
+  std::string src = GenerateElementwiseSource(spec);
+  EXPECT_TRUE(absl::StrContains(src, "float& o0, const long long i)")) << src;
+  EXPECT_TRUE(absl::StrContains(src, "o0v[u].v[k], (base + u * step) * V + k);")) << src;
+  EXPECT_TRUE(absl::StrContains(src, "pgk_body(i0p[e], r0, e);")) << src;
+  spec.layout.contiguous = false;
+  spec.layout.ndim = 2;
+  EXPECT_TRUE(
+      absl::StrContains(GenerateElementwiseSource(spec), "o0v.v[k], (base + u * step) * V + k);"));
+  spec.layout.vec = 1;
+  EXPECT_TRUE(absl::StrContains(GenerateElementwiseSource(spec), "o0p[o0o[u]], base + u * step);"));
+}
+
 TEST(ElementwiseCodegen, UserKernelsNameTheirParameters) {
   EwKernelSpec spec;
   spec.inputs = {{DType::Int32, false}};
@@ -261,7 +279,8 @@ TEST(ElementwiseCodegen, EveryTableFunctionCompilesUnderNvrtc) {
   cases.push_back({"two outputs", user});
   // Outputs the body reads (given outputs), dense and in runs along the last dimension.
   user.read_outputs = true;
-  user.body = "z += x * y; w += (int16_t)x;";
+  user.pass_index = true;
+  user.body = "z += x * y + i; w += (int16_t)x;";
   cases.push_back({"reads outputs", user});
   user.layout.contiguous = false;
   cases.push_back({"reads outputs in runs", user});

@@ -177,6 +177,23 @@ def test_given_outputs_can_be_read(rng):
     check_equal(g, expect)
 
 
+def test_the_element_index_i(rng):
+    # `i` is the element's index in C order, in every layout (dense with a tail, broadcast rows,
+    # strided outputs); a parameter named i hides it.
+    k = gp.ElementwiseKernel("T x", "T y", "y = x + T(i);", "plus_index")
+    for shape in [(37,), (6, 8), (5, 3, 4)]:
+        x = rand(rng, shape, "float64", small=True)
+        idx = np.arange(x.size, dtype=np.float64).reshape(shape)
+        check_equal(k(arr(x)), x + idx)
+        row = rand(rng, shape[-1:], "float64", small=True)
+        check_equal(k(gp.broadcast_to(arr(row), shape)), row + idx)
+        out = gp.zeros((2,) + shape, dtype=gp.float64)
+        k(arr(x), out[1])
+        check_equal(out[1], x + idx)
+    own = gp.ElementwiseKernel("int32 i", "int32 y", "y = i * 2;", "own_i")
+    check_equal(own(arr(np.array([3, 4], np.int32))), np.array([6, 8], np.int32))
+
+
 def test_several_outputs_errors(rng):
     x = arr(rand(rng, (4,), "float32"))
     f = gp.empty((4,), dtype=gp.float32)

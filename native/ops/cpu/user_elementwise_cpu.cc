@@ -41,7 +41,8 @@ std::string HostSource(const EwKernelSpec& spec) {
                     EwTypeName(in ? spec.inputs[k].storage : spec.outputs[k - nin]), "*>(ptrs[", k,
                     "])[off[", k, "]]");
   }
-  absl::StrAppend(&s, ");\n", "    for (int d = ndim - 1; d >= 0; --d) {\n",
+  absl::StrAppend(&s, spec.pass_index ? ", i" : "", ");\n",
+                  "    for (int d = ndim - 1; d >= 0; --d) {\n",
                   "      for (int k = 0; k < N; ++k) off[k] += strides[k * D + d];\n",
                   "      if (++idx[d] < shape[d]) break;\n",
                   "      for (int k = 0; k < N; ++k) off[k] -= shape[d] * strides[k * D + d];\n",
