@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
 pgk_install_system_deps
-python3 -m pip install -q numpy pytest pybind11 scikit-build-core ml_dtypes
+python3 -m pip install -q numpy pytest hypothesis pybind11 scikit-build-core ml_dtypes
 BUILD=${PYGPUKIT_BUILD_DIR:-build/test}
 ARCHS=${PYGPUKIT_CUDA_ARCHS:-90a}
 JOBS=${PYGPUKIT_JOBS:-$(nproc)}
