@@ -294,7 +294,9 @@ JitSource ElementwiseProgram(const EwKernelSpec& spec) {
   // with NVRTC 13.0: 0.07 -> 0.04 s per kernel, and 0.7 -> 0.12 s with complex_math.h).
   // No multiply-add contraction: the host compiler does not contract either, and the CPU
   // backend must compute the same bits (complex products, the divmod and expm1 formulas).
-  return JitSource{GenerateElementwiseSource(spec), spec.name, {"-pch", "--fmad=false"}};
+  return JitSource{GenerateElementwiseSource(spec),
+                   spec.name,
+                   {"-pch", spec.contract ? "--fmad=true" : "--fmad=false"}};
 }
 
 std::string GenerateElementwiseSource(const EwKernelSpec& spec) {

@@ -65,6 +65,9 @@ struct EwKernelSpec {
   bool read_outputs = false;
   /// The body sees `const long long i`, the element's index in C order (user kernels, as CuPy's).
   bool pass_index = false;
+  /// Let NVRTC contract multiplies and adds into FMAs (a measurement knob: results then may
+  /// differ from the CPU backend's bits).
+  bool contract = false;
   EwLayout layout;
   /// Program name (NVRTC reports errors as "<name>.cu(line)").
   std::string name = "elementwise";

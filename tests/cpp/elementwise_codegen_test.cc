@@ -171,6 +171,12 @@ TEST(ElementwiseCodegen, ComplexOperandsIncludeComplexMath) {
   EwKernelSpec spec = OpKernelSpec(ElementwiseOp::kExp, "exp", in, compute, DType::Complex64, {});
   EXPECT_TRUE(absl::StrContains(GenerateElementwiseSource(spec), "complex_math.h"));
   EXPECT_EQ(ElementwiseProgram(spec).name, "ew_exp");
+  // No multiply-add contraction unless asked (the CPU backend's bits).
+  const std::vector<std::string> opts = ElementwiseProgram(spec).options;
+  EXPECT_NE(std::find(opts.begin(), opts.end(), "--fmad=false"), opts.end());
+  spec.contract = true;
+  const std::vector<std::string> fused = ElementwiseProgram(spec).options;
+  EXPECT_NE(std::find(fused.begin(), fused.end(), "--fmad=true"), fused.end());
 }
 
 // Representative compute dtypes of each domain: every kind it accepts, the narrowest and widest.

@@ -21,14 +21,17 @@ namespace {
 // cases): one loop trip per thread (an uncapped grid) beats grid-stride loops over a resident
 // grid of 4 to 16 blocks per SM in every case (float32 add 3.05 vs 2.85-2.91 TB/s); dense
 // kernels move one 16-byte vector per operand per thread (3.05 TB/s; 2 to 8 vectors: 3.00 to
-// 3.03), strided ones 4 elements (add with a broadcast row 2.82 TB/s; 1 element: 1.45).
-// Measurement knobs, read once: PYGPUKIT_EW_UNROLL (1, 2, 4 or 8, for both layouts) and
-// PYGPUKIT_EW_BLOCKS_PER_SM (a cap on the grid, 0 = none). Invalid values keep the defaults.
+// 3.03), strided ones 4 elements (add with a broadcast row 2.82 TB/s; 1 element: 1.45), and
+// strided runs (broadcast rows / columns) one run (3.01 TB/s; 2 and 4 runs: 2.99, 2.96).
+// Measurement knobs, read once: PYGPUKIT_EW_UNROLL (1, 2, 4 or 8, for every layout),
+// PYGPUKIT_EW_BLOCKS_PER_SM (a cap on the grid, 0 = none) and PYGPUKIT_EW_FMAD=1 (table
+// functions with multiply-add contraction). Invalid values keep the defaults.
 struct Tuning {
   int unroll_contiguous = 1;
   int unroll_strided = 4;
   int unroll_runs = 1;  // strided with vec > 1: runs of 16 bytes, like dense accesses
   int blocks_per_sm = 0;
+  bool contract = false;  // PYGPUKIT_EW_FMAD=1: table functions compile with --fmad=true
 };
 
 const Tuning& Knobs() {
@@ -40,6 +43,7 @@ const Tuning& Knobs() {
         t.unroll_contiguous = t.unroll_strided = t.unroll_runs = v;
       }
     }
+    if (const char* f = std::getenv("PYGPUKIT_EW_FMAD")) t.contract = std::string(f) == "1";
     if (const char* b = std::getenv("PYGPUKIT_EW_BLOCKS_PER_SM")) {
       const int v = std::atoi(b);
       if (v >= 0 && v <= 64) t.blocks_per_sm = v;
@@ -264,8 +268,13 @@ absl::Status ElementwiseJit(hal::Stream& s, const EwLaunch& l, const GPUArray& o
     scalar_dtypes.push_back(in.compute);
     scalars.push_back(in.scalar);
   }
-  // A named lambda: the FunctionRef in `kernel` refers to it.
-  auto spec = [&](const EwLayout& layout) { return SpecOf(l, out.dtype(), inputs, layout); };
+  // A named lambda: the FunctionRef in `kernel` refers to it. The knobs are read once, so the
+  // cache key need not hold `contract`.
+  auto spec = [&](const EwLayout& layout) {
+    EwKernelSpec k = SpecOf(l, out.dtype(), inputs, layout);
+    k.contract = Knobs().contract;
+    return k;
+  };
   EwJitKernel kernel{l.name, std::move(head), spec, scalar_dtypes, scalars};
   return LaunchEwJit(s, kernel, absl::MakeConstSpan(&out, 1), inputs);
 }
