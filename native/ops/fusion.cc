@@ -1,8 +1,12 @@
 // Fused elementwise expressions (gp.fuse): each node typed as Elementwise would type it, one
 // generated body that keeps every intermediate in its result dtype, run as a user kernel
 // (ops/kernel_launch.h: NVRTC on CUDA, the host compiler on the CPU).
+#include <atomic>
+#include <memory>
+#include <mutex>
 #include <optional>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "ops/kernel_launch.h"
@@ -104,26 +108,35 @@ Reach ReachOf(const FusedExpr& e, absl::Span<const int> roots) {
   return r;
 }
 
-// One kernel computing the nodes `outputs` (of one shape and device) from the nodes and inputs
-// they depend on.
-absl::StatusOr<std::vector<GPUArray>> RunGroup(const FusedExpr& e,
-                                               absl::Span<const EwOperand> inputs,
-                                               const std::vector<NodeInfo>& info,
-                                               absl::Span<const int> outputs) {
+// The kernel of one group of outputs for one argument signature: the launch with its spec
+// (body, names, dtypes), the array inputs it reads (in parameter order) and where each scalar
+// parameter's value comes from. It depends on which inputs are arrays and their dtypes, never
+// on their values or shapes, so it is kept per (expression, signature, group).
+struct Prepared {
+  UserEwLaunch launch;      // scalar bytes filled per call
+  std::vector<int> arrays;  // input index per array parameter
+  struct ScalarParam {
+    int param;  // its index in launch.spec.inputs
+    int input;  // the input it comes from (-1: `constant`)
+    Scalar constant;
+    DType dtype;  // the dtype its node converts it to
+  };
+  std::vector<ScalarParam> scalars;
+};
+
+Prepared Prepare(const FusedExpr& e, absl::Span<const EwOperand> inputs,
+                 const std::vector<NodeInfo>& info, absl::Span<const int> outputs) {
   const Reach reach = ReachOf(e, outputs);
-  const Shape& shape = info[outputs[0]].shape;
-  const Device device = *info[outputs[0]].device;
   // Kernel parameters: the array inputs (a0, ...), then one by-value scalar per use of a
   // Python scalar (s0, ...), encoded in the dtype its node converts it to.
-  UserEwLaunch l;
+  Prepared p;
+  UserEwLaunch& l = p.launch;
   l.spec.name = e.name;
-  absl::InlinedVector<GPUArray, 4> views;
   std::vector<int> array_param(inputs.size(), -1);
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i].array == nullptr || !reach.used[i]) continue;
-    array_param[i] = static_cast<int>(views.size());
-    PGK_ASSIGN_OR_RETURN(GPUArray v, BroadcastTo(*inputs[i].array, shape));
-    views.push_back(std::move(v));
+    array_param[i] = static_cast<int>(p.arrays.size());
+    p.arrays.push_back(static_cast<int>(i));
     const DType dt = inputs[i].array->dtype();
     l.spec.inputs.push_back(EwInput{dt, false});
     l.spec.names.push_back(absl::StrCat("a", array_param[i]));
@@ -131,7 +144,6 @@ absl::StatusOr<std::vector<GPUArray>> RunGroup(const FusedExpr& e,
     l.scalars.push_back({});
   }
   std::string body;
-  int scalars = 0;
   for (size_t k = 0; k < e.nodes.size(); ++k) {
     if (!reach.live[k]) continue;
     const FusedNode& n = e.nodes[k];
@@ -146,15 +158,14 @@ absl::StatusOr<std::vector<GPUArray>> RunGroup(const FusedExpr& e,
         value = absl::StrCat("a", array_param[a.index]);
       } else {
         // A weak scalar: converted to the node's compute dtype, as Elementwise encodes it.
-        const Scalar& s = a.kind == FusedArg::Kind::kConstant ? a.constant : inputs[a.index].scalar;
-        std::array<unsigned char, 16> bytes = {};
-        PGK_RETURN_IF_ERROR(EncodeScalar(s, t.compute[j], bytes.data(), e.name));
-        value = absl::StrCat("s", scalars++);
+        const bool constant = a.kind == FusedArg::Kind::kConstant;
+        value = absl::StrCat("s", p.scalars.size());
+        p.scalars.push_back({static_cast<int>(l.spec.inputs.size()), constant ? -1 : a.index,
+                             constant ? a.constant : Scalar{}, t.compute[j]});
         l.spec.inputs.push_back(EwInput{t.compute[j], true});
         l.spec.names.push_back(value);
         l.scalar_dtypes.push_back(t.compute[j]);
-        l.scalars.push_back(bytes);
-        views.emplace_back();
+        l.scalars.push_back({});
       }
       absl::StrAppend(&args, j > 0 ? ", " : "", "Cast<", EwTypeName(t.compute[j]), ">(", value,
                       ")");
@@ -173,6 +184,53 @@ absl::StatusOr<std::vector<GPUArray>> RunGroup(const FusedExpr& e,
     l.spec.names.push_back(name);
   }
   l.spec.body = std::move(body);
+  return p;
+}
+
+// Prepared kernels by expression id, argument signature and group. Bounded: cleared when full
+// (traced functions are few; a signature is a dtype pattern).
+std::shared_ptr<const Prepared> Cached(const FusedExpr& e, absl::Span<const EwOperand> inputs,
+                                       const std::vector<NodeInfo>& info,
+                                       absl::Span<const int> outputs) {
+  if (e.id == 0) return std::make_shared<const Prepared>(Prepare(e, inputs, info, outputs));
+  std::string key(reinterpret_cast<const char*>(&e.id), sizeof(e.id));
+  for (const EwOperand& in : inputs) {
+    key.push_back(in.array != nullptr ? static_cast<char>(in.array->dtype())
+                                      : static_cast<char>(0x40 | static_cast<int>(in.scalar.kind)));
+  }
+  key.push_back('|');
+  for (int o : outputs) key.append(reinterpret_cast<const char*>(&o), sizeof(o));
+  static std::mutex mu;
+  static auto* cache = new absl::flat_hash_map<std::string, std::shared_ptr<const Prepared>>;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = cache->find(key); it != cache->end()) return it->second;
+  }
+  auto p = std::make_shared<const Prepared>(Prepare(e, inputs, info, outputs));
+  std::lock_guard<std::mutex> lock(mu);
+  if (cache->size() >= 4096) cache->clear();
+  cache->emplace(std::move(key), p);
+  return p;
+}
+
+// One kernel computing the nodes `outputs` (of one shape and device) from the nodes and inputs
+// they depend on.
+absl::StatusOr<std::vector<GPUArray>> RunGroup(const FusedExpr& e,
+                                               absl::Span<const EwOperand> inputs,
+                                               const std::vector<NodeInfo>& info,
+                                               absl::Span<const int> outputs) {
+  const std::shared_ptr<const Prepared> p = Cached(e, inputs, info, outputs);
+  const Shape& shape = info[outputs[0]].shape;
+  const Device device = *info[outputs[0]].device;
+  UserEwLaunch l = p->launch;
+  absl::InlinedVector<GPUArray, 4> views(l.spec.inputs.size());
+  for (size_t a = 0; a < p->arrays.size(); ++a) {
+    PGK_ASSIGN_OR_RETURN(views[a], BroadcastTo(*inputs[p->arrays[a]].array, shape));
+  }
+  for (const Prepared::ScalarParam& sp : p->scalars) {
+    const Scalar& v = sp.input < 0 ? sp.constant : inputs[sp.input].scalar;
+    PGK_RETURN_IF_ERROR(EncodeScalar(v, sp.dtype, l.scalars[sp.param].data(), e.name));
+  }
   std::vector<GPUArray> results;
   for (DType dt : l.spec.outputs) {
     PGK_ASSIGN_OR_RETURN(GPUArray r, NewArray(shape, dt, device, e.name));
@@ -183,6 +241,11 @@ absl::StatusOr<std::vector<GPUArray>> RunGroup(const FusedExpr& e,
 }
 
 }  // namespace
+
+uint64_t NewFusedExprId() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
 
 absl::StatusOr<std::vector<GPUArray>> RunFused(const FusedExpr& e,
                                                absl::Span<const EwOperand> inputs) {

@@ -174,7 +174,12 @@ struct FusedExpr {
   std::vector<FusedNode> nodes;
   std::vector<int> outputs;  // node indices, distinct (empty: the last node)
   std::string name = "fused";
+  /// Nonzero: a unique id under which RunFused keeps the generated kernel per argument
+  /// signature (the expression must not change afterwards).
+  uint64_t id = 0;
 };
+/// A fresh id for FusedExpr::id.
+uint64_t NewFusedExprId();
 /// Evaluates `e` in one kernel: every node gets exactly the dtypes Elementwise would give it
 /// (intermediates are kept in their result dtypes), so each result has the bits of evaluating
 /// the nodes one by one. Inputs are arrays or Python scalars; those the results depend on

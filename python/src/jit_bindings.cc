@@ -325,6 +325,7 @@ AddOp, ...) and <cmath> are visible. Several output parameters give a tuple of o
              e.inputs = inputs;
              e.outputs = std::move(outputs);
              e.name = name;
+             e.id = ops::NewFusedExprId();
              for (const pyb::handle& node : nodes) {
                auto t = node.cast<pyb::tuple>();
                const std::string op = t[0].cast<std::string>();

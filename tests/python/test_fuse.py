@@ -125,6 +125,20 @@ def test_unused_values_still_raise_and_results_keep_their_devices(rng):
         same_bits(got, want)
 
 
+def test_cached_kernels_take_each_calls_scalars_and_dtypes(rng):
+    # The generated kernel is kept per dtype signature: new scalar values and new dtypes give
+    # the unfused bits every time, and scalar range errors are checked per call.
+    f = gp.fuse(lambda a, s: a * s + 1)
+    x = arr(rand(rng, (5,), "int8", small=True))
+    for s in (2, -3, 7):
+        same_bits(f(x, s), x * s + 1)
+    with pytest.raises(OverflowError):
+        f(x, 300)
+    y = arr(rand(rng, (5,), "float32"))
+    for s in (0.5, 2.0):
+        same_bits(f(y, s), y * s + 1)
+
+
 def test_functions_bound_before_tracing_are_traced(rng):
     from pygpukit import exp, where
 
