@@ -66,7 +66,8 @@ int RunTraffic(PoolEnv& env, int threads, int ops, size_t max_bytes, size_t max_
   auto u = env.NewStream();
   hal::Stream* streams[3] = {env.s.get(), env.t.get(), u.get()};
   LiveRanges live;
-  std::atomic<int> overlaps{0}, clobbered{0}, failures{0}, other_errors{0};
+  std::atomic<int> overlaps{0}, clobbered{0}, failures{0}, other_errors{0}, queued{0};
+  constexpr int kMaxQueued = 64;
   std::atomic<bool> stop{false};
   std::vector<std::thread> pool;
   for (int id = 0; id < threads; ++id) {
@@ -96,12 +97,26 @@ int RunTraffic(PoolEnv& env, int threads, int ops, size_t max_bytes, size_t max_
         Stamp(h);
         held.push_back(h);
         // Tasks hold the buffer but never touch its bytes (the thread writes them directly).
+        // Queued tasks are capped: on a slow machine the stream workers can lag far behind, and
+        // the buffers their queues hold would otherwise exhaust any limit.
+        auto enqueue = [&](hal::Stream& on, auto fn) {
+          while (queued.load() >= kMaxQueued) std::this_thread::yield();
+          ++queued;
+          if (!env.backend
+                   .Enqueue(on,
+                            [fn, &queued] {
+                              fn();
+                              --queued;
+                            })
+                   .ok())
+            --queued;
+        };
         if (rng() % 8 == 0) {
-          (void)env.backend.Enqueue(s, [b = h.buf] {});
+          enqueue(s, [b = h.buf] {});
         } else if (rng() % 8 == 0) {
           hal::Stream& other = *streams[rng() % 3];
           if (!env.pool.RecordStream(*h.buf, other).ok()) ++other_errors;
-          (void)env.backend.Enqueue(other, [b = h.buf] { std::this_thread::yield(); });
+          enqueue(other, [b = h.buf] { std::this_thread::yield(); });
         }
       }
       while (!held.empty()) drop(held.size() - 1);
