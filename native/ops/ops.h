@@ -29,6 +29,20 @@ absl::StatusOr<GPUArray> Arange(double start, double stop, double step, DType dt
 /// Integer arange computed exactly in int64.
 absl::StatusOr<GPUArray> ArangeInt(int64_t start, int64_t stop, int64_t step, DType dtype,
                                    Device device);
+/// Identity-like matrix: ones on diagonal k (0 main, > 0 above, < 0 below), zeros elsewhere.
+absl::StatusOr<GPUArray> Eye(int64_t n_rows, int64_t n_cols, int64_t k, DType dtype, Device device);
+/// `num` evenly spaced values from start to stop (included when `endpoint`), computed as
+/// start + i * step in double precision (complex128 for complex bounds) and cast to `dtype`, a
+/// floating or complex dtype.
+absl::StatusOr<GPUArray> Linspace(const Scalar& start, const Scalar& stop, int64_t num,
+                                  bool endpoint, DType dtype, Device device);
+/// Coordinate matrices of 1-D arrays (new arrays): `xy` (Cartesian) swaps the first two output
+/// axes, otherwise matrix ("ij") indexing.
+absl::StatusOr<std::vector<GPUArray>> Meshgrid(absl::Span<const GPUArray> arrays, bool xy);
+/// Lower triangle of the last two axes: elements above diagonal k set to zero (a new array).
+absl::StatusOr<GPUArray> Tril(const GPUArray& x, int64_t k = 0);
+/// Upper triangle of the last two axes: elements below diagonal k set to zero (a new array).
+absl::StatusOr<GPUArray> Triu(const GPUArray& x, int64_t k = 0);
 /// Copies C-contiguous host data into a new array through the transfer engine. Returns once
 /// `data` may be reused (pageable memory is staged); with `blocking` false the copy may still be
 /// in flight, ordered before later work on the array. Pinned-pool `data` is copied directly and
@@ -76,6 +90,40 @@ struct IndexItem {
 };
 /// Basic indexing (integers, slices with steps, None, Ellipsis): always a view.
 absl::StatusOr<GPUArray> Index(const GPUArray& a, absl::Span<const IndexItem> items);
+
+// ---- manipulation (ops/manipulation.cc; axes may be negative) ----
+/// View with a size-1 axis inserted at `axis` of the result (-ndim-1 <= axis <= ndim).
+absl::StatusOr<GPUArray> ExpandDims(const GPUArray& a, int64_t axis);
+/// View without the size-1 axes `axes` (every size-1 axis when nullopt); ValueError for an axis
+/// whose extent is not 1.
+absl::StatusOr<GPUArray> Squeeze(const GPUArray& a, std::optional<absl::Span<const int64_t>> axes);
+/// View with the element order reversed along `axes` (all axes when nullopt).
+absl::StatusOr<GPUArray> Flip(const GPUArray& a, std::optional<absl::Span<const int64_t>> axes);
+/// View with axes `source` moved to positions `destination`, the others in their order.
+absl::StatusOr<GPUArray> MoveAxis(const GPUArray& a, absl::Span<const int64_t> source,
+                                  absl::Span<const int64_t> destination);
+/// Views of every array broadcast to their common shape.
+absl::StatusOr<std::vector<GPUArray>> BroadcastArrays(absl::Span<const GPUArray> arrays);
+/// Joins arrays (one device, one shape but along `axis`) along `axis`, or their flattened
+/// contents when nullopt; the result has their promoted dtype.
+absl::StatusOr<GPUArray> Concat(absl::Span<const GPUArray> arrays, std::optional<int64_t> axis);
+/// Joins arrays of one shape along a new axis `axis` of the result.
+absl::StatusOr<GPUArray> Stack(absl::Span<const GPUArray> arrays, int64_t axis);
+/// Views of the slices of `a` along `axis`, in order.
+absl::StatusOr<std::vector<GPUArray>> Unstack(const GPUArray& a, int64_t axis);
+/// Elements shifted along `axes` (one shift per axis, or one for all; shifts of a repeated axis
+/// add up), wrapping around; without axes, along the flattened array, keeping the shape.
+absl::StatusOr<GPUArray> Roll(const GPUArray& a, absl::Span<const int64_t> shifts,
+                              std::optional<absl::Span<const int64_t>> axes);
+/// `a` repeated reps[i] times along each axis (shapes padded with leading 1s to one rank).
+absl::StatusOr<GPUArray> Tile(const GPUArray& a, absl::Span<const int64_t> reps);
+/// Each element repeated `repeats` times along `axis` (of the flattened array when nullopt).
+absl::StatusOr<GPUArray> Repeat(const GPUArray& a, int64_t repeats, std::optional<int64_t> axis);
+/// n-th discrete difference along `axis` (of prepend, x and append joined there); bool arrays
+/// give not_equal of neighbours, as in NumPy.
+absl::StatusOr<GPUArray> Diff(const GPUArray& x, int64_t axis, int64_t n,
+                              const std::optional<GPUArray>& prepend,
+                              const std::optional<GPUArray>& append);
 
 // ---- elementwise functions (ops/elementwise_table.h lists them) ----
 /// An operand of an elementwise function: an array, or a weak Python scalar (NEP 50: it takes
@@ -236,6 +284,15 @@ struct MatmulOptions {
 /// NumPy matmul semantics: 1-D operands promoted and squeezed, batch dims broadcast.
 absl::StatusOr<GPUArray> Matmul(const GPUArray& a, const GPUArray& b,
                                 const MatmulOptions& options = {});
+
+/// Sum of products over axes a_axes of `a` paired with b_axes of `b` (one matmul; the
+/// operand dtypes Matmul supports). Result: a's free axes, then b's.
+absl::StatusOr<GPUArray> Tensordot(const GPUArray& a, const GPUArray& b,
+                                   absl::Span<const int64_t> a_axes,
+                                   absl::Span<const int64_t> b_axes);
+/// sum(conj(x1) * x2) over `axis` of the broadcast shape (which both must have, with one
+/// extent), in the promoted dtype.
+absl::StatusOr<GPUArray> Vecdot(const GPUArray& x1, const GPUArray& x2, int64_t axis = -1);
 
 /// Activation applied last by Gemm / Linear.
 enum class Activation { kNone, kRelu, kGelu, kSilu };

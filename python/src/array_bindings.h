@@ -16,6 +16,9 @@ void BindElementwise(pyb::module_& m, pyb::class_<GPUArray>& cls);
 /// Registers the reductions and scans on the module and their GPUArray methods
 /// (reduction_bindings.cc).
 void BindReductions(pyb::module_& m, pyb::class_<GPUArray>& cls);
+/// Registers the manipulation, matrix-creation and contraction functions
+/// (manipulation_bindings.cc).
+void BindManipulation(pyb::module_& m);
 /// Thrown by Operand for a value gp.fuse is tracing (python/pygpukit/fusion.py): the binding
 /// records the call on it instead of running it.
 struct FuseTrace {};

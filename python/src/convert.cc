@@ -115,6 +115,62 @@ Shape ToShape(const pyb::handle& obj, absl::string_view op) {
   return shape;
 }
 
+bool IsInt(const pyb::handle& obj) {
+  return !pyb::isinstance<pyb::bool_>(obj) && PyIndex_Check(obj.ptr());
+}
+
+int64_t ToInt(const pyb::handle& obj, absl::string_view what, absl::string_view op) {
+  if (!IsInt(obj)) {
+    RaiseStatus(
+        TypeError(absl::StrCat(op, ": ", what, " must be an integer, got ", TypeName(obj))));
+  }
+  pyb::object v = pyb::reinterpret_steal<pyb::object>(PyNumber_Index(obj.ptr()));
+  if (!v) throw pyb::error_already_set();
+  int overflow = 0;
+  const long long x = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+  if (overflow != 0) {
+    RaiseStatus(OverflowError(
+        absl::StrCat(op, ": ", what, " ", std::string(pyb::str(v)), " does not fit in int64")));
+  }
+  return static_cast<int64_t>(x);
+}
+
+std::optional<std::vector<int64_t>> ToAxes(const pyb::handle& obj, absl::string_view op) {
+  if (obj.is_none()) return std::nullopt;
+  if (IsInt(obj)) return std::vector<int64_t>{ToInt(obj, "axis", op)};
+  if (pyb::isinstance<pyb::tuple>(obj) || pyb::isinstance<pyb::list>(obj)) {
+    std::vector<int64_t> axes;
+    for (const pyb::handle& a : obj) axes.push_back(ToInt(a, "axes", op));
+    return axes;
+  }
+  RaiseStatus(TypeError(absl::StrCat(
+      op, ": axis must be None, an integer or a tuple of integers, got ", TypeName(obj))));
+}
+
+std::optional<int64_t> ToAxis(const pyb::handle& obj, absl::string_view op) {
+  if (obj.is_none()) return std::nullopt;
+  if (!IsInt(obj)) {
+    RaiseStatus(
+        TypeError(absl::StrCat(op, ": axis must be None or an integer, got ", TypeName(obj))));
+  }
+  return ToInt(obj, "axis", op);
+}
+
+std::vector<GPUArray> ToArrays(const pyb::handle& seq, absl::string_view op) {
+  if (!pyb::isinstance<pyb::tuple>(seq) && !pyb::isinstance<pyb::list>(seq)) {
+    RaiseStatus(
+        TypeError(absl::StrCat(op, ": expected a tuple or list of arrays, got ", TypeName(seq))));
+  }
+  std::vector<GPUArray> out;
+  for (const pyb::handle& h : seq) {
+    if (!pyb::isinstance<GPUArray>(h)) {
+      RaiseStatus(TypeError(absl::StrCat(op, ": expected arrays, got ", TypeName(h))));
+    }
+    out.push_back(h.cast<const GPUArray&>());
+  }
+  return out;
+}
+
 bool IsScalar(const pyb::handle& obj) {
   return PyBool_Check(obj.ptr()) || PyLong_Check(obj.ptr()) || PyFloat_Check(obj.ptr()) ||
          PyComplex_Check(obj.ptr());

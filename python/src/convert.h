@@ -4,7 +4,9 @@
 
 #include <pybind11/pybind11.h>
 
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "pygpukit.h"
@@ -51,6 +53,17 @@ DType ToDTypeOr(const pyb::handle& obj, DType dflt, absl::string_view op);
 Device ToDevice(const pyb::handle& obj, absl::string_view op);
 /// int or sequence of ints.
 Shape ToShape(const pyb::handle& obj, absl::string_view op);
+/// True for Python / NumPy integers and other objects with __index__, but not bools.
+bool IsInt(const pyb::handle& obj);
+/// The integer `obj` is: TypeError naming `op` and `what` for non-integers (bools included),
+/// OverflowError beyond int64.
+int64_t ToInt(const pyb::handle& obj, absl::string_view what, absl::string_view op);
+/// None -> nullopt (all axes); an int; a tuple or list of ints.
+std::optional<std::vector<int64_t>> ToAxes(const pyb::handle& obj, absl::string_view op);
+/// None -> nullopt; an int.
+std::optional<int64_t> ToAxis(const pyb::handle& obj, absl::string_view op);
+/// The GPUArrays of a tuple or list (referencing them); TypeError naming `op` otherwise.
+std::vector<GPUArray> ToArrays(const pyb::handle& seq, absl::string_view op);
 /// True for bool / int / float / complex Python (or NumPy) scalars.
 bool IsScalar(const pyb::handle& obj);
 /// Converts a Python scalar; OverflowError for ints outside int64.

@@ -220,6 +220,7 @@ PYBIND11_MODULE(_core, m) {
       });
 
   BindArray(m);
+  BindManipulation(m);
   BindEvent(m);
   BindMemory(m);
   BindStream(m);

@@ -13,29 +13,6 @@ namespace {
 
 using ops::ReduceOp;
 
-bool IsInt(const pyb::handle& obj) {
-  return !pyb::isinstance<pyb::bool_>(obj) &&
-         (pyb::isinstance<pyb::int_>(obj) || pyb::hasattr(obj, "__index__"));
-}
-
-// None -> all axes; an int; a tuple or list of ints.
-std::optional<std::vector<int64_t>> ToAxes(const pyb::handle& obj, absl::string_view op) {
-  if (obj.is_none()) return std::nullopt;
-  if (IsInt(obj)) return std::vector<int64_t>{obj.attr("__index__")().cast<int64_t>()};
-  if (pyb::isinstance<pyb::tuple>(obj) || pyb::isinstance<pyb::list>(obj)) {
-    std::vector<int64_t> axes;
-    for (const pyb::handle& a : obj) {
-      if (!IsInt(a)) {
-        RaiseStatus(TypeError(absl::StrCat(op, ": axes must be integers, got ", TypeName(a))));
-      }
-      axes.push_back(a.attr("__index__")().cast<int64_t>());
-    }
-    return axes;
-  }
-  RaiseStatus(TypeError(absl::StrCat(
-      op, ": axis must be None, an integer or a tuple of integers, got ", TypeName(obj))));
-}
-
 std::optional<DType> ToOptionalDType(const pyb::handle& obj, absl::string_view op) {
   if (obj.is_none()) return std::nullopt;
   return ToDType(obj, op);
@@ -54,15 +31,6 @@ GPUArray Run(ReduceOp op, const GPUArray& x, const pyb::object& axis, const pyb:
   o.dtype = ToOptionalDType(dtype, name);
   o.correction = correction;
   return Unwrap(ops::Reduce(op, x, o));
-}
-
-std::optional<int64_t> ToAxis(const pyb::object& axis, absl::string_view op) {
-  if (axis.is_none()) return std::nullopt;
-  if (!IsInt(axis)) {
-    RaiseStatus(
-        TypeError(absl::StrCat(op, ": axis must be None or an integer, got ", TypeName(axis))));
-  }
-  return axis.attr("__index__")().cast<int64_t>();
 }
 
 GPUArray Cumulative(ReduceOp op, const GPUArray& x, const pyb::object& axis,
