@@ -43,6 +43,7 @@ from ._core import (
     bitwise_xor,
     broadcast_arrays,
     broadcast_to,
+    can_cast,
     ceil,
     clear_gemm_tune_cache,
     clip,
@@ -119,6 +120,7 @@ from ._core import (
     repeat,
     reset_dispatch_stats,
     reshape,
+    result_type,
     roll,
     round,
     runtime_info,
@@ -152,6 +154,7 @@ from ._core import (
 )
 from ._format import array_repr as _array_repr
 from ._format import array_str as _array_str
+from ._namespace import __array_namespace_info__, finfo, iinfo, isdtype
 from .fusion import fuse
 
 __version__ = runtime_info()["version"]
@@ -162,6 +165,29 @@ uint8, uint16, uint32, uint64 = _core.uint8, _core.uint16, _core.uint32, _core.u
 float16, bfloat16, float32, float64 = _core.float16, _core.bfloat16, _core.float32, _core.float64
 complex64, complex128 = _core.complex64, _core.complex128
 
+# The Array API standard this namespace implements, and its constants.
+__array_api_version__ = "2024.12"
+e = _np.e
+inf = _np.inf
+nan = _np.nan
+pi = _np.pi
+newaxis = None
+
+_API_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
+
+
+def _array_namespace(self, /, *, api_version=None):
+    if api_version is not None and api_version not in _API_VERSIONS:
+        raise ValueError(
+            f"__array_namespace__: unsupported api_version {api_version!r}; "
+            f"supported: {', '.join(_API_VERSIONS)}"
+        )
+    import pygpukit
+
+    return pygpukit
+
+
+GPUArray.__array_namespace__ = _array_namespace
 GPUArray.__repr__ = _array_repr
 GPUArray.__str__ = _array_str
 
@@ -271,6 +297,8 @@ __all__ = [
     "GPUArray",
     "RawKernel",
     "Stream",
+    "__array_api_version__",
+    "__array_namespace_info__",
     "abs",
     "acos",
     "acosh",
@@ -297,6 +325,7 @@ __all__ = [
     "bool",
     "broadcast_arrays",
     "broadcast_to",
+    "can_cast",
     "ceil",
     "clear_gemm_tune_cache",
     "clip",
@@ -318,6 +347,7 @@ __all__ = [
     "dispatch_stats",
     "divide",
     "dtype",
+    "e",
     "empty",
     "empty_like",
     "equal",
@@ -325,6 +355,7 @@ __all__ = [
     "expand_dims",
     "expm1",
     "eye",
+    "finfo",
     "flip",
     "float16",
     "float32",
@@ -341,11 +372,14 @@ __all__ = [
     "greater",
     "greater_equal",
     "hypot",
+    "iinfo",
     "imag",
+    "inf",
     "int16",
     "int32",
     "int64",
     "int8",
+    "isdtype",
     "isfinite",
     "isinf",
     "isnan",
@@ -374,12 +408,15 @@ __all__ = [
     "minimum",
     "moveaxis",
     "multiply",
+    "nan",
     "negative",
+    "newaxis",
     "nextafter",
     "not_equal",
     "ones",
     "ones_like",
     "permute_dims",
+    "pi",
     "positive",
     "pow",
     "prod",
@@ -389,6 +426,7 @@ __all__ = [
     "repeat",
     "reset_dispatch_stats",
     "reshape",
+    "result_type",
     "roll",
     "round",
     "runtime_info",

@@ -19,6 +19,8 @@ void BindReductions(pyb::module_& m, pyb::class_<GPUArray>& cls);
 /// Registers the manipulation, matrix-creation and contraction functions
 /// (manipulation_bindings.cc).
 void BindManipulation(pyb::module_& m);
+/// Registers result_type, can_cast and the finfo / iinfo numbers (dtype_bindings.cc).
+void BindDTypes(pyb::module_& m);
 /// Thrown by Operand for a value gp.fuse is tracing (python/pygpukit/fusion.py): the binding
 /// records the call on it instead of running it.
 struct FuseTrace {};

@@ -30,7 +30,7 @@ std::vector<int64_t> ToInts(const pyb::handle& obj, absl::string_view what, absl
 }
 
 // diff's prepend / append: an array, or a Python scalar made an array of x's shape with extent 1
-// along the axis (in the dtype the scalar takes beside x).
+// along the axis (in the dtype of x + scalar).
 std::optional<GPUArray> DiffOperand(const pyb::object& v, const GPUArray& x, int64_t axis,
                                     absl::string_view what) {
   if (v.is_none()) return std::nullopt;
@@ -43,7 +43,11 @@ std::optional<GPUArray> DiffOperand(const pyb::object& v, const GPUArray& x, int
   Shape shape = x.shape();
   const int ax = Unwrap(NormalizeAxis(axis, x.ndim(), "diff"));
   shape[ax] = 1;
-  return Unwrap(ops::Full(shape, s, PromoteWithScalar(x.dtype(), s.kind), x.device()));
+  // The dtype x + scalar would have (weak scalars, as in every elementwise function).
+  const std::optional<DType> dtypes[] = {x.dtype(), std::nullopt};
+  const ScalarKind kinds[] = {s.kind, s.kind};
+  const DType dt = Unwrap(ops::TypeElementwise(ops::ElementwiseOp::kAdd, dtypes, kinds)).result;
+  return Unwrap(ops::Full(shape, s, dt, x.device()));
 }
 
 std::string Doc(absl::string_view signature, absl::string_view what) {

@@ -221,6 +221,7 @@ PYBIND11_MODULE(_core, m) {
 
   BindArray(m);
   BindManipulation(m);
+  BindDTypes(m);
   BindEvent(m);
   BindMemory(m);
   BindStream(m);
