@@ -2,7 +2,7 @@
 # Installs the system packages pygpukit builds against (Debian / Ubuntu), when missing.
 # Sourced by install.sh and test.sh; does nothing when everything is present.
 pgk_install_system_deps() {
-  local pkgs=(build-essential cmake ninja-build libabsl-dev libgtest-dev python3-dev python3-pip)
+  local pkgs=(build-essential cmake ninja-build libabsl-dev libdlpack-dev libgtest-dev python3-dev python3-pip)
   local missing=()
   for p in "${pkgs[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

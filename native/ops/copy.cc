@@ -47,7 +47,7 @@ absl::Status ToHost(const GPUArray& a, void* dst, bool blocking) {
   PGK_RETURN_IF_ERROR(engine->ToHost(dst, src.data(), src.nbytes(), *q.stream, blocking));
   if (!blocking) {
     // The DMA may outlive `src`: its memory is reused only after the copy stream's work.
-    PGK_RETURN_IF_ERROR(src.buffer()->pool()->RecordStream(*src.buffer(), engine->d2h_stream()));
+    PGK_RETURN_IF_ERROR(src.buffer()->RecordStream(engine->d2h_stream()));
   }
   return absl::OkStatus();
 }

@@ -88,7 +88,7 @@ absl::StatusOr<ResidencyPin> Resident(absl::Span<const GPUArray* const> arrays) 
       stream_device = a->device();
     }
     if (s != buf.stream()) {
-      PGK_RETURN_IF_ERROR(buf.pool()->RecordStream(buf, *s));
+      PGK_RETURN_IF_ERROR(buf.RecordStream(*s));
       // A page-in (the pin may just have done one) is ordered on the buffer's own stream only.
       if (buf.evictable()) PGK_RETURN_IF_ERROR(StreamWaitStream(*s, *buf.stream()));
     }

@@ -88,9 +88,37 @@ MemoryPool::DeferredRelease::~DeferredRelease() {
   }
 }  // `dead` goes here, outside the lock: a last reference frees through the pool
 
-Buffer::~Buffer() { pool_->Free(*this); }
+Buffer::~Buffer() {
+  if (pool_ != nullptr) {
+    pool_->Free(*this);
+    return;
+  }
+  std::vector<hal::Stream*> used = {stream_};
+  used.insert(used.end(), foreign_uses_.begin(), foreign_uses_.end());
+  if (release_) release_(std::move(used));
+}
+
+std::shared_ptr<Buffer> Buffer::Foreign(Device device, void* ptr, size_t bytes, hal::Stream* stream,
+                                        ForeignRelease release) {
+  auto b = std::make_shared<Buffer>(BufferKey(), nullptr, device, bytes, stream);
+  b->ptr_ = ptr;
+  b->size_ = bytes;
+  b->release_ = std::move(release);
+  return b;
+}
+
+absl::Status Buffer::RecordStream(hal::Stream& stream) {
+  if (pool_ != nullptr) return pool_->RecordStream(*this, stream);
+  std::lock_guard<std::mutex> lock(foreign_mu_);
+  if (&stream != stream_ &&
+      std::find(foreign_uses_.begin(), foreign_uses_.end(), &stream) == foreign_uses_.end()) {
+    foreign_uses_.push_back(&stream);
+  }
+  return absl::OkStatus();
+}
 
 bool Buffer::resident() const {
+  if (pool_ == nullptr) return true;
   std::lock_guard<std::mutex> lock(pool_->mu_);
   return block_ != nullptr;
 }
@@ -113,7 +141,7 @@ ResidencyPin& ResidencyPin::operator=(ResidencyPin&& other) {
 }
 
 absl::Status ResidencyPin::Add(const std::shared_ptr<Buffer>& buffer) {
-  if (buffer == nullptr) return absl::OkStatus();
+  if (buffer == nullptr || buffer->foreign()) return absl::OkStatus();  // foreign: never moves
   buffer->pins_.fetch_add(1, std::memory_order_seq_cst);
   if (buffer->evictable_.load(std::memory_order_seq_cst)) {
     // Evictable: the pool's slow path (waits for a move, pages the buffer in).

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -31,6 +32,7 @@ struct PoolBlock;
 /// Only the pool constructs buffers.
 class BufferKey {
   friend class MemoryPool;
+  friend class Buffer;
   BufferKey() = default;
 };
 
@@ -105,7 +107,22 @@ class Buffer : public std::enable_shared_from_this<Buffer> {
   bool evictable() const { return evictable_.load(std::memory_order_acquire); }
   /// False while the contents live in pinned host memory.
   bool resident() const;
+  /// The pool the memory came from; null for foreign buffers.
   MemoryPool* pool() const { return pool_; }
+
+  /// Called once when a foreign buffer dies, with the streams work on it was queued on (its own
+  /// first, then those recorded): the importer fences them before giving the memory back.
+  using ForeignRelease = std::function<void(std::vector<hal::Stream*> used)>;
+  /// Memory this library does not own (imported through DLPack or the CUDA array interface):
+  /// `bytes` at `ptr` on `device`, used on `stream` unless recorded otherwise. It never comes
+  /// from or returns to a pool, is never evictable and is not counted in pool statistics.
+  static std::shared_ptr<Buffer> Foreign(Device device, void* ptr, size_t bytes,
+                                         hal::Stream* stream, ForeignRelease release);
+  /// Whether the memory is foreign (see Foreign).
+  bool foreign() const { return pool_ == nullptr; }
+  /// Notes that work on `stream` uses the buffer, so that its memory is not reused (pool
+  /// buffers: MemoryPool::RecordStream) or released (foreign buffers) before that work is done.
+  absl::Status RecordStream(hal::Stream& stream);
 
  private:
   friend class MemoryPool;
@@ -131,6 +148,10 @@ class Buffer : public std::enable_shared_from_this<Buffer> {
   Buffer* lru_prev_ = nullptr;  // evictable buffers, least recently used first
   Buffer* lru_next_ = nullptr;
   bool in_lru_ = false;
+  // Foreign buffers only.
+  ForeignRelease release_;
+  std::mutex foreign_mu_;
+  std::vector<hal::Stream*> foreign_uses_;  // recorded streams other than stream_
 };
 
 /// Holds buffers resident (paging spilled ones back in) until destroyed. Ops take one over

@@ -71,6 +71,7 @@ from ._core import (
     flip,
     floor,
     floor_divide,
+    from_dlpack,
     from_numpy,
     full,
     gemm,
@@ -232,9 +233,27 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None, blocking=True):
         if copy and out is obj:
             return obj.copy()
         return out
+    if not isinstance(obj, (_np.ndarray, _np.generic)):
+        # Other libraries' arrays: shared through DLPack (or the CUDA array interface) without a
+        # copy where the devices allow.
+        if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
+            out = from_dlpack(obj, device=device, copy=copy)
+            return out if dtype is None or out.dtype == dtype else out.astype(dtype, copy=False)
+        if hasattr(obj, "__cuda_array_interface__"):
+            out = _core._from_cuda_array_interface(obj, device)
+            if copy:
+                out = out.copy()
+            return out if dtype is None or out.dtype == dtype else out.astype(dtype, copy=False)
     device = _core._parse_device(device, "asarray")
+    if copy is False and device.type == "cpu" and isinstance(obj, _np.ndarray):
+        # A NumPy array viewed in place by the CPU backend (DLPack); dtype must match.
+        if dtype is not None and _core._parse_dtype(obj.dtype, "asarray") != dtype:
+            raise ValueError("asarray: copy=False but a dtype conversion is needed")
+        return from_dlpack(obj, copy=False)
     if copy is False:
-        raise ValueError("asarray: copy=False is not possible for host data (it must be copied)")
+        raise ValueError(
+            "asarray: copy=False is not possible for host data on a CUDA device (it must be copied)"
+        )
     host = _np.asarray(obj)
     if host.dtype == object:
         raise TypeError(
@@ -362,6 +381,7 @@ __all__ = [
     "float64",
     "floor",
     "floor_divide",
+    "from_dlpack",
     "from_numpy",
     "full",
     "full_like",

@@ -350,6 +350,7 @@ indexing run on the array's device. Convert to NumPy with pygpukit.to_numpy(x) o
 
   BindElementwise(m, cls);
   BindReductions(m, cls);
+  BindInterop(m, cls);
 }
 
 }  // namespace pygpukit::py

@@ -19,6 +19,9 @@ void BindReductions(pyb::module_& m, pyb::class_<GPUArray>& cls);
 /// Registers the manipulation, matrix-creation and contraction functions
 /// (manipulation_bindings.cc).
 void BindManipulation(pyb::module_& m);
+/// Registers DLPack, the CUDA array interface and __array__ on GPUArray, and from_dlpack
+/// (interop_bindings.cc).
+void BindInterop(pyb::module_& m, pyb::class_<GPUArray>& cls);
 /// Registers result_type, can_cast and the finfo / iinfo numbers (dtype_bindings.cc).
 void BindDTypes(pyb::module_& m);
 /// Thrown by Operand for a value gp.fuse is tracing (python/pygpukit/fusion.py): the binding

@@ -49,6 +49,17 @@ const std::shared_ptr<Buffer>& BufferOf(const pyb::handle& x, const char* op) {
   return AsArray(x, op).buffer();
 }
 
+// The pool of an array's buffer; ValueError for imported (foreign) memory, which no pool owns.
+MemoryPool* PoolOf(const std::shared_ptr<Buffer>& b, const char* op) {
+  if (b->foreign()) {
+    RaiseStatus(ValueError(absl::StrCat(
+        op,
+        ": the array's memory was imported (DLPack / CUDA array interface) and is owned by "
+        "its producer, not by the memory pool")));
+  }
+  return b->pool();
+}
+
 // Quota scopes opened from Python: a per-thread stack, so that `with` blocks nest.
 thread_local std::vector<std::unique_ptr<QuotaScope>> quota_scopes;
 
@@ -161,7 +172,8 @@ void BindMemory(pyb::module_& m) {
 
   mem.def("set_evictable", [](const pyb::handle& x, bool flag) {
     const auto& b = BufferOf(x, "memory.set_evictable");
-    absl::Status s = WithoutGil([&] { return b->pool()->SetEvictable(*b, flag); });
+    MemoryPool* pool = PoolOf(b, "memory.set_evictable");
+    absl::Status s = WithoutGil([&] { return pool->SetEvictable(*b, flag); });
     Check(s);
   });
   mem.def("is_evictable",
@@ -170,7 +182,8 @@ void BindMemory(pyb::module_& m) {
           [](const pyb::handle& x) { return BufferOf(x, "memory.is_resident")->resident(); });
   mem.def("evict", [](const pyb::handle& x) {
     const auto& b = BufferOf(x, "memory.evict");
-    absl::Status s = WithoutGil([&] { return b->pool()->Evict(*b); });
+    MemoryPool* pool = PoolOf(b, "memory.evict");
+    absl::Status s = WithoutGil([&] { return pool->Evict(*b); });
     Check(s);
   });
 

@@ -340,4 +340,36 @@ absl::Status CudaBackend::Launch(void* function, const hal::LaunchDims& d, hal::
   return absl::OkStatus();
 }
 
+uintptr_t CudaBackend::NativeHandle(hal::Stream& stream) const {
+  return reinterpret_cast<uintptr_t>(AsCu(stream));
+}
+
+namespace {
+
+// Records an event at the tail of `from` and makes `to` wait for it; the event is destroyed at
+// once (the driver keeps it until the wait has resolved).
+absl::Status Chain(CUstream from, CUstream to) {
+  CUevent ev = nullptr;
+  PGK_CU_RETURN_IF_ERROR(api->cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING), "cuda: cuEventCreate");
+  CUresult r = api->cuEventRecord(ev, from);
+  if (r == CUDA_SUCCESS) r = api->cuStreamWaitEvent(to, ev, 0);
+  api->cuEventDestroy(ev);
+  PGK_CU_RETURN_IF_ERROR(r, "cuda: waiting on another library's stream");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CudaBackend::WaitForExternal(hal::Stream& waiter, uintptr_t external) {
+  PGK_RETURN_IF_ERROR(CheckCuda(waiter.device(), "external stream wait"));
+  PGK_RETURN_IF_ERROR(MakeCurrent(waiter.device().index));
+  return Chain(reinterpret_cast<CUstream>(external), AsCu(waiter));
+}
+
+absl::Status CudaBackend::ExternalWaitsFor(uintptr_t external, hal::Stream& producer) {
+  PGK_RETURN_IF_ERROR(CheckCuda(producer.device(), "external stream wait"));
+  PGK_RETURN_IF_ERROR(MakeCurrent(producer.device().index));
+  return Chain(AsCu(producer), reinterpret_cast<CUstream>(external));
+}
+
 }  // namespace pygpukit::cuda

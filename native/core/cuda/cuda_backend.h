@@ -57,6 +57,16 @@ class CudaBackend final : public hal::Backend {
   /// Makes the device's primary context current on this thread (for libraries such as cuBLASLt).
   absl::Status MakeCurrent(int device);
 
+  // Streams of other libraries (DLPack and CUDA array interface exchanges), as the integer
+  // handles those protocols pass: a CUstream, or 1 / 2 for the legacy / per-thread default one.
+  /// The integer handle of one of our streams.
+  uintptr_t NativeHandle(hal::Stream& stream) const;
+  /// Work queued later on `waiter` waits for the work queued on `external` so far (an event;
+  /// the host does not block).
+  absl::Status WaitForExternal(hal::Stream& waiter, uintptr_t external);
+  /// Work queued later on `external` waits for the work queued on `producer` so far.
+  absl::Status ExternalWaitsFor(uintptr_t external, hal::Stream& producer);
+
  private:
   struct DeviceState;
   CudaBackend();
