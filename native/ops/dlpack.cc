@@ -130,11 +130,14 @@ EventWatcher& ReleaseWatcher() {
   return *w;
 }
 
+// Releases run on the watcher thread, never on the thread dropping the last view: that can be a
+// CPU stream worker, and a release that waits for the Python GIL (NumPy's DLPack deleter does)
+// must not stall a stream the GIL holder may be waiting for. On CUDA the watcher also fences
+// the streams that used the memory.
 void FenceThenRelease(Device device, std::vector<hal::Stream*> used,
                       std::function<void()> release) {
-  // CPU work holds its buffers until it has run, so a dying CPU buffer has no work left.
   absl::StatusOr<hal::Backend*> backend = Runtime::Get().backend(device.type);
-  if (device.is_cpu() || !backend.ok()) {
+  if (!backend.ok()) {
     release();
     return;
   }
@@ -144,7 +147,7 @@ void FenceThenRelease(Device device, std::vector<hal::Stream*> used,
   };
   for (hal::Stream* s : used) {
     if (!ReleaseWatcher().RecordAndWatch(**backend, *s, done).ok()) {
-      (void)(*backend)->Synchronize(*s);  // cannot watch it: wait here instead
+      if (device.is_cuda()) (void)(*backend)->Synchronize(*s);  // cannot watch it: wait here
       done(absl::OkStatus());
     }
   }

@@ -68,7 +68,8 @@ absl::StatusOr<GPUArray> FromDLPackLegacy(DLManagedTensor* t);
 
 /// A view of `data` (foreign memory holding `shape` elements of `dtype` with element
 /// `strides`, C order when nullopt) on `device`. `release` runs once the last view is gone and
-/// the work queued on it has completed (from any thread).
+/// the work queued on it has completed, on a runtime thread (it may wait for locks such as the
+/// Python GIL).
 absl::StatusOr<GPUArray> FromForeignMemory(void* data, DType dtype, absl::Span<const int64_t> shape,
                                            std::optional<absl::Span<const int64_t>> strides,
                                            Device device, std::function<void()> release);

@@ -1,0 +1,299 @@
+"""Zero-copy interop: NumPy (__array__ views of CPU-backend arrays, GPU arrays refusing implicit
+conversion, __array_ufunc__ = None), DLPack both ways (versioned and legacy capsules, every
+dtype, strides, read-only data, copy / device rules, lifetimes, bad producers), the CUDA array
+interface, and round trips with PyTorch and CuPy where they are installed."""
+
+import gc
+
+import numpy as np
+import pytest
+from helpers import ALL, NATIVE, check_equal, gpdt, host, npdt, rand
+
+import pygpukit as gp
+
+
+def _on(device, h):
+    return gp.asarray(h, device=device)
+
+
+# ---- NumPy ----
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_numpy_views_cpu_arrays_without_a_copy(rng, dtype):
+    h = rand(rng, (3, 4), dtype)
+    x = gp.asarray(h, device="cpu")
+    v = np.asarray(x)
+    assert v.dtype == npdt(dtype) and v.shape == (3, 4)
+    np.testing.assert_array_equal(v, h)
+    # A view: writes go both ways.
+    v[1, 2] = v[0, 0]
+    assert host(x)[1, 2] == h[0, 0]
+    x[2, 3] = x[0, 1]
+    gp.synchronize("cpu")  # CPU-backend work is asynchronous, like GPU work
+    assert v[2, 3] == h[0, 1]
+    # Strided, negative-stride, 0-d and empty arrays keep their layout.
+    t = gp.flip(x.T, axis=0)
+    np.testing.assert_array_equal(np.asarray(t), np.flip(v.T, axis=0))
+    np.testing.assert_array_equal(np.asarray(x[1, 2]), v[1, 2])
+    assert np.asarray(gp.zeros((0, 3), dtype=gpdt(dtype), device="cpu")).shape == (0, 3)
+
+
+def test_numpy_conversion_options():
+    x = gp.arange(6, device="cpu").reshape(2, 3)
+    c = np.array(x, copy=True)
+    c[0, 0] = 9
+    assert host(x)[0, 0] == 0
+    f = np.asarray(x, dtype=np.float32)
+    assert f.dtype == np.float32 and f[1, 2] == 5
+    with pytest.raises(ValueError, match="dtype conversion needs a copy"):
+        x.__array__(np.float32, copy=False)
+    # The view outlives the array object it came from.
+    v = np.asarray(x)
+    del x
+    gc.collect()
+    assert v.sum() == 15
+    # Pending work is finished before NumPy reads.
+    y = gp.ones((1000,), device="cpu") * 3
+    assert np.asarray(y).sum() == 3000
+
+
+def test_numpy_defers_to_our_operators():
+    x = gp.arange(3, device="cpu")
+    assert gp.GPUArray.__array_ufunc__ is None
+    with pytest.raises(TypeError):
+        np.add(x, 1)
+
+
+def test_gpu_arrays_refuse_implicit_numpy_conversion(cuda):
+    x = gp.arange(3, device=cuda)
+    with pytest.raises(TypeError, match="use gp.to_numpy\\(x\\) or x.get\\(\\)"):
+        np.asarray(x)
+    np.testing.assert_array_equal(x.get(), [0, 1, 2])
+
+
+# ---- DLPack with NumPy (CPU) ----
+
+
+@pytest.mark.parametrize("dtype", NATIVE)
+def test_dlpack_round_trips_with_numpy(rng, dtype):
+    h = rand(rng, (4, 6), dtype)[:, ::-2]
+    g = gp.from_dlpack(h)
+    assert g.device == gp.Device("cpu")
+    check_equal(g, h)
+    g[0, 0] = g[1, 1]
+    gp.synchronize("cpu")
+    assert h[0, 0] == h[1, 1]  # shared
+    back = np.from_dlpack(g)
+    np.testing.assert_array_equal(back, h)
+    back[2, 2] = back[3, 1]
+    assert h[2, 2] == h[3, 1]
+    assert g.__dlpack_device__() == (1, 0)
+
+
+def test_dlpack_bfloat16_and_zero_d_and_empty():
+    x = gp.asarray(np.arange(4, dtype=np.float32), device="cpu").astype(gp.bfloat16)
+    y = gp.from_dlpack(x)  # our own capsule
+    check_equal(y, host(x))
+    z = gp.from_dlpack(np.array(2.5))
+    check_equal(z, np.float64(2.5))
+    e = gp.from_dlpack(np.zeros((0, 4), np.int16))
+    check_equal(e, np.zeros((0, 4), np.int16))
+
+
+def test_dlpack_versions_copies_and_lifetimes():
+    h = np.arange(5.0)
+
+    # A legacy producer (no max_version / copy keywords) still works.
+    class Legacy:
+        def __init__(self, a):
+            self.a = a
+
+        def __dlpack__(self, stream=None):
+            return self.a.__dlpack__(stream=stream)
+
+        def __dlpack_device__(self):
+            return self.a.__dlpack_device__()
+
+    g = gp.from_dlpack(Legacy(h))
+    g[0] = 7.0
+    gp.synchronize("cpu")
+    assert h[0] == 7.0
+    c = gp.from_dlpack(h, copy=True)
+    c[1] = -1.0
+    assert h[1] == 1.0
+    # The producer stays alive as long as our view does.
+    v = gp.from_dlpack(np.arange(3, dtype=np.int32) + 10)
+    gc.collect()
+    check_equal(v, np.array([10, 11, 12], np.int32))
+    # Capsules: versioned on request, legacy otherwise; unconsumed ones are freed.
+    x = gp.arange(3, device="cpu")
+    assert "dltensor_versioned" in repr(x.__dlpack__(max_version=(1, 0)))
+    assert "dltensor" in repr(x.__dlpack__())
+    for _ in range(100):
+        x.__dlpack__(max_version=(1, 0))
+    # Our export keeps the memory when the array object is gone.
+    n = np.from_dlpack(gp.arange(4, device="cpu") * 2)
+    gc.collect()
+    np.testing.assert_array_equal(n, [0, 2, 4, 6])
+
+
+def test_dlpack_read_only_producers_are_copied():
+    h = np.arange(4.0)
+    h.flags.writeable = False
+    g = gp.from_dlpack(h)
+    g[0] = 5.0
+    assert h[0] == 0.0
+    with pytest.raises(BufferError, match="read-only and copy=False"):
+        gp.from_dlpack(h, copy=False)
+
+
+def test_dlpack_errors():
+    x = gp.arange(3, device="cpu")
+    with pytest.raises(TypeError, match="does not support DLPack"):
+        gp.from_dlpack([1, 2, 3])
+    with pytest.raises(ValueError, match="stream must be None for arrays on the cpu"):
+        x.__dlpack__(stream=1)
+    with pytest.raises(TypeError, match="copy must be None or a bool"):
+        x.__dlpack__(copy=1)
+
+    class Bad:
+        def __dlpack__(self, **kw):
+            return 3
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    with pytest.raises(TypeError, match="not an unconsumed 'dltensor'"):
+        gp.from_dlpack(Bad())
+
+    class Elsewhere(Bad):
+        def __dlpack_device__(self):
+            return (4, 0)  # OpenCL
+
+    with pytest.raises(NotImplementedError, match="DLPack device type 4"):
+        gp.from_dlpack(Elsewhere())
+    used = x.__dlpack__(max_version=(1, 0))
+
+    class Twice(Bad):
+        def __dlpack__(self, **kw):
+            return used
+
+    gp.from_dlpack(Twice())
+    with pytest.raises(TypeError, match="not an unconsumed"):
+        gp.from_dlpack(Twice())  # a capsule is consumed once
+
+
+def test_imported_memory_is_not_the_pools():
+    g = gp.from_dlpack(np.arange(4.0))
+    with pytest.raises(ValueError, match="owned by its producer"):
+        gp.memory.set_evictable(g, True)
+    with pytest.raises(ValueError, match="owned by its producer"):
+        gp.memory.evict(g)
+    assert gp.memory.is_resident(g)
+
+
+def test_asarray_copy_false_views_numpy_on_the_cpu():
+    h = np.arange(6, dtype=np.int64).reshape(2, 3)
+    g = gp.asarray(h, device="cpu", copy=False)
+    g[1, 1] = 40
+    gp.synchronize("cpu")
+    assert h[1, 1] == 40
+    with pytest.raises(ValueError, match="dtype conversion"):
+        gp.asarray(h, device="cpu", copy=False, dtype=gp.int32)
+
+
+# ---- CUDA: DLPack, the CUDA array interface, PyTorch and CuPy ----
+
+
+def test_dlpack_across_devices(cuda, rng):
+    h = rand(rng, (3, 5), "float32")
+    g = gp.from_dlpack(h, device=cuda)  # a copy to the GPU
+    assert g.device == cuda
+    check_equal(g, h)
+    with pytest.raises(BufferError, match="needs a copy, and copy=False"):
+        gp.from_dlpack(h, device=cuda, copy=False)
+    x = _on(cuda, h)
+    assert x.__dlpack_device__() == (2, cuda.index)
+    cap = x.__dlpack__(dl_device=(1, 0), max_version=(1, 0))  # a host copy, flagged so
+
+    class HostCopy:
+        def __dlpack__(self, **kw):
+            return cap
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    on_host = gp.from_dlpack(HostCopy())
+    assert on_host.device == gp.Device("cpu")
+    check_equal(on_host, h)
+    with pytest.raises(BufferError, match="copy=False"):
+        x.__dlpack__(dl_device=(1, 0), copy=False)
+    with pytest.raises(ValueError, match="stream 0 is ambiguous"):
+        x.__dlpack__(stream=0)
+    y = gp.from_dlpack(x)  # our own CUDA capsule, stream handshake included
+    check_equal(y, h)
+
+
+def test_cuda_array_interface(cuda, rng):
+    h = rand(rng, (4, 6), "float32")
+    x = _on(cuda, h)[:, ::2]
+    cai = x.__cuda_array_interface__
+    assert cai["version"] == 3 and cai["shape"] == (4, 3) and cai["typestr"] == "<f4"
+    assert cai["strides"] == (24, 8) and cai["data"][1] is False
+    assert cai["stream"] not in (None, 0)
+    with pytest.raises(AttributeError):
+        gp.zeros(2, device="cpu").__cuda_array_interface__  # noqa: B018
+    with pytest.raises(TypeError, match="bfloat16 has no typestr"):
+        gp.zeros(2, dtype=gp.bfloat16, device=cuda).__cuda_array_interface__  # noqa: B018
+
+    class Producer:
+        def __init__(self, a):
+            self.a = a
+            self.__cuda_array_interface__ = a.__cuda_array_interface__
+
+    y = gp.asarray(Producer(x), device=cuda)
+    check_equal(y, h[:, ::2])
+    y[0, 0] = 100.0
+    assert host(x)[0, 0] == 100.0
+
+
+def test_torch_round_trips(cuda, rng):
+    torch = pytest.importorskip("torch")
+    for dtype in ("float32", "bfloat16", "int64", "bool", "complex64"):
+        h = rand(rng, (3, 4), dtype)
+        x = _on(cuda, h)
+        t = torch.from_dlpack(x)
+        assert t.is_cuda and tuple(t.shape) == (3, 4)
+        t[0, 0] = t[1, 1]
+        assert host(x)[0, 0] == h[1, 1]
+        g = gp.from_dlpack(t.T)
+        check_equal(g, host(x).T)
+        g2 = gp.asarray(t)
+        assert g2.device.type == "cuda"
+    c = torch.arange(6).reshape(2, 3)  # CPU tensors come to the CPU backend without a copy
+    g = gp.from_dlpack(c)
+    g[0, 0] = 50
+    gp.synchronize("cpu")
+    assert int(c[0, 0]) == 50
+    # The stream handshake: torch work queued before the exchange is seen by ours.
+    t = torch.zeros(1 << 22, device="cuda")
+    t.add_(1.0)
+    assert gp.sum(gp.from_dlpack(t)).item() == float(1 << 22)
+
+
+def test_cupy_round_trips(cuda, rng):
+    cp = pytest.importorskip("cupy")
+    h = rand(rng, (5, 3), "float64")
+    x = _on(cuda, h)
+    c = cp.asarray(x)  # through __cuda_array_interface__
+    np.testing.assert_array_equal(cp.asnumpy(c), h)
+    c[0, 0] = -1.0
+    assert host(x)[0, 0] == -1.0
+    d = cp.from_dlpack(x)
+    np.testing.assert_array_equal(cp.asnumpy(d), host(x))
+    g = gp.from_dlpack(c[:, ::-1])
+    check_equal(g, host(x)[:, ::-1])
+    g2 = gp.asarray(c)
+    g2[1, 1] = 7.0
+    assert float(c[1, 1]) == 7.0
