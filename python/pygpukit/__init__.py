@@ -252,7 +252,8 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None, blocking=True):
         return from_dlpack(obj, copy=False)
     if copy is False:
         raise ValueError(
-            "asarray: copy=False is not possible for host data on a CUDA device (it must be copied)"
+            "asarray: copy=False is not possible here: the data must be copied (host data onto "
+            "a CUDA device, or a Python scalar or sequence)"
         )
     host = _np.asarray(obj)
     if host.dtype == object:

@@ -343,9 +343,18 @@ def test_asarray_gpuarray(rng):
         gp.asarray(x, dtype=gp.float64, copy=False)
 
 
-def test_asarray_host_copy_false():
-    with pytest.raises(ValueError, match="asarray"):
-        gp.asarray(np.ones(3), copy=False)
+def test_asarray_host_copy_false(device):
+    with pytest.raises(ValueError, match="asarray: copy=False is not possible here"):
+        gp.asarray([1.0, 2.0], copy=False)
+    h = np.ones(3)
+    if device.type == "cpu":  # the CPU backend views NumPy memory in place
+        x = gp.asarray(h, copy=False)
+        x[0] = 5.0
+        gp.synchronize(device)
+        assert h[0] == 5.0
+    else:
+        with pytest.raises(ValueError, match="asarray: copy=False is not possible here"):
+            gp.asarray(h, copy=False)
 
 
 @pytest.mark.parametrize("obj", [None, {"a": 1}, object(), [1, "a", None], 2**70])
