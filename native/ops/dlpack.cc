@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -147,8 +148,13 @@ void FenceThenRelease(Device device, std::vector<hal::Stream*> used,
   };
   for (hal::Stream* s : used) {
     if (!ReleaseWatcher().RecordAndWatch(**backend, *s, done).ok()) {
-      if (device.is_cuda()) (void)(*backend)->Synchronize(*s);  // cannot watch it: wait here
-      done(absl::OkStatus());
+      // Cannot watch it: wait on a thread of its own (never on this one, which may be the
+      // stream's worker).
+      hal::Backend* b = *backend;
+      std::thread([b, s, done] {
+        (void)b->Synchronize(*s);
+        done(absl::OkStatus());
+      }).detach();
     }
   }
 }
@@ -251,15 +257,25 @@ absl::StatusOr<GPUArray> FromForeignMemory(void* data, DType dtype, absl::Span<c
                                    " is not aligned to ", DTypeName(dtype), "'s ", item, " bytes"));
   }
   // The buffer spans the lowest to the highest element address (negative strides included).
-  int64_t lo = 0, hi = 0;
+  int64_t lo = 0, hi = 0, bytes = 0;
   if (NumElements(shape) > 0) {
+    if (data == nullptr) return ValueError("from foreign memory: null data for a non-empty array");
+    bool overflow = false;
     for (size_t d = 0; d < shape.size(); ++d) {
-      const int64_t span = (shape[d] - 1) * st[d];
-      (span < 0 ? lo : hi) += span;
+      int64_t span = 0;
+      overflow |= __builtin_mul_overflow(shape[d] - 1, st[d], &span);
+      overflow |= __builtin_add_overflow(span < 0 ? lo : hi, span, span < 0 ? &lo : &hi);
     }
+    overflow |=
+        __builtin_sub_overflow(hi, lo, &bytes) || __builtin_add_overflow(bytes, 1, &bytes) ||
+        __builtin_mul_overflow(bytes, item, &bytes) || __builtin_mul_overflow(lo, item, &lo);
+    if (overflow) {
+      return ValueError(absl::StrCat("from foreign memory: strides of shape ", ShapeToString(shape),
+                                     " reach beyond 64-bit offsets"));
+    }
+    lo /= item;
   }
   char* base = static_cast<char*>(data) + lo * item;
-  const size_t bytes = NumElements(shape) > 0 ? static_cast<size_t>((hi - lo + 1) * item) : 0;
   PGK_ASSIGN_OR_RETURN(hal::Stream * stream, Runtime::Get().stream(device));
   auto buffer = Buffer::Foreign(
       device, base, bytes, stream,
@@ -267,6 +283,18 @@ absl::StatusOr<GPUArray> FromForeignMemory(void* data, DType dtype, absl::Span<c
         FenceThenRelease(device, std::move(used), std::move(release));
       });
   return GPUArray(std::move(buffer), dtype, Shape(shape.begin(), shape.end()), std::move(st), -lo);
+}
+
+absl::StatusOr<Device> CudaDeviceOf(uintptr_t ptr) {
+#if PGK_WITH_CUDA
+  if (Runtime::Get().cuda_backend() != nullptr) {
+    absl::StatusOr<int> ordinal = Runtime::Get().cuda_backend()->PointerDevice(ptr);
+    if (!ordinal.ok()) return ValueError(ordinal.status().message());
+    return Device{DeviceType::kCUDA, *ordinal};
+  }
+#endif
+  (void)ptr;
+  return ValueError("CUDA memory: CUDA is not available");
 }
 
 absl::StatusOr<uintptr_t> StreamHandle(Device device) {

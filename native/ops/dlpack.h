@@ -74,6 +74,8 @@ absl::StatusOr<GPUArray> FromForeignMemory(void* data, DType dtype, absl::Span<c
                                            std::optional<absl::Span<const int64_t>> strides,
                                            Device device, std::function<void()> release);
 
+/// The CUDA device the memory at `ptr` belongs to; ValueError for memory CUDA does not know.
+absl::StatusOr<Device> CudaDeviceOf(uintptr_t ptr);
 /// The integer handle (a CUstream) of the stream work on the CUDA device `device` is queued on.
 absl::StatusOr<uintptr_t> StreamHandle(Device device);
 /// Later work on `device`'s current stream waits for what another library queued on its stream

@@ -85,6 +85,17 @@ absl::Status LaunchCopy(const GPUArray& src, const GPUArray& dst);
 absl::Status LaunchFill(const GPUArray& dst, const unsigned char* value);
 /// dst (contiguous) = arange.
 absl::Status LaunchArange(const GPUArray& dst, const kernels::ArangeParams& params);
+/// One integer index array of a gather: int64 values (bounds already checked; negative ones
+/// count from the source axis's extent), broadcast to the output's shape, stepping `src_axis` of
+/// the source.
+struct GatherIndex {
+  GPUArray values;
+  int src_axis;
+};
+/// dst (dense) = src gathered: dst's dimension d walks src with `src_strides[d]` (elements; 0
+/// where it does not), plus each index's value times the stride of its source axis.
+absl::Status LaunchGather(const GPUArray& src, absl::Span<const int64_t> src_strides,
+                          absl::Span<const GatherIndex> indices, const GPUArray& dst);
 /// One elementwise function application, checked and promoted by the op layer.
 struct EwLaunch {
   ElementwiseOp op;
@@ -167,6 +178,7 @@ absl::Status Copy(hal::Stream& s, DType src, DType dst, const kernels::Elementwi
 absl::Status Fill(hal::Stream& s, int itemsize, const kernels::ElementwiseParams& p,
                   KeepAlive keep);
 absl::Status Arange(hal::Stream& s, DType dtype, const kernels::ArangeParams& p, KeepAlive keep);
+absl::Status Gather(hal::Stream& s, int itemsize, const kernels::GatherParams& p, KeepAlive keep);
 /// The function `l.op` in `l.compute` over inputs already converted to their compute dtypes,
 /// into an output of dtype `l.result`.
 absl::Status Elementwise(hal::Stream& s, const EwLaunch& l, const EwCpuArgs& args, KeepAlive keep);
@@ -186,6 +198,7 @@ namespace cuda_kernels {
 absl::Status Copy(hal::Stream& s, DType src, DType dst, const kernels::ElementwiseParams& p);
 absl::Status Fill(hal::Stream& s, int itemsize, const kernels::ElementwiseParams& p);
 absl::Status Arange(hal::Stream& s, DType dtype, const kernels::ArangeParams& p);
+absl::Status Gather(hal::Stream& s, int itemsize, const kernels::GatherParams& p);
 absl::Status Binary(hal::Stream& s, ElementwiseOp op, DType dtype,
                     const kernels::ElementwiseParams& p);
 absl::Status Negative(hal::Stream& s, DType dtype, const kernels::ElementwiseParams& p);

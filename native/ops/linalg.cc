@@ -1,5 +1,5 @@
-// tensordot (one matmul of the operands permuted and reshaped to matrices) and vecdot (conj(x1)
-// * x2 summed over one axis).
+// tensordot (one matmul of the operands permuted and reshaped to matrices; integers: products
+// summed) and vecdot (conj(x1) * x2 summed over one axis).
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -50,7 +50,22 @@ absl::StatusOr<GPUArray> Tensordot(const GPUArray& a, const GPUArray& b,
   PGK_ASSIGN_OR_RETURN(GPUArray bp, PermuteDims(b, b_order));
   PGK_ASSIGN_OR_RETURN(GPUArray am, Reshape(ap, {m, k}));
   PGK_ASSIGN_OR_RETURN(GPUArray bm, Reshape(bp, {k, n}));
-  PGK_ASSIGN_OR_RETURN(GPUArray c, Matmul(am, bm));
+  const DType dtype = PromoteTypes(a.dtype(), b.dtype());
+  GPUArray c;
+  if (IsInexact(dtype)) {
+    PGK_ASSIGN_OR_RETURN(c, Matmul(am, bm));
+  } else {
+    // Integer (and bool) operands, which matmul does not take: products of the (m, k, 1) and
+    // (1, k, n) views summed over k, in the promoted dtype.
+    if (dtype == DType::Bool) return TypeError("tensordot: needs numeric operands, got bool");
+    PGK_ASSIGN_OR_RETURN(GPUArray a3, Reshape(am, {m, k, 1}));
+    PGK_ASSIGN_OR_RETURN(GPUArray b3, Reshape(bm, {1, k, n}));
+    PGK_ASSIGN_OR_RETURN(GPUArray prod, Binary(ElementwiseOp::kMultiply, a3, b3));
+    ReduceOptions o;
+    o.axes = std::vector<int64_t>{1};
+    o.dtype = dtype;
+    PGK_ASSIGN_OR_RETURN(c, Reduce(ReduceOp::kSum, prod, o));
+  }
   return Reshape(c, out_shape);
 }
 

@@ -71,7 +71,13 @@ absl::StatusOr<GPUArray> Spread(const GPUArray& a, absl::Span<const int64_t> out
       shape.push_back(inner[d]);
       strides.push_back(0);
     }
-    merged.push_back(outer[d] * a.shape()[d] * inner[d]);
+    int64_t extent = 0;
+    if (__builtin_mul_overflow(outer[d], a.shape()[d], &extent) ||
+        __builtin_mul_overflow(extent, inner[d], &extent)) {
+      return ValueError(
+          absl::StrCat(op, ": the result of ", ShapeToString(a.shape()), " is too large"));
+    }
+    merged.push_back(extent);
   }
   PGK_RETURN_IF_ERROR(ValidateShape(merged, op));
   PGK_ASSIGN_OR_RETURN(GPUArray copy, Copy(View(a, shape, strides, a.offset())));
@@ -189,7 +195,9 @@ absl::StatusOr<GPUArray> Concat(absl::Span<const GPUArray> arrays, std::optional
       return ValueError(absl::StrCat("concat: shapes ", ShapeToString(first.shape()), " and ",
                                      ShapeToString(p.shape()), " differ outside axis ", ax));
     }
-    shape[ax] += p.shape()[ax];
+    if (__builtin_add_overflow(shape[ax], p.shape()[ax], &shape[ax])) {
+      return ValueError("concat: the joined extent is too large");
+    }
     dtype = PromoteTypes(dtype, p.dtype());
   }
   PGK_ASSIGN_OR_RETURN(GPUArray out, Empty(shape, dtype, device));
@@ -313,6 +321,7 @@ absl::StatusOr<GPUArray> Diff(const GPUArray& x, int64_t axis, int64_t n,
   if (x.ndim() == 0) return ValueError("diff: needs an array of at least one dimension");
   if (n < 0) return ValueError(absl::StrCat("diff: order n must be non-negative, got ", n));
   PGK_ASSIGN_OR_RETURN(int ax, NormalizeAxis(axis, x.ndim(), "diff"));
+  if (n == 0) return x;  // as NumPy: prepend / append are not joined either
   GPUArray a = x;
   if (prepend.has_value() || append.has_value()) {
     std::vector<GPUArray> parts;

@@ -81,15 +81,30 @@ absl::StatusOr<GPUArray> MatrixTranspose(const GPUArray& a);
 /// View broadcast to `shape`.
 absl::StatusOr<GPUArray> BroadcastTo(const GPUArray& a, absl::Span<const int64_t> shape);
 
-/// One component of a basic index.
+/// One component of an index: basic (integer, slice, None, Ellipsis) or an integer array.
 struct IndexItem {
-  enum class Kind { kInteger, kSlice, kNewAxis, kEllipsis } kind = Kind::kInteger;
+  enum class Kind { kInteger, kSlice, kNewAxis, kEllipsis, kArray } kind = Kind::kInteger;
   int64_t index = 0;
   std::optional<int64_t> start, stop;
   int64_t step = 1;
+  int array = -1;  // kArray: its position in AdvancedIndex's `arrays`
 };
 /// Basic indexing (integers, slices with steps, None, Ellipsis): always a view.
 absl::StatusOr<GPUArray> Index(const GPUArray& a, absl::Span<const IndexItem> items);
+/// NumPy indexing with integer arrays among the items (`arrays[item.array]`): the arrays (and
+/// integers next to them) broadcast together, and their shape replaces the indexed axes where
+/// those are adjacent, else comes first. A new array; IndexError for out-of-bounds indices.
+/// Without arrays, Index. None together with arrays is NotImplementedError for now.
+absl::StatusOr<GPUArray> AdvancedIndex(const GPUArray& a, absl::Span<const IndexItem> items,
+                                       absl::Span<const GPUArray> arrays);
+/// Elements of `x` at `indices` (any integer dtype and shape; negative from the end) along
+/// `axis` (of the flattened array when nullopt): x.shape[:axis] + indices.shape +
+/// x.shape[axis+1:]. IndexError for out-of-bounds indices.
+absl::StatusOr<GPUArray> Take(const GPUArray& x, const GPUArray& indices,
+                              std::optional<int64_t> axis);
+/// out[..., j, ...] = x[..., indices[..., j, ...], ...] along `axis`; x and indices have one
+/// number of dimensions and broadcast along the others.
+absl::StatusOr<GPUArray> TakeAlongAxis(const GPUArray& x, const GPUArray& indices, int64_t axis);
 
 // ---- manipulation (ops/manipulation.cc; axes may be negative) ----
 /// View with a size-1 axis inserted at `axis` of the result (-ndim-1 <= axis <= ndim).
@@ -285,8 +300,8 @@ struct MatmulOptions {
 absl::StatusOr<GPUArray> Matmul(const GPUArray& a, const GPUArray& b,
                                 const MatmulOptions& options = {});
 
-/// Sum of products over axes a_axes of `a` paired with b_axes of `b` (one matmul; the
-/// operand dtypes Matmul supports). Result: a's free axes, then b's.
+/// Sum of products over axes a_axes of `a` paired with b_axes of `b` (one matmul; integer
+/// operands: products summed, in the promoted dtype). Result: a's free axes, then b's.
 absl::StatusOr<GPUArray> Tensordot(const GPUArray& a, const GPUArray& b,
                                    absl::Span<const int64_t> a_axes,
                                    absl::Span<const int64_t> b_axes);

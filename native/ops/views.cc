@@ -140,6 +140,9 @@ absl::StatusOr<GPUArray> Index(const GPUArray& a, absl::Span<const IndexItem> it
   int consumed = 0, ellipses = 0;
   for (const IndexItem& it : items) {
     if (it.kind == Kind::kEllipsis) ++ellipses;
+    if (it.kind == Kind::kArray) {
+      return ValueError("index: integer-array items need AdvancedIndex");
+    }
     if (it.kind == Kind::kInteger || it.kind == Kind::kSlice) ++consumed;
   }
   if (ellipses > 1) return IndexError("index: an index can only have a single ellipsis ('...')");
@@ -153,6 +156,8 @@ absl::StatusOr<GPUArray> Index(const GPUArray& a, absl::Span<const IndexItem> it
   int dim = 0;
   for (const IndexItem& it : items) {
     switch (it.kind) {
+      case Kind::kArray:  // rejected above
+        break;
       case Kind::kNewAxis:
         shape.push_back(1);
         strides.push_back(0);

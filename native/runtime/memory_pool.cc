@@ -125,14 +125,14 @@ bool Buffer::resident() const {
 
 ResidencyPin::~ResidencyPin() {
   for (auto& b : pinned_) {
-    if (b != nullptr) b->pool()->Unpin(*b);
+    if (b != nullptr && !b->foreign()) b->pool()->Unpin(*b);
   }
 }
 
 ResidencyPin& ResidencyPin::operator=(ResidencyPin&& other) {
   if (this != &other) {
     for (auto& b : pinned_) {
-      if (b != nullptr) b->pool()->Unpin(*b);
+      if (b != nullptr && !b->foreign()) b->pool()->Unpin(*b);
     }
     pinned_ = std::move(other.pinned_);
     other.pinned_.clear();
@@ -141,7 +141,11 @@ ResidencyPin& ResidencyPin::operator=(ResidencyPin&& other) {
 }
 
 absl::Status ResidencyPin::Add(const std::shared_ptr<Buffer>& buffer) {
-  if (buffer == nullptr || buffer->foreign()) return absl::OkStatus();  // foreign: never moves
+  if (buffer == nullptr) return absl::OkStatus();
+  if (buffer->foreign()) {  // never moves: only held alive
+    pinned_.push_back(buffer);
+    return absl::OkStatus();
+  }
   buffer->pins_.fetch_add(1, std::memory_order_seq_cst);
   if (buffer->evictable_.load(std::memory_order_seq_cst)) {
     // Evictable: the pool's slow path (waits for a move, pages the buffer in).
@@ -150,6 +154,11 @@ absl::Status ResidencyPin::Add(const std::shared_ptr<Buffer>& buffer) {
   }
   pinned_.push_back(buffer);
   return absl::OkStatus();
+}
+
+void ResidencyPin::PinForLife(Buffer& buffer) {
+  // A pin never released: spills require no pins, so the memory stays where it is.
+  if (!buffer.foreign()) buffer.pins_.fetch_add(1, std::memory_order_seq_cst);
 }
 
 // ---- sizes ----

@@ -165,8 +165,12 @@ class ResidencyPin {
   }
   ResidencyPin& operator=(ResidencyPin&& other);
   ~ResidencyPin();
-  /// Pins `buffer` (without taking the pool's lock when it is not evictable).
+  /// Pins `buffer` (without taking the pool's lock when it is not evictable); also holds it
+  /// alive. Foreign buffers never move: they are only held.
   absl::Status Add(const std::shared_ptr<Buffer>& buffer);
+  /// Keeps a resident buffer where it is for the rest of its life (its address was handed to
+  /// another library without a way to hear when it stops using it).
+  static void PinForLife(Buffer& buffer);
 
  private:
   absl::InlinedVector<std::shared_ptr<Buffer>, 4> pinned_;

@@ -139,6 +139,8 @@ from ._core import (
     subtract,
     sum,
     synchronize,
+    take,
+    take_along_axis,
     tan,
     tanh,
     tensordot,
@@ -237,19 +239,23 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None, blocking=True):
         # Other libraries' arrays: shared through DLPack (or the CUDA array interface) without a
         # copy where the devices allow.
         if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
-            out = from_dlpack(obj, device=device, copy=copy)
-            return out if dtype is None or out.dtype == dtype else out.astype(dtype, copy=False)
+            try:
+                out = from_dlpack(obj, device=device, copy=copy)
+            except BufferError as e:  # the Array API's asarray raises ValueError
+                raise ValueError(f"asarray: {e}") from e
+            return _asarray_dtype(out, dtype, copy)
         if hasattr(obj, "__cuda_array_interface__"):
-            out = _core._from_cuda_array_interface(obj, device)
-            if copy:
-                out = out.copy()
-            return out if dtype is None or out.dtype == dtype else out.astype(dtype, copy=False)
+            out = _core._from_cuda_array_interface(obj, device, copy)
+            return _asarray_dtype(out, dtype, copy)
     device = _core._parse_device(device, "asarray")
     if copy is False and device.type == "cpu" and isinstance(obj, _np.ndarray):
         # A NumPy array viewed in place by the CPU backend (DLPack); dtype must match.
         if dtype is not None and _core._parse_dtype(obj.dtype, "asarray") != dtype:
             raise ValueError("asarray: copy=False but a dtype conversion is needed")
-        return from_dlpack(obj, copy=False)
+        try:
+            return from_dlpack(obj, copy=False)
+        except BufferError as e:
+            raise ValueError(f"asarray: {e}") from e
     if copy is False:
         raise ValueError(
             "asarray: copy=False is not possible here: the data must be copied (host data onto "
@@ -268,6 +274,15 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None, blocking=True):
     if dtype is not None and out.dtype != dtype:
         out = out.astype(dtype, copy=False)
     return out
+
+
+def _asarray_dtype(out, dtype, copy):
+    """`out` converted to `dtype` for asarray, which copy=False forbids."""
+    if dtype is None or out.dtype == dtype:
+        return out
+    if copy is False:
+        raise ValueError("asarray: copy=False but a dtype conversion is needed")
+    return out.astype(dtype)
 
 
 def _like_args(x, dtype, device, op):
@@ -466,6 +481,8 @@ __all__ = [
     "subtract",
     "sum",
     "synchronize",
+    "take",
+    "take_along_axis",
     "tan",
     "tanh",
     "tensordot",

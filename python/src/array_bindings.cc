@@ -35,26 +35,39 @@ int64_t IntegerIndex(const pyb::handle& k) {
   return i;
 }
 
-// An integer index from a 0-d integer array (GPUArray or NumPy), as NumPy accepts; any other
-// array is advanced indexing.
-int64_t ArrayIndex(const pyb::handle& k) {
+// An index array on `device`: a GPUArray as is, a NumPy array or a list uploaded (an empty
+// list is an empty int64 index, as in NumPy). Boolean masks are not supported yet.
+GPUArray IndexArray(const pyb::handle& k, Device device) {
   if (pyb::isinstance<GPUArray>(k)) {
     const GPUArray& a = k.cast<const GPUArray&>();
-    if (a.ndim() != 0 || !IsInteger(a.dtype())) {
-      AdvancedIndexNotSupported(a.dtype() == DType::Bool ? "boolean-mask" : "integer-array");
-    }
-  } else {
-    pyb::array a = pyb::reinterpret_borrow<pyb::array>(k);
-    char kind = a.dtype().kind();
-    if (a.ndim() != 0 || (kind != 'i' && kind != 'u')) {
-      AdvancedIndexNotSupported(kind == 'b' ? "boolean-mask" : "integer-array");
-    }
+    if (a.dtype() == DType::Bool) AdvancedIndexNotSupported("boolean-mask");
+    return a;
   }
-  return IntegerIndex(k);
+  pyb::module_ np = pyb::module_::import("numpy");
+  pyb::array h = np.attr("asarray")(k);
+  const char kind = h.dtype().kind();
+  if (kind == 'b') AdvancedIndexNotSupported("boolean-mask");
+  if (h.size() == 0 && kind != 'i' && kind != 'u') h = np.attr("asarray")(h, "int64");
+  if (kind != 'i' && kind != 'u' && h.size() != 0) {
+    RaiseStatus(
+        IndexError(absl::StrCat("index: arrays used as indices must be of integer type, got ",
+                                std::string(pyb::str(h.dtype())))));
+  }
+  return FromNumpy(h, device, "index");
 }
 
-std::vector<ops::IndexItem> ToIndex(const pyb::handle& key) {
+// The items of an index; integer arrays (other than 0-d ones, which are integers) go to
+// `arrays`, on `device`.
+std::vector<ops::IndexItem> ToIndex(const pyb::handle& key, Device device,
+                                    std::vector<GPUArray>& arrays) {
   std::vector<ops::IndexItem> items;
+  auto as_array = [&](const pyb::handle& k) {
+    ops::IndexItem it;
+    it.kind = ops::IndexItem::Kind::kArray;
+    it.array = static_cast<int>(arrays.size());
+    arrays.push_back(IndexArray(k, device));
+    return it;
+  };
   auto one = [&](const pyb::handle& k) {
     ops::IndexItem it;
     if (k.is_none()) {
@@ -80,21 +93,34 @@ std::vector<ops::IndexItem> ToIndex(const pyb::handle& key) {
     } else if (PyBool_Check(k.ptr())) {
       AdvancedIndexNotSupported("boolean");
     } else if (pyb::isinstance<GPUArray>(k) || pyb::isinstance<pyb::array>(k)) {
-      it.kind = ops::IndexItem::Kind::kInteger;
-      it.index = ArrayIndex(k);
+      // A 0-d integer array is an integer, as NumPy takes it; others are index arrays.
+      const bool zero_d_int =
+          pyb::isinstance<GPUArray>(k)
+              ? (k.cast<const GPUArray&>().ndim() == 0 &&
+                 IsInteger(k.cast<const GPUArray&>().dtype()))
+              : (pyb::reinterpret_borrow<pyb::array>(k).ndim() == 0 &&
+                 (pyb::reinterpret_borrow<pyb::array>(k).dtype().kind() == 'i' ||
+                  pyb::reinterpret_borrow<pyb::array>(k).dtype().kind() == 'u'));
+      if (zero_d_int) {
+        it.kind = ops::IndexItem::Kind::kInteger;
+        it.index = IntegerIndex(k);
+      } else {
+        it = as_array(k);
+      }
     } else if (PyIndex_Check(k.ptr())) {
       it.kind = ops::IndexItem::Kind::kInteger;
       it.index = IntegerIndex(k);
     } else if (pyb::isinstance<pyb::list>(k)) {
-      AdvancedIndexNotSupported("integer-array");
+      it = as_array(k);
     } else if (pyb::isinstance(k, pyb::module_::import("numpy").attr("bool_"))) {
       // Looked up only here: NumPy bools have no __index__, and the common keys above must not
       // pay for a module lookup on every indexing call.
       AdvancedIndexNotSupported("boolean");
     } else {
-      throw pyb::index_error(
-          absl::StrCat("index: only integers, slices, None and Ellipsis are valid indices, got ",
-                       std::string(pyb::repr(k))));
+      throw pyb::index_error(absl::StrCat(
+          "index: only integers, slices, None, Ellipsis and integer arrays are valid indices, "
+          "got ",
+          std::string(pyb::repr(k))));
     }
     items.push_back(it);
   };
@@ -317,11 +343,20 @@ indexing run on the array's device. Convert to NumPy with pygpukit.to_numpy(x) o
            })
       .def("__getitem__",
            [](const GPUArray& a, const pyb::object& key) {
-             return Unwrap(ops::Index(a, ToIndex(key)));
+             std::vector<GPUArray> arrays;
+             std::vector<ops::IndexItem> items = ToIndex(key, a.device(), arrays);
+             if (arrays.empty()) return Unwrap(ops::Index(a, items));
+             return Unwrap(ops::AdvancedIndex(a, items, arrays));
            })
       .def("__setitem__",
            [](const GPUArray& a, const pyb::object& key, const pyb::object& value) {
-             GPUArray view = Unwrap(ops::Index(a, ToIndex(key)));
+             std::vector<GPUArray> arrays;
+             std::vector<ops::IndexItem> items = ToIndex(key, a.device(), arrays);
+             if (!arrays.empty()) {
+               RaiseStatus(NotImplementedError(
+                   "index: assignment through integer-array indices is not supported yet"));
+             }
+             GPUArray view = Unwrap(ops::Index(a, items));
              if (pyb::isinstance<GPUArray>(value)) {
                Check(ops::Assign(view, value.cast<const GPUArray&>()));
              } else if (IsScalar(value)) {

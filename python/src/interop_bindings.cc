@@ -34,6 +34,16 @@ void DeleteLegacyCapsule(PyObject* cap) {
   if (m != nullptr && m->deleter != nullptr) m->deleter(m);
 }
 
+// A pair of integers from a tuple argument (max_version, dl_device); TypeError otherwise.
+std::pair<int64_t, int64_t> IntPair(const pyb::handle& obj, const char* what, const char* op) {
+  if (!pyb::isinstance<pyb::tuple>(obj) || pyb::len(obj) != 2) {
+    RaiseStatus(TypeError(absl::StrCat(op, ": ", what, " must be a tuple of two integers, got ",
+                                       std::string(pyb::repr(obj)))));
+  }
+  auto t = pyb::reinterpret_borrow<pyb::tuple>(obj);
+  return {ToInt(t[0], what, op), ToInt(t[1], what, op)};
+}
+
 std::optional<bool> ToOptionalBool(const pyb::handle& obj, const char* what, const char* op) {
   if (obj.is_none()) return std::nullopt;
   if (!PyBool_Check(obj.ptr())) {
@@ -63,8 +73,14 @@ pyb::object Dlpack(const GPUArray& self, const pyb::handle& stream, const pyb::h
   GPUArray a = self;
   bool copied = false;
   if (!dl_device.is_none()) {
-    auto pair = dl_device.cast<std::pair<int, int>>();
-    Device target = Unwrap(ops::DeviceFromDLPack(pair.first, pair.second));
+    const auto pair = IntPair(dl_device, "dl_device", "__dlpack__");
+    absl::StatusOr<Device> wanted =
+        ops::DeviceFromDLPack(static_cast<int>(pair.first), static_cast<int>(pair.second));
+    if (!wanted.ok()) {
+      RaiseBufferError(absl::StrCat("__dlpack__: cannot export to the requested device: ",
+                                    wanted.status().message()));
+    }
+    const Device target = *wanted;
     if (target != a.device()) {
       if (copy == false) {
         RaiseBufferError(absl::StrCat("__dlpack__: the array is on ", a.device().ToString(),
@@ -91,8 +107,7 @@ pyb::object Dlpack(const GPUArray& self, const pyb::handle& stream, const pyb::h
   }
   bool versioned = false;
   if (!max_version.is_none()) {
-    auto v = max_version.cast<std::pair<int, int>>();
-    versioned = v.first >= 1;
+    versioned = IntPair(max_version, "max_version", "__dlpack__").first >= 1;
   }
   PyObject* cap = nullptr;
   if (versioned) {
@@ -147,8 +162,9 @@ GPUArray FromDlpack(const pyb::object& x, const pyb::handle& device_arg,
                                        " does not support DLPack (no __dlpack__ / "
                                        "__dlpack_device__)")));
   }
-  auto dev = x.attr("__dlpack_device__")().cast<std::pair<int, int>>();
-  const Device source = Unwrap(ops::DeviceFromDLPack(dev.first, dev.second));
+  const auto dev = IntPair(x.attr("__dlpack_device__")(), "__dlpack_device__()", "from_dlpack");
+  const Device source =
+      Unwrap(ops::DeviceFromDLPack(static_cast<int>(dev.first), static_cast<int>(dev.second)));
   const Device target = device_arg.is_none() ? source : ToDevice(device_arg, "from_dlpack");
   if (target != source && copy == false) {
     RaiseBufferError(absl::StrCat("from_dlpack: the data is on ", source.ToString(), ", device ",
@@ -184,10 +200,12 @@ pyb::dict CudaArrayInterface(const GPUArray& a) {
     RaiseStatus(
         TypeError("__cuda_array_interface__: bfloat16 has no typestr; exchange it through DLPack"));
   }
-  if (a.buffer()->evictable()) {
-    RaiseStatus(
-        ValueError("__cuda_array_interface__: the array is evictable and could move; call "
-                   "gp.memory.set_evictable(x, False) first, or use DLPack (which pins it)"));
+  {
+    // The consumer holds a raw pointer and never says when it is done: the memory stays put
+    // (paged in if spilled) for the rest of the buffer's life.
+    ResidencyPin pin;
+    Check(WithoutGil([&] { return pin.Add(a.buffer()); }));
+    ResidencyPin::PinForLife(*a.buffer());
   }
   pyb::dict d;
   pyb::tuple shape(a.ndim());
@@ -208,8 +226,10 @@ pyb::dict CudaArrayInterface(const GPUArray& a) {
   return d;
 }
 
-GPUArray FromCudaArrayInterface(const pyb::object& obj, const pyb::handle& device_arg) {
+GPUArray FromCudaArrayInterface(const pyb::object& obj, const pyb::handle& device_arg,
+                                const pyb::handle& copy_arg) {
   constexpr const char* op = "asarray";
+  const std::optional<bool> copy = ToOptionalBool(copy_arg, "copy", op);
   pyb::dict d = obj.attr("__cuda_array_interface__");
   const int version = d.contains("version") ? d["version"].cast<int>() : 0;
   if (version < 2) {
@@ -220,17 +240,38 @@ GPUArray FromCudaArrayInterface(const pyb::object& obj, const pyb::handle& devic
     RaiseStatus(NotImplementedError(
         absl::StrCat(op, ": masked __cuda_array_interface__ arrays are not supported")));
   }
-  Device device = device_arg.is_none() ? Runtime::Get().default_device() : ToDevice(device_arg, op);
-  if (!device.is_cuda()) device = Device{DeviceType::kCUDA, 0};
-  const DType dt = ToDType(d["typestr"], op);
+  // The typestr ("<f4", "|b1", ...) through NumPy; the data must be in this machine's byte order.
+  pyb::object np_dtype = pyb::module_::import("numpy").attr("dtype")(d["typestr"]);
+  if (!np_dtype.attr("isnative").cast<bool>()) {
+    RaiseStatus(ValueError(absl::StrCat(op, ": __cuda_array_interface__ typestr ",
+                                        std::string(pyb::str(d["typestr"])),
+                                        " is not in native byte order")));
+  }
+  const DType dt = ToDType(np_dtype, op);
   const Shape shape = ToShape(d["shape"], op);
   auto data = d["data"].cast<pyb::tuple>();
   const auto ptr = data[0].cast<uintptr_t>();
-  if (data[1].cast<bool>()) {
+  const bool read_only = data[1].cast<bool>();
+  const bool empty = NumElements(shape) == 0;
+  if (!empty && ptr == 0) {
+    RaiseStatus(ValueError(absl::StrCat(op, ": __cuda_array_interface__ data is null")));
+  }
+  // The memory's own device, not whichever is current.
+  Device source;
+  if (!empty) {
+    source = Unwrap(ops::CudaDeviceOf(ptr));
+  } else {
+    source = device_arg.is_none() ? Runtime::Get().default_device() : ToDevice(device_arg, op);
+    if (!source.is_cuda()) source = Device{DeviceType::kCUDA, 0};
+  }
+  const Device target = device_arg.is_none() ? source : ToDevice(device_arg, op);
+  if (copy == false && (target != source || read_only)) {
     RaiseStatus(ValueError(absl::StrCat(
-        op,
-        ": the __cuda_array_interface__ data is read-only; arrays here are writable (copy it "
-        "with the producer first)")));
+        op, ": copy=False, but ",
+        read_only
+            ? std::string("the __cuda_array_interface__ data is read-only (arrays here "
+                          "are writable)")
+            : absl::StrCat("the data is on ", source.ToString(), ", not ", target.ToString()))));
   }
   std::optional<std::vector<int64_t>> strides;
   if (d.contains("strides") && !d["strides"].is_none()) {
@@ -247,11 +288,12 @@ GPUArray FromCudaArrayInterface(const pyb::object& obj, const pyb::handle& devic
   }
   if (d.contains("stream") && !d["stream"].is_none()) {
     const int64_t s = ToInt(d["stream"], "stream", op);
-    if (s == 0) {
+    if (s <= 0) {
       RaiseStatus(ValueError(
-          absl::StrCat(op, ": __cuda_array_interface__ stream 0 is disallowed by the protocol")));
+          absl::StrCat(op, ": __cuda_array_interface__ stream ", s,
+                       " is invalid (1: legacy default, 2: per-thread default, else a CUstream)")));
     }
-    Check(ops::WaitForExternalStream(device, static_cast<uintptr_t>(s)));
+    Check(ops::WaitForExternalStream(source, static_cast<uintptr_t>(s)));
   }
   // The producer object keeps the memory alive; released with the GIL once our work is done.
   auto owner = std::make_shared<pyb::object>(obj);
@@ -265,8 +307,11 @@ GPUArray FromCudaArrayInterface(const pyb::object& obj, const pyb::handle& devic
   };
   std::optional<absl::Span<const int64_t>> st;
   if (strides.has_value()) st = absl::MakeConstSpan(*strides);
-  return Unwrap(ops::FromForeignMemory(reinterpret_cast<void*>(ptr), dt, shape, st, device,
-                                       std::move(release)));
+  GPUArray view = Unwrap(ops::FromForeignMemory(reinterpret_cast<void*>(ptr), dt, shape, st, source,
+                                                std::move(release)));
+  if (target != source) return Unwrap(WithoutGil([&] { return ops::ToDevice(view, target); }));
+  if (read_only || copy == true) return Unwrap(ops::Copy(view));
+  return view;
 }
 
 // ---- NumPy ----
@@ -283,18 +328,17 @@ pyb::object ArrayProtocol(const pyb::object& self, const pyb::handle& dtype,
                      "x.get()")));
   }
   pyb::object out;
-  if (copy == true || a.buffer()->evictable()) {
-    if (copy == false) {
-      RaiseStatus(
-          ValueError("__array__: the array is evictable, so NumPy cannot view its "
-                     "memory; copy=False is impossible"));
-    }
+  if (copy == true) {
     out = ToNumpy(a);
   } else {
-    // A view of the memory: the capsule holds the buffer as long as NumPy needs it.
-    Check(WithoutGil([&] { return ops::Synchronize(a.device()); }));
-    auto* keep = new std::shared_ptr<Buffer>(a.buffer());
-    pyb::capsule base(keep, [](void* p) { delete static_cast<std::shared_ptr<Buffer>*>(p); });
+    // A view of the memory: the capsule pins the buffer (resident, in place) and holds it alive
+    // as long as NumPy needs it.
+    auto pin = std::make_unique<ResidencyPin>();
+    Check(WithoutGil([&] {
+      PGK_RETURN_IF_ERROR(pin->Add(a.buffer()));
+      return ops::Synchronize(a.device());
+    }));
+    pyb::capsule base(pin.release(), [](void* p) { delete static_cast<ResidencyPin*>(p); });
     std::vector<pyb::ssize_t> shape(a.shape().begin(), a.shape().end()), strides;
     for (int64_t s : a.strides()) strides.push_back(s * a.itemsize());
     out = pyb::array(pyb::dtype::from_args(NumpyDType(a.dtype())), shape, strides,
@@ -336,7 +380,7 @@ void BindInterop(pyb::module_& m, pyb::class_<GPUArray>& cls) {
         "DLPack producer (NumPy, PyTorch, CuPy, JAX ...), with the CUDA stream handshake; "
         "`device` different from the data's, or copy=True, copies.");
   m.def("_from_cuda_array_interface", &FromCudaArrayInterface, pyb::arg("obj"),
-        pyb::arg("device") = none);
+        pyb::arg("device") = none, pyb::arg("copy") = none);
 }
 
 }  // namespace pygpukit::py

@@ -1,6 +1,6 @@
 // Binding of the Array API manipulation, matrix-creation and contraction functions (expand_dims
-// ... repeat, diff, eye, linspace, meshgrid, tril, triu, tensordot, vecdot). The C++ op layer
-// does the checking; this file converts the Python arguments.
+// ... repeat, take, take_along_axis, diff, eye, linspace, meshgrid, tril, triu, tensordot, vecdot).
+// The C++ op layer does the checking; this file converts the Python arguments.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -158,6 +158,26 @@ void BindManipulation(pyb::module_& m) {
       pyb::arg("x"), pyb::arg("repeats"), pyb::pos_only(), pyb::kw_only(), pyb::arg("axis") = none,
       Doc("repeat(x, repeats, /, *, axis=None)",
           "Each element repeated `repeats` times along `axis` (the flattened array when None).")
+          .c_str());
+  m.def(
+      "take",
+      [](const GPUArray& x, const GPUArray& indices, const pyb::handle& axis) {
+        return Unwrap(ops::Take(x, indices, ToAxis(axis, "take")));
+      },
+      pyb::arg("x"), pyb::arg("indices"), pyb::pos_only(), pyb::kw_only(), pyb::arg("axis") = none,
+      Doc("take(x, indices, /, *, axis=None)",
+          "Elements of x at integer `indices` along `axis` (the flattened array when None); "
+          "IndexError for indices out of bounds.")
+          .c_str());
+  m.def(
+      "take_along_axis",
+      [](const GPUArray& x, const GPUArray& indices, const pyb::handle& axis) {
+        return Unwrap(ops::TakeAlongAxis(x, indices, ToInt(axis, "axis", "take_along_axis")));
+      },
+      pyb::arg("x"), pyb::arg("indices"), pyb::pos_only(), pyb::kw_only(), pyb::arg("axis") = -1,
+      Doc("take_along_axis(x, indices, /, *, axis=-1)",
+          "x picked along `axis` at `indices` (one number of dimensions; the other axes "
+          "broadcast).")
           .c_str());
   m.def(
       "diff",

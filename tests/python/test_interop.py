@@ -4,6 +4,8 @@ dtype, strides, read-only data, copy / device rules, lifetimes, bad producers), 
 interface, and round trips with PyTorch and CuPy where they are installed."""
 
 import gc
+import time
+import weakref
 
 import numpy as np
 import pytest
@@ -129,13 +131,67 @@ def test_dlpack_versions_copies_and_lifetimes():
     # Capsules: versioned on request, legacy otherwise; unconsumed ones are freed.
     x = gp.arange(3, device="cpu")
     assert "dltensor_versioned" in repr(x.__dlpack__(max_version=(1, 0)))
-    assert "dltensor" in repr(x.__dlpack__())
+    legacy = repr(x.__dlpack__())
+    assert '"dltensor"' in legacy and "versioned" not in legacy
+    big = gp.zeros((1 << 20,), device="cpu")
+    gp.synchronize("cpu")
+    before = gp.memory.stats("cpu")["active_blocks"]
     for _ in range(100):
-        x.__dlpack__(max_version=(1, 0))
-    # Our export keeps the memory when the array object is gone.
-    n = np.from_dlpack(gp.arange(4, device="cpu") * 2)
+        big.__dlpack__(max_version=(1, 0))
+        big.__dlpack__()
     gc.collect()
-    np.testing.assert_array_equal(n, [0, 2, 4, 6])
+    assert gp.memory.stats("cpu")["active_blocks"] == before  # dropped capsules free their hold
+    # Our export keeps the memory when the array object is gone (a large block: a freed one
+    # would be reused or unmapped).
+    n = np.from_dlpack(gp.arange(1 << 21, device="cpu") * 2)
+    gc.collect()
+    filler = gp.full((1 << 21,), -1, dtype=gp.int64, device="cpu")
+    gp.synchronize("cpu")
+    assert n[5] == 10 and n[-1] == 2 * ((1 << 21) - 1)
+    del filler
+
+
+def _wait_until(cond):
+    for _ in range(2000):
+        gc.collect()
+        if cond():
+            return True
+        time.sleep(0.001)
+    return False
+
+
+def test_imported_memory_is_released_after_the_last_view():
+    h = np.arange(1 << 20, dtype=np.float64)
+    ref = weakref.ref(h)
+    g = gp.from_dlpack(h)
+    del h
+    v = gp.flip(g)  # a second view holds it too
+    del g
+    gc.collect()
+    assert ref() is not None
+    assert gp.sum(v).item() == float((1 << 20) * ((1 << 20) - 1) // 2)
+    del v
+    assert _wait_until(lambda: ref() is None)  # released on the runtime's watcher thread
+
+
+def test_re_exporting_imported_memory_keeps_the_producer_alive():
+    # Our DLPack export of an imported array must hold the producer's memory, not just our view.
+    g = gp.from_dlpack(np.full(1 << 22, 7.0))
+    n = np.from_dlpack(g)
+    del g
+    gc.collect()
+    filler = np.full(1 << 22, -1.0)  # would reuse the memory were it freed
+    assert n.sum() == 7.0 * (1 << 22)
+    del filler
+
+
+def test_numpy_views_pin_evictable_arrays():
+    x = gp.full((1 << 16,), 7.0, device="cpu")
+    v = np.asarray(x)
+    gp.memory.set_evictable(x, True)
+    with pytest.raises(RuntimeError, match="evict"):
+        gp.memory.evict(x)  # pinned while NumPy views it
+    assert gp.memory.is_resident(x) and v[0] == 7.0
 
 
 def test_dlpack_read_only_producers_are_copied():
@@ -191,6 +247,42 @@ def test_imported_memory_is_not_the_pools():
     with pytest.raises(ValueError, match="owned by its producer"):
         gp.memory.evict(g)
     assert gp.memory.is_resident(g)
+
+
+def test_asarray_copy_false_follows_the_array_api():
+    class Producer:  # not a NumPy array: asarray goes through DLPack
+        def __init__(self, a):
+            self.a = a
+
+        def __dlpack__(self, **kw):
+            return self.a.__dlpack__(**kw)
+
+        def __dlpack_device__(self):
+            return self.a.__dlpack_device__()
+
+    h = np.arange(4, dtype=np.int32)
+    g = gp.asarray(Producer(h), copy=False, device="cpu")
+    assert g.dtype == gp.int32
+    with pytest.raises(ValueError, match="copy=False but a dtype conversion"):
+        gp.asarray(Producer(h), dtype=gp.float32, copy=False, device="cpu")
+    f = gp.asarray(Producer(h), dtype=gp.float32, device="cpu")
+    check_equal(f, h.astype(np.float32))
+    ro = np.arange(3.0)
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        gp.asarray(Producer(ro), copy=False, device="cpu")
+    with pytest.raises(ValueError, match="read-only"):
+        gp.asarray(ro, copy=False, device="cpu")
+
+
+def test_dlpack_argument_errors():
+    x = gp.arange(3, device="cpu")
+    with pytest.raises(TypeError, match="max_version must be a tuple of two integers"):
+        x.__dlpack__(max_version=(1,))
+    with pytest.raises(TypeError, match="dl_device must be a tuple of two integers"):
+        x.__dlpack__(dl_device=(1,))
+    with pytest.raises(BufferError, match="cannot export to the requested device"):
+        x.__dlpack__(dl_device=(4, 0))
 
 
 def test_asarray_copy_false_views_numpy_on_the_cpu():

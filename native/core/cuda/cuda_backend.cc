@@ -340,6 +340,18 @@ absl::Status CudaBackend::Launch(void* function, const hal::LaunchDims& d, hal::
   return absl::OkStatus();
 }
 
+absl::StatusOr<int> CudaBackend::PointerDevice(uintptr_t ptr) {
+  PGK_RETURN_IF_ERROR(MakeCurrent(0));
+  int ordinal = -1;
+  const CUresult r = api->cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                                static_cast<CUdeviceptr>(ptr));
+  if (r != CUDA_SUCCESS || ordinal < 0) {
+    return absl::NotFoundError(
+        absl::StrCat("cuda: 0x", absl::Hex(ptr), " is not memory of a CUDA device"));
+  }
+  return ordinal;
+}
+
 uintptr_t CudaBackend::NativeHandle(hal::Stream& stream) const {
   return reinterpret_cast<uintptr_t>(AsCu(stream));
 }

@@ -59,6 +59,8 @@ class CudaBackend final : public hal::Backend {
 
   // Streams of other libraries (DLPack and CUDA array interface exchanges), as the integer
   // handles those protocols pass: a CUstream, or 1 / 2 for the legacy / per-thread default one.
+  /// The device ordinal the memory at `ptr` belongs to (NotFound for memory CUDA does not know).
+  absl::StatusOr<int> PointerDevice(uintptr_t ptr);
   /// The integer handle of one of our streams.
   uintptr_t NativeHandle(hal::Stream& stream) const;
   /// Work queued later on `waiter` waits for the work queued on `external` so far (an event;

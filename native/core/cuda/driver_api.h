@@ -33,6 +33,7 @@ namespace pygpukit::cuda {
   X(cuMemHostAlloc)                              \
   X(cuMemFreeHost)                               \
   X(cuMemGetInfo)                                \
+  X(cuPointerGetAttribute)                       \
   X(cuMemcpyAsync)                               \
   X(cuMemcpyHtoDAsync)                           \
   X(cuMemcpyDtoHAsync)                           \

@@ -6,6 +6,7 @@
 #include "core/status.h"
 #include "ops/kernel_launch.h"
 #include "ops/kernels/elementwise.h"
+#include "ops/kernels/gather.h"
 #include "runtime/runtime.h"
 
 namespace pygpukit::ops::cpu_kernels {
@@ -83,6 +84,27 @@ absl::Status Arange(hal::Stream& s, DType dtype, const kernels::ArangeParams& p,
                      [p](int64_t i) { kernels::ArangeElement<T>(p, i); });
     }
   });
+}
+
+absl::Status Gather(hal::Stream& s, int itemsize, const kernels::GatherParams& p, KeepAlive keep) {
+  auto run = [&](auto word) {
+    using Word = decltype(word);
+    return Enqueue(s, "gather", p.n, std::move(keep),
+                   [p](int64_t i) { kernels::GatherElement<Word>(p, i); });
+  };
+  switch (itemsize) {
+    case 1:
+      return run(uint8_t{});
+    case 2:
+      return run(uint16_t{});
+    case 4:
+      return run(uint32_t{});
+    case 8:
+      return run(uint64_t{});
+    case 16:
+      return run(complex128{});
+  }
+  return NotImplementedError(absl::StrCat("gather: no kernel for ", itemsize, "-byte elements"));
 }
 
 }  // namespace pygpukit::ops::cpu_kernels

@@ -4,6 +4,7 @@
 // loop over the (coalesced) output index space, one element per thread per iteration.
 #include "core/dtype_list.h"
 #include "ops/kernels/elementwise.h"
+#include "ops/kernels/gather.h"
 
 namespace pk = pygpukit::kernels;
 using pk::ElementwiseParams;
@@ -96,3 +97,14 @@ PGK_DEFINE_FILL(4, uint32_t)
 PGK_DEFINE_FILL(8, uint64_t)
 PGK_DEFINE_FILL(16, pygpukit::complex128)
 #undef PGK_DEFINE_FILL
+
+#define PGK_DEFINE_GATHER(BYTES, WORD)                                       \
+  extern "C" __global__ void pgk_gather_##BYTES(pk::GatherParams p) {        \
+    PGK_GRID_STRIDE_LOOP(i, p.n) pk::GatherElement<WORD>(p, i);              \
+  }
+PGK_DEFINE_GATHER(1, uint8_t)
+PGK_DEFINE_GATHER(2, uint16_t)
+PGK_DEFINE_GATHER(4, uint32_t)
+PGK_DEFINE_GATHER(8, uint64_t)
+PGK_DEFINE_GATHER(16, pygpukit::complex128)
+#undef PGK_DEFINE_GATHER
