@@ -1,5 +1,6 @@
-// DLPack export / import and foreign-memory views through the C++ API, and the manipulation
-// ops a C++ service reaches without Python (concat, roll, tile, eye, tril, tensordot): values
+// DLPack export / import and foreign-memory views through the C++ API, and the manipulation and
+// indexing ops a C++ service reaches without Python (concat, roll, tile, eye, tril, tensordot,
+// take, take_along_axis, advanced indexing): values
 // against host references on the test device, ownership (deleters run once, after the last
 // view), and the errors bad tensors produce.
 #include <gtest/gtest.h>
@@ -177,6 +178,38 @@ TEST(Manipulation, ConcatRollTileEyeTrilTensordot) {
   EXPECT_EQ(ErrorTypeOf(ops::Concat({}, 0).status()), ErrorType::kValue);
   const int64_t neg[] = {-1};
   EXPECT_EQ(ErrorTypeOf(ops::Tile(a, neg).status()), ErrorType::kValue);
+}
+
+TEST(Indexing, TakeTakeAlongAxisAndAdvancedIndex) {
+  const Device d = TestDevice();
+  ASSERT_OK_AND_ASSIGN(GPUArray a, ops::ArangeInt(0, 12, 1, DType::Float32, d));
+  ASSERT_OK_AND_ASSIGN(a, ops::Reshape(a, {3, 4}));
+  ASSERT_OK_AND_ASSIGN(GPUArray idx, FromVector<int64_t>({3, -4, 1}, {3}, d));
+  ASSERT_OK_AND_ASSIGN(GPUArray t, ops::Take(a, idx, 1));
+  ASSERT_OK_AND_ASSIGN(auto tv, ToVector<float>(t));
+  EXPECT_EQ(tv, (std::vector<float>{3, 0, 1, 7, 4, 5, 11, 8, 9}));
+  ASSERT_OK_AND_ASSIGN(GPUArray along, FromVector<int32_t>({2, 0, 3}, {3, 1}, d));
+  ASSERT_OK_AND_ASSIGN(GPUArray ta, ops::TakeAlongAxis(a, along, 1));
+  ASSERT_OK_AND_ASSIGN(auto tav, ToVector<float>(ta));
+  EXPECT_EQ(tav, (std::vector<float>{2, 4, 11}));
+  // a[[2, 0], 1:3]: the array's dimension first, then the slice's.
+  ASSERT_OK_AND_ASSIGN(GPUArray rows, FromVector<int64_t>({2, 0}, {2}, d));
+  ops::IndexItem arr, slice;
+  arr.kind = ops::IndexItem::Kind::kArray;
+  arr.array = 0;
+  slice.kind = ops::IndexItem::Kind::kSlice;
+  slice.start = 1;
+  slice.stop = 3;
+  const ops::IndexItem items[] = {arr, slice};
+  const GPUArray arrays[] = {rows};
+  ASSERT_OK_AND_ASSIGN(GPUArray g, ops::AdvancedIndex(a, items, arrays));
+  EXPECT_EQ(g.shape(), (Shape{2, 2}));
+  ASSERT_OK_AND_ASSIGN(auto gv, ToVector<float>(g));
+  EXPECT_EQ(gv, (std::vector<float>{9, 10, 1, 2}));
+  ASSERT_OK_AND_ASSIGN(GPUArray bad, FromVector<int64_t>({4}, {1}, d));
+  EXPECT_EQ(ErrorTypeOf(ops::Take(a, bad, 0).status()), ErrorType::kIndex);
+  EXPECT_EQ(ErrorTypeOf(ops::Take(a, a, 0).status()), ErrorType::kIndex);  // float indices
+  EXPECT_EQ(ErrorTypeOf(ops::Index(a, items).status()), ErrorType::kValue);
 }
 
 }  // namespace

@@ -1,0 +1,162 @@
+"""Integer-array indexing: take, take_along_axis and x[...] with integer arrays (lists, NumPy
+and device arrays, integers among them, slices and Ellipsis around them), against NumPy on
+random data for every dtype, with negative, repeated, empty and strided indices, property-based
+keys (hypothesis), and the errors of bad indices."""
+
+import numpy as np
+import pytest
+from helpers import ALL, INTS, check_equal, host, rand
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import pygpukit as gp
+
+
+def _g(a):
+    return gp.asarray(np.asarray(a))
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_take_matches_numpy(rng, dtype):
+    h = rand(rng, (4, 5, 3), dtype)
+    x = _g(h)[:, ::-1]  # a strided source
+    hx = h[:, ::-1]
+    for idx, axis in [
+        ([0, 4, -1, 2, 2], 1),
+        ([[1, 0], [3, -4]], 0),
+        ([2, 0], -1),
+        ([], 1),
+        ([7, -60, 0], None),
+        (np.int64(3), 0),
+    ]:
+        want = np.take(hx, idx, axis=axis)
+        got = gp.take(x, _g(np.asarray(idx, dtype=np.int64)), axis=axis)
+        check_equal(got, want)
+
+
+@pytest.mark.parametrize("idx_dtype", INTS)
+def test_take_accepts_every_integer_index_dtype(rng, idx_dtype):
+    h = rand(rng, (6, 2), "float32")
+    idx = np.array([5, 0, 3], dtype=idx_dtype)
+    check_equal(gp.take(_g(h), _g(idx), axis=0), np.take(h, idx, axis=0))
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_take_along_axis_matches_numpy(rng, dtype):
+    h = rand(rng, (3, 4, 5), dtype)
+    x = _g(h)
+    for axis, ishape in [
+        (2, (3, 4, 2)),
+        (0, (6, 4, 5)),
+        (1, (3, 1, 5)),
+        (-1, (1, 4, 3)),
+        (1, (3, 0, 5)),
+    ]:
+        n = h.shape[axis]
+        i = rng.integers(-n, n, size=ishape)
+        check_equal(gp.take_along_axis(x, _g(i), axis=axis), np.take_along_axis(h, i, axis=axis))
+    # Sorting-style use: argsort indices from NumPy.
+    i = np.argsort(np.abs(h.astype(np.complex128)) if dtype != "bool" else h, axis=1)
+    check_equal(gp.take_along_axis(x, _g(i), axis=1), np.take_along_axis(h, i, axis=1))
+
+
+def test_take_errors():
+    x = gp.arange(10).reshape(2, 5)
+    with pytest.raises(IndexError, match="take: index 5 is out of bounds for axis 1 with size 5"):
+        gp.take(x, _g(np.array([0, 5])), axis=1)
+    with pytest.raises(IndexError, match="take: index -3 is out of bounds for axis 0 with size 2"):
+        gp.take(x, _g(np.array([-3])), axis=0)
+    with pytest.raises(IndexError, match="index >= 2\\*\\*63"):
+        gp.take(x, _g(np.array([2**63], dtype=np.uint64)), axis=1)
+    with pytest.raises(IndexError, match="must be of integer type, got float32"):
+        gp.take(x, gp.zeros(2), axis=0)
+    with pytest.raises(IndexError, match="out of bounds for axis 0 with size 0"):
+        gp.take(gp.zeros((0,)), _g(np.array([0])))
+    with pytest.raises(ValueError, match="0-d array needs axis=None"):
+        gp.take(gp.asarray(np.float32(1)), _g(np.array([0])), axis=0)
+    with pytest.raises(IndexError):
+        gp.take(x, _g(np.array([0])), axis=2)
+    with pytest.raises(ValueError, match="one number of dimensions"):
+        gp.take_along_axis(x, _g(np.array([0])), axis=0)
+    with pytest.raises(ValueError, match="cannot be broadcast"):
+        gp.take_along_axis(x, _g(np.zeros((3, 1), np.int64)), axis=1)
+    with pytest.raises(IndexError, match="take_along_axis: index 9 is out of bounds"):
+        gp.take_along_axis(x, _g(np.full((2, 1), 9)), axis=1)
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "float16", "bfloat16", "float64", "complex128"])
+def test_integer_array_getitem_matches_numpy(rng, dtype):
+    h = rand(rng, (4, 5, 6), dtype)
+    x = _g(h)
+    keys = [
+        [3, 0, -1],
+        ([1, 2], [4, 0]),
+        (slice(None), [0, 0, 4]),
+        (Ellipsis, [5, -6]),
+        ([[0, 1], [2, 3]], slice(1, 4), [[0], [5]]),  # separated: the broadcast dims go first
+        (1, [2, 3], slice(None, None, -2)),  # an integer beside an array is an index array
+        (slice(1, 3), [4, 1], [0, 2]),
+        (np.array([1, 3]), Ellipsis),
+        ([0, 1], 2, [3, 4]),  # separated by an integer: first as well
+        np.array([], dtype=np.int64),
+    ]
+    for key in keys:
+        check_equal(x[key], h[key])
+    # Device index arrays, and a strided source.
+    i = _g(np.array([[2, 0], [1, 1]]))
+    check_equal(x[::-1][i], h[::-1][host(i)])
+
+
+@given(
+    data=st.data(),
+    shape=st.lists(st.integers(1, 4), min_size=1, max_size=4),
+)
+@settings(max_examples=80, deadline=None)
+def test_integer_array_getitem_property(data, shape):
+    h = np.arange(int(np.prod(shape)), dtype=np.int32).reshape(shape)
+    key = []
+    ishape = data.draw(st.lists(st.integers(0, 3), min_size=0, max_size=2))
+    for n in shape:
+        kind = data.draw(st.sampled_from(["array", "slice", "int"]))
+        if kind == "array":
+            key.append(
+                np.asarray(
+                    data.draw(
+                        st.lists(
+                            st.integers(-n, n - 1),
+                            min_size=int(np.prod(ishape)),
+                            max_size=int(np.prod(ishape)),
+                        )
+                    )
+                )
+                .reshape(ishape)
+                .astype(np.int64)
+            )
+        elif kind == "int":
+            key.append(data.draw(st.integers(-n, n - 1)))
+        else:
+            key.append(
+                slice(data.draw(st.integers(-n, n)), None, data.draw(st.sampled_from([1, 2, -1])))
+            )
+    key = tuple(key)
+    check_equal(_g(h)[key], h[key])
+
+
+def test_integer_array_index_errors():
+    x = gp.arange(12).reshape(3, 4)
+    with pytest.raises(IndexError, match="index: index 3 is out of bounds for axis 0 with size 3"):
+        x[[0, 3]]
+    with pytest.raises(IndexError, match="index 9 is out of bounds for axis 1"):
+        x[[0], 9]
+    with pytest.raises(IndexError, match="integer type, got float64"):
+        x[np.array([0.5])]
+    with pytest.raises(ValueError, match="cannot be broadcast"):
+        x[[0, 1], [0, 1, 2]]
+    with pytest.raises(NotImplementedError, match="None together with integer-array"):
+        x[None, [0, 1]]
+    with pytest.raises(NotImplementedError, match="boolean-mask"):
+        x[np.array([True, False, True])]
+    with pytest.raises(NotImplementedError, match="assignment through integer-array"):
+        x[[0, 1]] = 5
+    with pytest.raises(IndexError, match="too many indices"):
+        x[[0], [0], [0]]
