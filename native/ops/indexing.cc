@@ -1,7 +1,8 @@
 // Integer-array indexing: take, take_along_axis and NumPy's advanced indexing with integer
-// arrays (x[i], x[:, i, j], x[i, ..., 3]). Every one is a gather kernel (ops/kernels/gather.h)
-// after its indices are checked: out-of-bounds indices raise IndexError (one reduction and one
-// host read per index array) rather than reading memory they should not.
+// arrays (x[i], x[:, i, j], x[i, ..., 3]); and count_nonzero (a comparison and a sum). Every one is
+// a gather kernel (ops/kernels/gather.h) after its indices are checked: out-of-bounds indices raise
+// IndexError (one reduction and one host read per index array) rather than reading memory they
+// should not.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -20,27 +21,36 @@ absl::StatusOr<int64_t> IntItem(const GPUArray& a) {
   return s.i;
 }
 
-// `idx` as int64 values after checking they index an axis of `extent` (negative ones from the
-// end); TypeError for non-integer indices.
+// `idx` as a private int64 copy whose values were checked to index an axis of `extent`
+// (negative ones from the end): checking the copy the kernel reads means no other writer can
+// change an index between the check and the gather. TypeError-like IndexError for non-integer
+// indices; `check` false skips the range check (an empty broadcast result reads nothing).
 absl::StatusOr<GPUArray> CheckedIndices(const GPUArray& idx, int64_t extent, int axis,
-                                        absl::string_view op) {
+                                        absl::string_view op, bool check = true) {
   if (!IsInteger(idx.dtype())) {
     return IndexError(absl::StrCat(op, ": arrays used as indices must be of integer type, got ",
                                    DTypeName(idx.dtype())));
   }
-  if (idx.size() > 0) {
-    PGK_ASSIGN_OR_RETURN(GPUArray lo, Reduce(ReduceOp::kMin, idx));
+  auto out_of_bounds = [&](std::string value) {
+    return IndexError(absl::StrCat(op, ": index ", value, " is out of bounds for axis ", axis,
+                                   " with size ", extent));
+  };
+  if (check && idx.size() > 0 && idx.dtype() == DType::UInt64) {
+    // Values of 2**63 and above would wrap in the int64 copy.
     PGK_ASSIGN_OR_RETURN(GPUArray hi, Reduce(ReduceOp::kMax, idx));
+    PGK_ASSIGN_OR_RETURN(int64_t max, IntItem(hi));
+    if (max == INT64_MAX) return out_of_bounds(">= 2**63");
+  }
+  PGK_ASSIGN_OR_RETURN(GPUArray values, AsType(idx, DType::Int64, /*copy=*/true));
+  if (check && values.size() > 0) {
+    PGK_ASSIGN_OR_RETURN(GPUArray lo, Reduce(ReduceOp::kMin, values));
+    PGK_ASSIGN_OR_RETURN(GPUArray hi, Reduce(ReduceOp::kMax, values));
     PGK_ASSIGN_OR_RETURN(int64_t min, IntItem(lo));
     PGK_ASSIGN_OR_RETURN(int64_t max, IntItem(hi));
-    if (min < -extent || max >= extent) {
-      const int64_t bad = min < -extent ? min : max;
-      return IndexError(absl::StrCat(op, ": index ",
-                                     bad == INT64_MAX ? std::string(">= 2**63") : absl::StrCat(bad),
-                                     " is out of bounds for axis ", axis, " with size ", extent));
-    }
+    if (min < -extent) return out_of_bounds(absl::StrCat(min));
+    if (max >= extent) return out_of_bounds(absl::StrCat(max));
   }
-  return AsType(idx, DType::Int64, /*copy=*/false);
+  return values;
 }
 
 // A view of int64 `values` over `shape` with `strides` (0 where it is broadcast).
@@ -55,20 +65,17 @@ struct Advanced {
 };
 
 // NumPy's advanced indexing of `v` by integer arrays on some of its axes (the others taken
-// whole): the arrays broadcast together to B; B's dimensions replace the indexed axes where
-// those are adjacent, else they come first.
+// whole): the arrays broadcast together to B; B's dimensions replace the indexed axes when the
+// advanced items of the index were `adjacent` (no slice, Ellipsis or None between them), else
+// they come first.
 absl::StatusOr<GPUArray> GatherAxes(const GPUArray& v, absl::Span<const Advanced> adv,
-                                    absl::string_view op) {
+                                    bool adjacent, absl::string_view op) {
   Shape b;
   for (const Advanced& a : adv) {
     PGK_ASSIGN_OR_RETURN(b, BroadcastShapes(b, a.idx.shape(), op));
   }
   std::vector<bool> indexed(v.ndim(), false);
-  bool adjacent = true;
-  for (size_t k = 0; k < adv.size(); ++k) {
-    indexed[adv[k].axis] = true;
-    if (k > 0 && adv[k].axis != adv[k - 1].axis + 1) adjacent = false;
-  }
+  for (const Advanced& a : adv) indexed[a.axis] = true;
   const int first = adv.front().axis;
   const int at = adjacent ? static_cast<int>(std::count(indexed.begin(), indexed.begin() + first,
                                                         false))
@@ -116,7 +123,7 @@ absl::StatusOr<GPUArray> Take(const GPUArray& x, const GPUArray& indices,
   PGK_ASSIGN_OR_RETURN(int ax, NormalizeAxis(*axis, v.ndim(), "take"));
   PGK_ASSIGN_OR_RETURN(GPUArray idx, CheckedIndices(indices, v.shape()[ax], ax, "take"));
   const Advanced adv[] = {{ax, idx}};
-  return GatherAxes(v, adv, "take");
+  return GatherAxes(v, adv, /*adjacent=*/true, "take");
 }
 
 absl::StatusOr<GPUArray> TakeAlongAxis(const GPUArray& x, const GPUArray& indices, int64_t axis) {
@@ -147,53 +154,83 @@ absl::StatusOr<GPUArray> AdvancedIndex(const GPUArray& a, absl::Span<const Index
                                        absl::Span<const GPUArray> arrays) {
   using Kind = IndexItem::Kind;
   if (arrays.empty()) return Index(a, items);
-  // The basic part as a view with every axis kept: integers and arrays become whole slices.
+  // The basic part is a view: integers drop their axes there, arrays keep theirs whole. For
+  // the placement of the result, integers count as advanced items, as in NumPy.
   std::vector<IndexItem> basic(items.begin(), items.end());
-  int consumed = 0;
-  for (const IndexItem& it : items) {
-    if (it.kind == Kind::kNewAxis) {
+  int first_adv = -1, last_adv = -1, advanced_items = 0;
+  for (size_t k = 0; k < items.size(); ++k) {
+    if (items[k].kind == Kind::kNewAxis) {
       return NotImplementedError(
           "index: None together with integer-array indices is not supported yet");
     }
-    if (it.kind != Kind::kEllipsis) ++consumed;
-  }
-  std::vector<int> axis_of(items.size(), -1);
-  int dim = 0;
-  for (size_t k = 0; k < items.size(); ++k) {
-    if (items[k].kind == Kind::kEllipsis) {
-      dim += std::max(0, a.ndim() - consumed);
-      continue;
+    if (items[k].kind == Kind::kArray || items[k].kind == Kind::kInteger) {
+      if (first_adv < 0) first_adv = static_cast<int>(k);
+      last_adv = static_cast<int>(k);
+      ++advanced_items;
     }
-    axis_of[k] = dim++;
-    if (items[k].kind == Kind::kInteger || items[k].kind == Kind::kArray) {
+    if (items[k].kind == Kind::kArray) {
       basic[k] = IndexItem{};
       basic[k].kind = Kind::kSlice;
     }
   }
+  const bool adjacent = last_adv - first_adv + 1 == advanced_items;
   PGK_ASSIGN_OR_RETURN(GPUArray v, Index(a, basic));  // too many indices are reported here
-  std::vector<Advanced> adv;
-  for (size_t k = 0; k < items.size(); ++k) {
-    const IndexItem& it = items[k];
-    const int ax = axis_of[k];
-    if (it.kind == Kind::kArray) {
-      if (it.array < 0 || static_cast<size_t>(it.array) >= arrays.size()) {
-        return ValueError("index: bad array slot");
-      }
-      const GPUArray& idx = arrays[it.array];
-      PGK_RETURN_IF_ERROR(SameDevice(a, idx, "index"));
-      PGK_ASSIGN_OR_RETURN(GPUArray checked, CheckedIndices(idx, v.shape()[ax], ax, "index"));
-      adv.push_back({ax, std::move(checked)});
-    } else if (it.kind == Kind::kInteger) {  // an integer among arrays is a 0-d index array
-      const int64_t n = v.shape()[ax];
-      if (it.index < -n || it.index >= n) {
-        return IndexError(absl::StrCat("index: index ", it.index, " is out of bounds for axis ", ax,
-                                       " with size ", n));
-      }
-      PGK_ASSIGN_OR_RETURN(GPUArray i, Full({}, Scalar::Int(it.index), DType::Int64, a.device()));
-      adv.push_back({ax, std::move(i)});
+  int consumed = 0;
+  for (const IndexItem& it : items) consumed += it.kind != Kind::kEllipsis;
+  // Each array's axis in v (integers produce none; an Ellipsis its expansion).
+  std::vector<std::pair<int, const GPUArray*>> raw;
+  int vdim = 0;
+  for (const IndexItem& it : items) {
+    switch (it.kind) {
+      case Kind::kEllipsis:
+        vdim += std::max(0, a.ndim() - consumed);
+        break;
+      case Kind::kSlice:
+        ++vdim;
+        break;
+      case Kind::kArray:
+        if (it.array < 0 || static_cast<size_t>(it.array) >= arrays.size()) {
+          return ValueError("index: bad array slot");
+        }
+        PGK_RETURN_IF_ERROR(SameDevice(a, arrays[it.array], "index"));
+        raw.emplace_back(vdim++, &arrays[it.array]);
+        break;
+      default:
+        break;
     }
   }
-  return GatherAxes(v, adv, "index");
+  // Bounds matter only when something is read: an empty broadcast result reads nothing.
+  Shape b;
+  for (const auto& [axis, idx] : raw) {
+    PGK_ASSIGN_OR_RETURN(b, BroadcastShapes(b, idx->shape(), "index"));
+  }
+  const bool check = NumElements(b) > 0;
+  std::vector<Advanced> adv;
+  for (const auto& [axis, idx] : raw) {
+    PGK_ASSIGN_OR_RETURN(GPUArray checked,
+                         CheckedIndices(*idx, v.shape()[axis], axis, "index", check));
+    adv.push_back({axis, std::move(checked)});
+  }
+  return GatherAxes(v, adv, adjacent, "index");
+}
+
+absl::StatusOr<GPUArray> CountNonzero(const GPUArray& x,
+                                      const std::optional<std::vector<int64_t>>& axes,
+                                      bool keepdims) {
+  if (axes.has_value()) {  // checked here so that errors name count_nonzero, not sum
+    std::vector<bool> seen(x.ndim(), false);
+    for (int64_t a : *axes) {
+      PGK_ASSIGN_OR_RETURN(int ax, NormalizeAxis(a, x.ndim(), "count_nonzero"));
+      if (seen[ax]) return ValueError(absl::StrCat("count_nonzero: repeated axis ", a));
+      seen[ax] = true;
+    }
+  }
+  PGK_ASSIGN_OR_RETURN(GPUArray nz, Binary(ElementwiseOp::kNotEqual, x, Scalar::Int(0)));
+  ReduceOptions o;
+  o.axes = axes;
+  o.keepdims = keepdims;
+  o.dtype = DType::Int64;
+  return Reduce(ReduceOp::kSum, nz, o);
 }
 
 }  // namespace pygpukit::ops

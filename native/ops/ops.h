@@ -105,6 +105,11 @@ absl::StatusOr<GPUArray> Take(const GPUArray& x, const GPUArray& indices,
 /// out[..., j, ...] = x[..., indices[..., j, ...], ...] along `axis`; x and indices have one
 /// number of dimensions and broadcast along the others.
 absl::StatusOr<GPUArray> TakeAlongAxis(const GPUArray& x, const GPUArray& indices, int64_t axis);
+/// The number of nonzero elements (NaN counts; complex: either part) over `axes` (all when
+/// nullopt), as int64.
+absl::StatusOr<GPUArray> CountNonzero(const GPUArray& x,
+                                      const std::optional<std::vector<int64_t>>& axes,
+                                      bool keepdims);
 
 // ---- manipulation (ops/manipulation.cc; axes may be negative) ----
 /// View with a size-1 axis inserted at `axis` of the result (-ndim-1 <= axis <= ndim).

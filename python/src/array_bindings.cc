@@ -47,8 +47,9 @@ GPUArray IndexArray(const pyb::handle& k, Device device) {
   pyb::array h = np.attr("asarray")(k);
   const char kind = h.dtype().kind();
   if (kind == 'b') AdvancedIndexNotSupported("boolean-mask");
-  if (h.size() == 0 && kind != 'i' && kind != 'u') h = np.attr("asarray")(h, "int64");
-  if (kind != 'i' && kind != 'u' && h.size() != 0) {
+  // An empty list is an integer index (NumPy's rule); an empty float array is not.
+  if (pyb::isinstance<pyb::list>(k) && h.size() == 0) h = np.attr("asarray")(h, "int64");
+  if (h.dtype().kind() != 'i' && h.dtype().kind() != 'u') {
     RaiseStatus(
         IndexError(absl::StrCat("index: arrays used as indices must be of integer type, got ",
                                 std::string(pyb::str(h.dtype())))));

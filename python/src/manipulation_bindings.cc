@@ -180,6 +180,21 @@ void BindManipulation(pyb::module_& m) {
           "broadcast).")
           .c_str());
   m.def(
+      "count_nonzero",
+      [](const GPUArray& x, const pyb::handle& axis, const pyb::handle& keepdims) {
+        if (!PyBool_Check(keepdims.ptr())) {
+          RaiseStatus(TypeError(
+              absl::StrCat("count_nonzero: keepdims must be a bool, got ", TypeName(keepdims))));
+        }
+        return Unwrap(
+            ops::CountNonzero(x, ToAxes(axis, "count_nonzero"), keepdims.ptr() == Py_True));
+      },
+      pyb::arg("x"), pyb::pos_only(), pyb::kw_only(), pyb::arg("axis") = none,
+      pyb::arg("keepdims") = false,
+      Doc("count_nonzero(x, /, *, axis=None, keepdims=False)",
+          "int64 count of the nonzero elements over `axis` (an int, a tuple, or None for all).")
+          .c_str());
+  m.def(
       "diff",
       [](const GPUArray& x, const pyb::handle& axis, const pyb::handle& n,
          const pyb::object& prepend, const pyb::object& append) {

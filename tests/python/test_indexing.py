@@ -102,6 +102,13 @@ def test_integer_array_getitem_matches_numpy(rng, dtype):
     ]
     for key in keys:
         check_equal(x[key], h[key])
+    # An Ellipsis between advanced items separates them, even when it expands to nothing.
+    for key in [
+        (slice(None), [0], Ellipsis, [1]),
+        (slice(None), 1, Ellipsis, [1]),
+        (0, Ellipsis, [2]),
+    ]:
+        check_equal(x[key], h[key])
     # Device index arrays, and a strided source.
     i = _g(np.array([[2, 0], [1, 1]]))
     check_equal(x[::-1][i], h[::-1][host(i)])
@@ -142,6 +149,18 @@ def test_integer_array_getitem_property(data, shape):
     check_equal(_g(h)[key], h[key])
 
 
+def test_many_integers_among_arrays_and_empty_results():
+    h = np.arange(2 * 3 * 2 * 3 * 4).reshape(2, 3, 2, 3, 4)
+    x = _g(h)
+    check_equal(x[0, 1, 0, 2, [1, 3]], h[0, 1, 0, 2, [1, 3]])  # integers take no gather slot
+    check_equal(x[[1], 0, [1], 0, [0]], h[[1], 0, [1], 0, [0]])
+    # Nothing is read when the indices broadcast to an empty shape: no bounds check (NumPy).
+    check_equal(x[np.zeros(0, np.int64), [9]], h[np.zeros(0, np.int64), [9]])
+    with pytest.raises(IndexError, match="integer type, got float32"):
+        x[np.array([], np.float32)]  # unlike an empty list
+    check_equal(x[[]], h[[]])
+
+
 def test_integer_array_index_errors():
     x = gp.arange(12).reshape(3, 4)
     with pytest.raises(IndexError, match="index: index 3 is out of bounds for axis 0 with size 3"):
@@ -160,3 +179,29 @@ def test_integer_array_index_errors():
         x[[0, 1]] = 5
     with pytest.raises(IndexError, match="too many indices"):
         x[[0], [0], [0]]
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_count_nonzero_matches_numpy(rng, dtype):
+    h = rand(rng, (3, 4, 5), dtype, small=True)
+    if dtype not in ("bool",):
+        h[0, 0, :2] = 0
+    if dtype in ("float32", "float64", "complex128"):
+        h[1, 1, 1] = np.nan
+    x = _g(h)[:, ::-1]
+    hx = h[:, ::-1]
+    for axis, keepdims in [(None, False), (0, False), ((0, 2), True), (-1, False), ((), False)]:
+        got = gp.count_nonzero(x, axis=axis, keepdims=keepdims)
+        want = np.count_nonzero(hx, axis=axis, keepdims=keepdims)
+        check_equal(got, np.asarray(want, dtype=np.int64))
+    check_equal(gp.count_nonzero(gp.zeros((0, 3))), np.int64(0))
+
+
+def test_count_nonzero_errors():
+    x = gp.zeros((2, 3))
+    with pytest.raises(IndexError, match="count_nonzero: axis 2 is out of bounds"):
+        gp.count_nonzero(x, axis=2)
+    with pytest.raises(ValueError, match="count_nonzero: repeated axis"):
+        gp.count_nonzero(x, axis=(0, -2))
+    with pytest.raises(TypeError, match="keepdims must be a bool"):
+        gp.count_nonzero(x, keepdims=1)
