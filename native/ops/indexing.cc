@@ -1,5 +1,7 @@
 // Integer-array indexing: take, take_along_axis and NumPy's advanced indexing with integer
-// arrays (x[i], x[:, i, j], x[i, ..., 3]); and count_nonzero (a comparison and a sum). Every one is
+// arrays (x[i], x[:, i, j], x[i, ..., 3]); searchsorted (a binary-search kernel); and the
+// compositions over them: count_nonzero, nonzero (a scan, then one binary search per nonzero
+// element) and repeat with per-element counts. Every one is
 // a gather kernel (ops/kernels/gather.h) after its indices are checked: out-of-bounds indices raise
 // IndexError (one reduction and one host read per index array) rather than reading memory they
 // should not.
@@ -231,6 +233,118 @@ absl::StatusOr<GPUArray> CountNonzero(const GPUArray& x,
   o.keepdims = keepdims;
   o.dtype = DType::Int64;
   return Reduce(ReduceOp::kSum, nz, o);
+}
+
+absl::StatusOr<GPUArray> SearchSorted(const GPUArray& x1, const GPUArray& x2, bool right,
+                                      const std::optional<GPUArray>& sorter) {
+  if (x1.ndim() != 1) {
+    return ValueError(
+        absl::StrCat("searchsorted: x1 must be 1-D, got shape ", ShapeToString(x1.shape())));
+  }
+  PGK_RETURN_IF_ERROR(SameDevice(x1, x2, "searchsorted"));
+  // Both sides compare in their promoted dtype.
+  const DType dtype = PromoteTypes(x1.dtype(), x2.dtype());
+  PGK_ASSIGN_OR_RETURN(GPUArray sorted, AsType(x1, dtype, /*copy=*/false));
+  PGK_ASSIGN_OR_RETURN(GPUArray values, AsType(x2, dtype, /*copy=*/false));
+  GPUArray order;
+  if (sorter.has_value()) {
+    PGK_RETURN_IF_ERROR(SameDevice(x1, *sorter, "searchsorted"));
+    if (sorter->ndim() != 1 || sorter->size() != x1.size()) {
+      return ValueError(absl::StrCat("searchsorted: sorter must be 1-D with x1's ", x1.size(),
+                                     " elements, got shape ", ShapeToString(sorter->shape())));
+    }
+    PGK_ASSIGN_OR_RETURN(order, CheckedIndices(*sorter, x1.size(), 0, "searchsorted"));
+  }
+  PGK_ASSIGN_OR_RETURN(GPUArray out, Empty(x2.shape(), DType::Int64, x2.device()));
+  PGK_RETURN_IF_ERROR(LaunchSearchSorted(sorted, order, values, right, out));
+  return out;
+}
+
+namespace {
+
+// The total of an inclusive int64 scan `counts` (its last element; 0 when empty), read back to
+// the host: the size of a data-dependent result.
+absl::StatusOr<int64_t> LastCount(const GPUArray& counts) {
+  if (counts.size() == 0) return 0;
+  GPUArray last(counts.buffer(), DType::Int64, Shape{}, Strides{},
+                counts.offset() + (counts.size() - 1) * counts.strides()[0]);
+  PGK_ASSIGN_OR_RETURN(Scalar s, Item(last));
+  return s.i;
+}
+
+// For k = 0 .. total-1, the position in `counts` (an inclusive scan of non-negative counts) of
+// the element the k-th unit belongs to.
+absl::StatusOr<GPUArray> Owners(const GPUArray& counts, int64_t total, Device device) {
+  PGK_ASSIGN_OR_RETURN(GPUArray k, ArangeInt(0, total, 1, DType::Int64, device));
+  return SearchSorted(counts, k, /*right=*/true, std::nullopt);
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<GPUArray>> Nonzero(const GPUArray& x) {
+  if (x.ndim() == 0) {
+    return ValueError("nonzero: a 0-d array has no axes to give indices for (use x[None])");
+  }
+  PGK_ASSIGN_OR_RETURN(GPUArray mask, Binary(ElementwiseOp::kNotEqual, x, Scalar::Int(0)));
+  PGK_ASSIGN_OR_RETURN(GPUArray flat, Reshape(mask, {-1}));
+  PGK_ASSIGN_OR_RETURN(GPUArray counts, CumulativeReduce(ReduceOp::kSum, flat, 0, DType::Int64));
+  PGK_ASSIGN_OR_RETURN(int64_t total, LastCount(counts));
+  PGK_ASSIGN_OR_RETURN(GPUArray where, Owners(counts, total, x.device()));
+  // The flat C-order positions, unravelled into one index array per axis.
+  std::vector<GPUArray> out;
+  int64_t stride = 1;
+  std::vector<int64_t> strides(x.ndim());
+  for (int d = x.ndim() - 1; d >= 0; --d) {
+    strides[d] = stride;
+    stride *= std::max<int64_t>(x.shape()[d], 1);
+  }
+  for (int d = 0; d < x.ndim(); ++d) {
+    GPUArray c = where;
+    if (strides[d] != 1) {
+      PGK_ASSIGN_OR_RETURN(c, Binary(ElementwiseOp::kFloorDivide, c, Scalar::Int(strides[d])));
+    }
+    if (d > 0) {
+      PGK_ASSIGN_OR_RETURN(c, Binary(ElementwiseOp::kRemainder, c, Scalar::Int(x.shape()[d])));
+    }
+    if (c.buffer() == where.buffer() && x.ndim() > 1) {
+      PGK_ASSIGN_OR_RETURN(c, Copy(c));  // each axis gets an array of its own
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+absl::StatusOr<GPUArray> RepeatEach(const GPUArray& a, const GPUArray& repeats,
+                                    std::optional<int64_t> axis) {
+  PGK_RETURN_IF_ERROR(SameDevice(a, repeats, "repeat"));
+  if (!IsInteger(repeats.dtype())) {
+    return TypeError(
+        absl::StrCat("repeat: repeats must be integers, got ", DTypeName(repeats.dtype())));
+  }
+  GPUArray x = a;
+  if (!axis.has_value()) {
+    PGK_ASSIGN_OR_RETURN(x, Reshape(a, {-1}));
+    axis = 0;
+  }
+  if (x.ndim() == 0) return ValueError("repeat: a 0-d array needs axis=None");
+  PGK_ASSIGN_OR_RETURN(int ax, NormalizeAxis(*axis, x.ndim(), "repeat"));
+  const int64_t n = x.shape()[ax];
+  if (repeats.ndim() > 1 || (repeats.ndim() == 1 && repeats.size() != n && repeats.size() != 1)) {
+    return ValueError(absl::StrCat("repeat: repeats of shape ", ShapeToString(repeats.shape()),
+                                   " for an axis of ", n, " elements"));
+  }
+  PGK_ASSIGN_OR_RETURN(GPUArray r, AsType(repeats, DType::Int64, /*copy=*/true));
+  PGK_ASSIGN_OR_RETURN(r, Reshape(r, {-1}));
+  PGK_ASSIGN_OR_RETURN(r, BroadcastTo(r, {n}));
+  if (n > 0) {
+    PGK_ASSIGN_OR_RETURN(GPUArray lo, Reduce(ReduceOp::kMin, r));
+    PGK_ASSIGN_OR_RETURN(Scalar m, Item(lo));
+    if (m.i < 0) return ValueError(absl::StrCat("repeat: negative repeats ", m.i));
+  }
+  PGK_ASSIGN_OR_RETURN(GPUArray counts, CumulativeReduce(ReduceOp::kSum, r, 0, DType::Int64));
+  PGK_ASSIGN_OR_RETURN(int64_t total, LastCount(counts));
+  PGK_ASSIGN_OR_RETURN(GPUArray src, Owners(counts, total, x.device()));
+  return Take(x, src, ax);
 }
 
 }  // namespace pygpukit::ops

@@ -235,6 +235,44 @@ absl::Status LaunchGather(const GPUArray& src, absl::Span<const int64_t> src_str
   return cuda_kernels::Gather(*s, itemsize, p);
 }
 
+absl::Status LaunchSearchSorted(const GPUArray& sorted, const GPUArray& sorter,
+                                const GPUArray& values, bool right, const GPUArray& dst) {
+  if (dst.size() == 0) return absl::OkStatus();
+  const GPUArray* sorter_ptr = sorter.valid() ? &sorter : nullptr;
+  PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&sorted, sorter_ptr, &values, &dst}));
+  const Strides value_strides = values.strides();
+  CoalescedLayout c = Coalesce(values.shape(), {value_strides});
+  if (c.shape.size() > static_cast<size_t>(kernels::kKernelMaxDims)) {
+    return NotImplementedError(absl::StrCat("searchsorted: values layout has ", c.shape.size(),
+                                            " non-mergeable dimensions; kernels support ",
+                                            kernels::kKernelMaxDims));
+  }
+  kernels::SearchParams p{};
+  p.n = values.size();
+  p.m = sorted.size();
+  p.ndim = static_cast<int32_t>(c.shape.size());
+  p.right = right ? 1 : 0;
+  for (int d = 0; d < p.ndim; ++d) {
+    p.shape[d] = c.shape[d];
+    p.value_strides[d] = c.strides[0][d];
+  }
+  p.sorted = sorted.data();
+  p.sorted_stride = sorted.ndim() == 1 ? sorted.strides()[0] : 1;
+  if (sorter_ptr != nullptr) {
+    p.sorter = static_cast<const int64_t*>(sorter.data());
+    p.sorter_stride = sorter.strides()[0];
+  }
+  p.values = values.data();
+  p.out = static_cast<int64_t*>(dst.data());
+  PGK_ASSIGN_OR_RETURN(hal::Stream * s, StreamOf(dst));
+  if (dst.device().is_cpu()) {
+    KeepAlive keep = {sorted.buffer(), values.buffer(), dst.buffer()};
+    if (sorter_ptr != nullptr) keep.push_back(sorter.buffer());
+    return cpu_kernels::SearchSorted(*s, sorted.dtype(), p, std::move(keep));
+  }
+  return cuda_kernels::SearchSorted(*s, sorted.dtype(), p);
+}
+
 absl::Status LaunchArange(const GPUArray& dst, const kernels::ArangeParams& params) {
   if (dst.size() == 0) return absl::OkStatus();
   PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&dst}));

@@ -96,6 +96,10 @@ struct GatherIndex {
 /// where it does not), plus each index's value times the stride of its source axis.
 absl::Status LaunchGather(const GPUArray& src, absl::Span<const int64_t> src_strides,
                           absl::Span<const GatherIndex> indices, const GPUArray& dst);
+/// dst (dense int64, values' shape) = insertion points of `values` in the 1-D `sorted` (same
+/// dtype), in the order `sorter` (1-D int64, checked) gives when valid.
+absl::Status LaunchSearchSorted(const GPUArray& sorted, const GPUArray& sorter,
+                                const GPUArray& values, bool right, const GPUArray& dst);
 /// One elementwise function application, checked and promoted by the op layer.
 struct EwLaunch {
   ElementwiseOp op;
@@ -179,6 +183,8 @@ absl::Status Fill(hal::Stream& s, int itemsize, const kernels::ElementwiseParams
                   KeepAlive keep);
 absl::Status Arange(hal::Stream& s, DType dtype, const kernels::ArangeParams& p, KeepAlive keep);
 absl::Status Gather(hal::Stream& s, int itemsize, const kernels::GatherParams& p, KeepAlive keep);
+absl::Status SearchSorted(hal::Stream& s, DType dtype, const kernels::SearchParams& p,
+                          KeepAlive keep);
 /// The function `l.op` in `l.compute` over inputs already converted to their compute dtypes,
 /// into an output of dtype `l.result`.
 absl::Status Elementwise(hal::Stream& s, const EwLaunch& l, const EwCpuArgs& args, KeepAlive keep);
@@ -199,6 +205,7 @@ absl::Status Copy(hal::Stream& s, DType src, DType dst, const kernels::Elementwi
 absl::Status Fill(hal::Stream& s, int itemsize, const kernels::ElementwiseParams& p);
 absl::Status Arange(hal::Stream& s, DType dtype, const kernels::ArangeParams& p);
 absl::Status Gather(hal::Stream& s, int itemsize, const kernels::GatherParams& p);
+absl::Status SearchSorted(hal::Stream& s, DType dtype, const kernels::SearchParams& p);
 absl::Status Binary(hal::Stream& s, ElementwiseOp op, DType dtype,
                     const kernels::ElementwiseParams& p);
 absl::Status Negative(hal::Stream& s, DType dtype, const kernels::ElementwiseParams& p);

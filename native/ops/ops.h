@@ -105,6 +105,20 @@ absl::StatusOr<GPUArray> Take(const GPUArray& x, const GPUArray& indices,
 /// out[..., j, ...] = x[..., indices[..., j, ...], ...] along `axis`; x and indices have one
 /// number of dimensions and broadcast along the others.
 absl::StatusOr<GPUArray> TakeAlongAxis(const GPUArray& x, const GPUArray& indices, int64_t axis);
+/// For each element of x2, where it would go in the sorted 1-D x1 (its order given by `sorter`,
+/// indices into x1, when present) to keep x1 sorted: before equal elements, or after them with
+/// `right`. NumPy's sort order (NaN last); both compare in their promoted dtype. int64, x2's
+/// shape.
+absl::StatusOr<GPUArray> SearchSorted(const GPUArray& x1, const GPUArray& x2, bool right,
+                                      const std::optional<GPUArray>& sorter);
+/// The indices of the nonzero elements (NaN counts), one int64 array per axis, in C order.
+/// A GPU algorithm (a scan and a binary search per nonzero element); the count is read back to
+/// size the result. ValueError for 0-d input.
+absl::StatusOr<std::vector<GPUArray>> Nonzero(const GPUArray& x);
+/// Each element repeated repeats[i] times along `axis` (of the flattened array when nullopt):
+/// `repeats` is one integer per element or a single one; ValueError for negative counts.
+absl::StatusOr<GPUArray> RepeatEach(const GPUArray& a, const GPUArray& repeats,
+                                    std::optional<int64_t> axis);
 /// The number of nonzero elements (NaN counts; complex: either part) over `axes` (all when
 /// nullopt), as int64.
 absl::StatusOr<GPUArray> CountNonzero(const GPUArray& x,

@@ -150,14 +150,15 @@ void BindManipulation(pyb::module_& m) {
       "repeat",
       [](const GPUArray& x, const pyb::handle& repeats, const pyb::handle& axis) {
         if (pyb::isinstance<GPUArray>(repeats)) {
-          RaiseStatus(NotImplementedError(
-              "repeat: an array of per-element repeats is not supported yet; pass an integer"));
+          return Unwrap(
+              ops::RepeatEach(x, repeats.cast<const GPUArray&>(), ToAxis(axis, "repeat")));
         }
         return Unwrap(ops::Repeat(x, ToInt(repeats, "repeats", "repeat"), ToAxis(axis, "repeat")));
       },
       pyb::arg("x"), pyb::arg("repeats"), pyb::pos_only(), pyb::kw_only(), pyb::arg("axis") = none,
       Doc("repeat(x, repeats, /, *, axis=None)",
-          "Each element repeated `repeats` times along `axis` (the flattened array when None).")
+          "Each element repeated `repeats` times (an integer, or an integer array with one count "
+          "per element) along `axis` (the flattened array when None).")
           .c_str());
   m.def(
       "take",
@@ -178,6 +179,41 @@ void BindManipulation(pyb::module_& m) {
       Doc("take_along_axis(x, indices, /, *, axis=-1)",
           "x picked along `axis` at `indices` (one number of dimensions; the other axes "
           "broadcast).")
+          .c_str());
+  m.def(
+      "searchsorted",
+      [](const GPUArray& x1, const pyb::handle& x2, const pyb::handle& side,
+         const pyb::object& sorter) {
+        if (!pyb::isinstance<pyb::str>(side) ||
+            (side.cast<std::string>() != "left" && side.cast<std::string>() != "right")) {
+          RaiseStatus(ValueError(absl::StrCat("searchsorted: side must be 'left' or 'right', got ",
+                                              std::string(pyb::repr(side)))));
+        }
+        GPUArray values;
+        if (pyb::isinstance<GPUArray>(x2)) {
+          values = x2.cast<GPUArray>();
+        } else if (IsScalar(x2)) {  // a weak scalar: x1's dtype unless of a higher kind
+          const Scalar v = ToScalar(x2);
+          values = Unwrap(ops::Full({}, v, PromoteWithScalar(x1.dtype(), v.kind), x1.device()));
+        } else {
+          RaiseStatus(TypeError(absl::StrCat(
+              "searchsorted: x2 must be an array or a Python scalar, got ", TypeName(x2))));
+        }
+        std::optional<GPUArray> order;
+        if (!sorter.is_none()) order = AsArray(sorter, "searchsorted");
+        return Unwrap(ops::SearchSorted(x1, values, side.cast<std::string>() == "right", order));
+      },
+      pyb::arg("x1"), pyb::arg("x2"), pyb::pos_only(), pyb::kw_only(), pyb::arg("side") = "left",
+      pyb::arg("sorter") = none,
+      Doc("searchsorted(x1, x2, /, *, side='left', sorter=None)",
+          "Where each element of x2 would go in the sorted 1-D x1 (NaN sorts last): before equal "
+          "elements ('left') or after them ('right'); int64.")
+          .c_str());
+  m.def(
+      "nonzero", [](const GPUArray& x) { return pyb::tuple(ToList(Unwrap(ops::Nonzero(x)))); },
+      pyb::arg("x"), pyb::pos_only(),
+      Doc("nonzero(x, /)",
+          "Tuple of int64 index arrays, one per axis, of the nonzero elements in C order.")
           .c_str());
   m.def(
       "count_nonzero",

@@ -205,3 +205,87 @@ def test_count_nonzero_errors():
         gp.count_nonzero(x, axis=(0, -2))
     with pytest.raises(TypeError, match="keepdims must be a bool"):
         gp.count_nonzero(x, keepdims=1)
+
+
+# ---- searchsorted / nonzero / repeat with counts ----
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_searchsorted_matches_numpy(rng, dtype):
+    a = np.sort(rand(rng, (40,), dtype, small=True))
+    if dtype in ("float16", "float32", "float64", "complex64", "complex128"):
+        a[-3:] = np.nan  # NaN sorts last
+        a = np.sort(a)
+    v = np.concatenate([rand(rng, (4, 5), dtype, small=True).ravel(), a[::7]]).reshape(2, -1)
+    x1, x2 = _g(a), _g(v)
+    for side in ("left", "right"):
+        check_equal(
+            gp.searchsorted(x1, x2, side=side), np.searchsorted(cmp_(a), cmp_(v), side=side)
+        )
+    # A strided x1 and a sorter.
+    perm = rng.permutation(40)
+    shuffled = a[perm]
+    sorter = np.argsort(perm, kind="stable")
+    check_equal(
+        gp.searchsorted(_g(shuffled), x2, sorter=_g(sorter)),
+        np.searchsorted(cmp_(shuffled), cmp_(v), sorter=sorter),
+    )
+    check_equal(
+        gp.searchsorted(_g(np.repeat(a, 2))[::2], x2[0]),  # x1 with stride 2
+        np.searchsorted(cmp_(a), cmp_(v[0])),
+    )
+
+
+def cmp_(a):
+    """bfloat16 data as float32 for NumPy (same order)."""
+    return a.astype(np.float32) if a.dtype.name == "bfloat16" else a
+
+
+def test_searchsorted_edge_cases_and_errors():
+    a = _g(np.array([1, 3, 5], np.int32))
+    check_equal(gp.searchsorted(a, 4), np.int64(2))  # a scalar value
+    check_equal(gp.searchsorted(a, _g(np.array([2.5, 9.0]))), np.array([1, 3], np.int64))
+    check_equal(gp.searchsorted(_g(np.zeros(0, np.int32)), a), np.zeros(3, np.int64))
+    check_equal(gp.searchsorted(a, _g(np.zeros((2, 0), np.int32))), np.zeros((2, 0), np.int64))
+    with pytest.raises(ValueError, match="x1 must be 1-D"):
+        gp.searchsorted(gp.zeros((2, 2)), a)
+    with pytest.raises(ValueError, match="side must be 'left' or 'right'"):
+        gp.searchsorted(a, a, side="middle")
+    with pytest.raises(ValueError, match="sorter must be 1-D with x1's 3 elements"):
+        gp.searchsorted(a, a, sorter=_g(np.array([0, 1])))
+    with pytest.raises(IndexError, match="searchsorted: index 3 is out of bounds"):
+        gp.searchsorted(a, a, sorter=_g(np.array([0, 1, 3])))
+    with pytest.raises(TypeError, match="x2 must be an array or a Python scalar"):
+        gp.searchsorted(a, "x")
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_nonzero_matches_numpy(rng, dtype):
+    for shape in [(7,), (3, 4), (2, 3, 4), (0, 3), (5, 1)]:
+        h = rand(rng, shape, dtype, small=True)
+        if h.size and dtype != "bool":
+            h.reshape(-1)[::3] = 0
+        got = gp.nonzero(_g(h)[..., ::-1] if h.ndim > 1 else _g(h))
+        want = np.nonzero(h[..., ::-1] if h.ndim > 1 else h)
+        assert isinstance(got, tuple) and len(got) == len(want)
+        for g, w in zip(got, want):
+            check_equal(g, w.astype(np.int64))
+    nan = np.array([0.0, np.nan, 0.0, 1.0])
+    check_equal(gp.nonzero(_g(nan))[0], np.array([1, 3], np.int64))
+    with pytest.raises(ValueError, match="nonzero: a 0-d array"):
+        gp.nonzero(gp.asarray(np.float32(1)))
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int16", "bfloat16", "float64", "complex64"])
+def test_repeat_with_counts_matches_numpy(rng, dtype):
+    h = rand(rng, (3, 4), dtype)
+    x = _g(h)
+    for reps, axis in [
+        ([2, 0, 1, 3], 1),
+        ([1, 0, 2], 0),
+        ([3], 0),
+        (list(range(12)), None),
+        ([0, 0, 0], 0),
+    ]:
+        r = np.array(reps, dtype=np.int32)
+        check_equal(gp.repeat(x, _g(r), axis=axis), np.repeat(h, r, axis=axis))

@@ -271,8 +271,12 @@ def test_roll_tile_repeat_edge_cases():
         gp.repeat(x, -1)
     with pytest.raises(ValueError, match="0-d array needs axis=None"):
         gp.repeat(z, 2, axis=0)
-    with pytest.raises(NotImplementedError, match="array of per-element repeats"):
-        gp.repeat(x, gp.arange(6))
+    with pytest.raises(ValueError, match="repeat: negative repeats -1"):
+        gp.repeat(x, gp.asarray(np.array([1, -1, 0, 0, 0, 0])))
+    with pytest.raises(ValueError, match=r"repeats of shape \(2,\) for an axis of 6"):
+        gp.repeat(x, gp.asarray(np.array([1, 2])))
+    with pytest.raises(TypeError, match="repeats must be integers"):
+        gp.repeat(x, gp.ones(6))
     with pytest.raises(ValueError, match="without axes, shift must be a single integer"):
         gp.roll(x, (1, 2))
     with pytest.raises(ValueError, match="2 shifts for 3 axes"):

@@ -7,6 +7,7 @@
 #include "ops/kernel_launch.h"
 #include "ops/kernels/elementwise.h"
 #include "ops/kernels/gather.h"
+#include "ops/kernels/search.h"
 #include "runtime/runtime.h"
 
 namespace pygpukit::ops::cpu_kernels {
@@ -105,6 +106,15 @@ absl::Status Gather(hal::Stream& s, int itemsize, const kernels::GatherParams& p
       return run(complex128{});
   }
   return NotImplementedError(absl::StrCat("gather: no kernel for ", itemsize, "-byte elements"));
+}
+
+absl::Status SearchSorted(hal::Stream& s, DType dtype, const kernels::SearchParams& p,
+                          KeepAlive keep) {
+  return VisitDType(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    return Enqueue(s, "searchsorted", p.n, std::move(keep),
+                   [p](int64_t i) { kernels::SearchElement<T>(p, i); });
+  });
 }
 
 }  // namespace pygpukit::ops::cpu_kernels

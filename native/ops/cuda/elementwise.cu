@@ -5,6 +5,7 @@
 #include "core/dtype_list.h"
 #include "ops/kernels/elementwise.h"
 #include "ops/kernels/gather.h"
+#include "ops/kernels/search.h"
 
 namespace pk = pygpukit::kernels;
 using pk::ElementwiseParams;
@@ -82,6 +83,9 @@ constexpr bool kHasDivide = !std::is_integral_v<T>;
     if constexpr (kHasArange<T>) {                                        \
       PGK_GRID_STRIDE_LOOP(i, p.n) pk::ArangeElement<T>(p, i);            \
     }                                                                     \
+  }                                                                       \
+  extern "C" __global__ void pgk_searchsorted_##C(pk::SearchParams p) {   \
+    PGK_GRID_STRIDE_LOOP(i, p.n) pk::SearchElement<T>(p, i);              \
   }
 
 PGK_FOR_EACH_DTYPE(PGK_DEFINE_DTYPE_KERNELS)
@@ -98,9 +102,9 @@ PGK_DEFINE_FILL(8, uint64_t)
 PGK_DEFINE_FILL(16, pygpukit::complex128)
 #undef PGK_DEFINE_FILL
 
-#define PGK_DEFINE_GATHER(BYTES, WORD)                                       \
-  extern "C" __global__ void pgk_gather_##BYTES(pk::GatherParams p) {        \
-    PGK_GRID_STRIDE_LOOP(i, p.n) pk::GatherElement<WORD>(p, i);              \
+#define PGK_DEFINE_GATHER(BYTES, WORD)                                \
+  extern "C" __global__ void pgk_gather_##BYTES(pk::GatherParams p) { \
+    PGK_GRID_STRIDE_LOOP(i, p.n) pk::GatherElement<WORD>(p, i);       \
   }
 PGK_DEFINE_GATHER(1, uint8_t)
 PGK_DEFINE_GATHER(2, uint16_t)

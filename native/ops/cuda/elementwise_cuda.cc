@@ -38,6 +38,10 @@ absl::Status Gather(hal::Stream& s, int itemsize, const kernels::GatherParams& p
   return Launch(s, absl::StrCat("pgk_gather_", itemsize), p.n, p);
 }
 
+absl::Status SearchSorted(hal::Stream& s, DType dtype, const kernels::SearchParams& p) {
+  return Launch(s, absl::StrCat("pgk_searchsorted_", DTypeCode(dtype)), p.n, p);
+}
+
 absl::Status Arange(hal::Stream& s, DType dtype, const kernels::ArangeParams& p) {
   if (IsComplex(dtype) || dtype == DType::Bool) {
     return TypeError(absl::StrCat("arange: unsupported dtype ", DTypeName(dtype)));

@@ -70,6 +70,27 @@ struct GatherParams {
 static_assert(sizeof(GatherParams) == 16 + 128 + 16 + kGatherMaxIndices * 88,
               "GatherParams layout changed");
 
+/// out[i] = the insertion point of value i in the sorted 1-D `sorted` (m elements, its order
+/// given by `sorter` when not null): the first position whose element is not less than the
+/// value (`right`: greater than it). Values are walked over `shape` with element strides; the
+/// output is dense int64.
+struct SearchParams {
+  int64_t n;
+  int64_t m;
+  int32_t ndim;
+  int32_t right;
+  int64_t shape[kKernelMaxDims];
+  int64_t value_strides[kKernelMaxDims];
+  const void* sorted;
+  int64_t sorted_stride;  // elements
+  const int64_t* sorter;  // null: sorted is in order
+  int64_t sorter_stride;
+  const void* values;
+  int64_t* out;
+};
+
+static_assert(sizeof(SearchParams) == 24 + 128 + 48, "SearchParams layout changed");
+
 /// Element offset of linear index `i` in an N-d strided layout.
 #if defined(__CUDACC__)
 __host__ __device__ __forceinline__

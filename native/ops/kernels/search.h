@@ -1,0 +1,54 @@
+// The sort order (NumPy's: NaN after every number, complex values by real then imaginary part
+// with NaNs last) and the per-element binary search of searchsorted, shared by the CPU loop
+// (g++) and the CUDA kernels (nvcc).
+#pragma once
+
+#include <cstdint>
+
+#include "core/scalar_types.h"
+#include "ops/kernels/params.h"
+#include "ops/kernels/scalar_ops.h"
+
+namespace pygpukit::kernels {
+
+/// a before b in NumPy's sort order.
+template <typename T>
+PGK_HD bool SortLess(T a, T b) {
+  if constexpr (IsComplexT<T>::value) {
+    // Real parts first; a NaN part sorts after every number.
+    const auto ar = a.re, ai = a.im, br = b.re, bi = b.im;
+    if (ar < br) return ai == ai || bi != bi;
+    if (ar > br) return bi != bi && ai == ai;
+    if (ar == br || (ar != ar && br != br)) return ai < bi || (bi != bi && ai == ai);
+    return br != br;
+  } else if constexpr (IsHalfT<T>::value) {
+    return SortLess(static_cast<float>(a), static_cast<float>(b));
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return a < b || (b != b && a == a);
+  } else {
+    return a < b;
+  }
+}
+
+/// The insertion point of value i (see SearchParams).
+template <typename T>
+PGK_HD void SearchElement(const SearchParams& p, int64_t i) {
+  const T* sorted = static_cast<const T*>(p.sorted);
+  const T v = static_cast<const T*>(p.values)[OffsetOf(i, p.ndim, p.shape, p.value_strides)];
+  int64_t lo = 0, hi = p.m;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    const int64_t at = p.sorter != nullptr ? p.sorter[mid * p.sorter_stride] : mid;
+    const T s = sorted[at * p.sorted_stride];
+    // left: first s not less than v; right: first s greater than v.
+    const bool go_right = p.right ? !SortLess(v, s) : SortLess(s, v);
+    if (go_right) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  p.out[i] = lo;
+}
+
+}  // namespace pygpukit::kernels
