@@ -273,6 +273,35 @@ absl::Status LaunchSearchSorted(const GPUArray& sorted, const GPUArray& sorter,
   return cuda_kernels::SearchSorted(*s, sorted.dtype(), p);
 }
 
+absl::Status LaunchMerge(const GPUArray& keys_in, const GPUArray& keys_out, const GPUArray& idx_in,
+                         const GPUArray& idx_out, int64_t n, int64_t width) {
+  if (keys_in.size() == 0) return absl::OkStatus();
+  const bool with_idx = idx_in.valid();
+  PGK_ASSIGN_OR_RETURN(
+      ResidencyPin pin,
+      Resident({&keys_in, &keys_out, with_idx ? &idx_in : nullptr, with_idx ? &idx_out : nullptr}));
+  kernels::MergeParams p{};
+  p.total = keys_in.size();
+  p.n = n;
+  p.width = width;
+  p.keys_in = keys_in.data();
+  p.keys_out = keys_out.data();
+  if (with_idx) {
+    p.idx_in = static_cast<const int64_t*>(idx_in.data());
+    p.idx_out = static_cast<int64_t*>(idx_out.data());
+  }
+  PGK_ASSIGN_OR_RETURN(hal::Stream * s, StreamOf(keys_out));
+  if (keys_out.device().is_cpu()) {
+    KeepAlive keep = {keys_in.buffer(), keys_out.buffer()};
+    if (with_idx) {
+      keep.push_back(idx_in.buffer());
+      keep.push_back(idx_out.buffer());
+    }
+    return cpu_kernels::Merge(*s, keys_in.dtype(), p, std::move(keep));
+  }
+  return cuda_kernels::Merge(*s, keys_in.dtype(), p);
+}
+
 absl::Status LaunchArange(const GPUArray& dst, const kernels::ArangeParams& params) {
   if (dst.size() == 0) return absl::OkStatus();
   PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&dst}));

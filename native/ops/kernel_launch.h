@@ -100,6 +100,10 @@ absl::Status LaunchGather(const GPUArray& src, absl::Span<const int64_t> src_str
 /// dtype), in the order `sorter` (1-D int64, checked) gives when valid.
 absl::Status LaunchSearchSorted(const GPUArray& sorted, const GPUArray& sorter,
                                 const GPUArray& values, bool right, const GPUArray& dst);
+/// One merge-sort pass over the contiguous rows of n keys (`keys_in` -> `keys_out`, same shape
+/// and dtype), merging runs of `width`; int64 indices move along when `idx_in` is valid.
+absl::Status LaunchMerge(const GPUArray& keys_in, const GPUArray& keys_out, const GPUArray& idx_in,
+                         const GPUArray& idx_out, int64_t n, int64_t width);
 /// One elementwise function application, checked and promoted by the op layer.
 struct EwLaunch {
   ElementwiseOp op;
@@ -185,6 +189,7 @@ absl::Status Arange(hal::Stream& s, DType dtype, const kernels::ArangeParams& p,
 absl::Status Gather(hal::Stream& s, int itemsize, const kernels::GatherParams& p, KeepAlive keep);
 absl::Status SearchSorted(hal::Stream& s, DType dtype, const kernels::SearchParams& p,
                           KeepAlive keep);
+absl::Status Merge(hal::Stream& s, DType dtype, const kernels::MergeParams& p, KeepAlive keep);
 /// The function `l.op` in `l.compute` over inputs already converted to their compute dtypes,
 /// into an output of dtype `l.result`.
 absl::Status Elementwise(hal::Stream& s, const EwLaunch& l, const EwCpuArgs& args, KeepAlive keep);
@@ -206,6 +211,7 @@ absl::Status Fill(hal::Stream& s, int itemsize, const kernels::ElementwiseParams
 absl::Status Arange(hal::Stream& s, DType dtype, const kernels::ArangeParams& p);
 absl::Status Gather(hal::Stream& s, int itemsize, const kernels::GatherParams& p);
 absl::Status SearchSorted(hal::Stream& s, DType dtype, const kernels::SearchParams& p);
+absl::Status Merge(hal::Stream& s, DType dtype, const kernels::MergeParams& p);
 absl::Status Binary(hal::Stream& s, ElementwiseOp op, DType dtype,
                     const kernels::ElementwiseParams& p);
 absl::Status Negative(hal::Stream& s, DType dtype, const kernels::ElementwiseParams& p);

@@ -119,6 +119,21 @@ absl::StatusOr<std::vector<GPUArray>> Nonzero(const GPUArray& x);
 /// `repeats` is one integer per element or a single one; ValueError for negative counts.
 absl::StatusOr<GPUArray> RepeatEach(const GPUArray& a, const GPUArray& repeats,
                                     std::optional<int64_t> axis);
+/// x sorted along `axis` (a stable merge sort on the device; NumPy's order: NaN last, complex
+/// by real then imaginary part). `descending` reverses the order, keeping equal elements in
+/// their original order (NaN first). ValueError for 0-d input.
+absl::StatusOr<GPUArray> Sort(const GPUArray& x, int64_t axis = -1, bool descending = false);
+/// The int64 positions along `axis` that sort x (stable), as Sort orders it.
+absl::StatusOr<GPUArray> ArgSort(const GPUArray& x, int64_t axis = -1, bool descending = false);
+/// The Array API's unique_* results; fields not asked for stay invalid.
+struct UniqueResult {
+  GPUArray values;           // sorted distinct values (every NaN is distinct)
+  GPUArray indices;          // int64 first occurrence of each value in the flattened x
+  GPUArray inverse_indices;  // int64, x's shape: values[inverse_indices] reconstructs x
+  GPUArray counts;           // int64 occurrences of each value
+};
+/// The distinct values of x (flattened), sorted, with the results asked for.
+absl::StatusOr<UniqueResult> Unique(const GPUArray& x, bool indices, bool inverse, bool counts);
 /// The number of nonzero elements (NaN counts; complex: either part) over `axes` (all when
 /// nullopt), as int64.
 absl::StatusOr<GPUArray> CountNonzero(const GPUArray& x,

@@ -29,6 +29,7 @@ from ._core import (
     arange,
     argmax,
     argmin,
+    argsort,
     asin,
     asinh,
     astype,
@@ -133,6 +134,7 @@ from ._core import (
     signbit,
     sin,
     sinh,
+    sort,
     sqrt,
     square,
     squeeze,
@@ -160,7 +162,16 @@ from ._core import (
 )
 from ._format import array_repr as _array_repr
 from ._format import array_str as _array_str
-from ._namespace import __array_namespace_info__, finfo, iinfo, isdtype
+from ._namespace import (
+    __array_namespace_info__,
+    finfo,
+    iinfo,
+    isdtype,
+    unique_all,
+    unique_counts,
+    unique_inverse,
+    unique_values,
+)
 from .fusion import fuse
 
 __version__ = runtime_info()["version"]
@@ -346,6 +357,7 @@ __all__ = [
     "arange",
     "argmax",
     "argmin",
+    "argsort",
     "asarray",
     "asin",
     "asinh",
@@ -478,6 +490,7 @@ __all__ = [
     "signbit",
     "sin",
     "sinh",
+    "sort",
     "sqrt",
     "square",
     "squeeze",
@@ -501,6 +514,10 @@ __all__ = [
     "uint32",
     "uint64",
     "uint8",
+    "unique_all",
+    "unique_counts",
+    "unique_inverse",
+    "unique_values",
     "unstack",
     "var",
     "vecdot",

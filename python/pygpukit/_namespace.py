@@ -1,6 +1,8 @@
-"""The Array API's inspection objects over the native dtypes and devices: finfo, iinfo, isdtype
-and __array_namespace_info__ (the numbers and promotion rules come from the C++ core)."""
+"""The Array API's inspection objects over the native dtypes and devices (finfo, iinfo, isdtype,
+__array_namespace_info__; the numbers and promotion rules come from the C++ core) and the named
+results of the unique_* functions (computed by the C++ core)."""
 
+from collections import namedtuple
 from dataclasses import dataclass
 
 from . import _core
@@ -134,3 +136,31 @@ def __array_namespace_info__():  # noqa: N807 - the Array API's name
     """The namespace's inspection object: capabilities, default_device, default_dtypes, dtypes
     and devices."""
     return _NamespaceInfo()
+
+
+UniqueAllResult = namedtuple("UniqueAllResult", ["values", "indices", "inverse_indices", "counts"])
+UniqueCountsResult = namedtuple("UniqueCountsResult", ["values", "counts"])
+UniqueInverseResult = namedtuple("UniqueInverseResult", ["values", "inverse_indices"])
+
+
+def unique_values(x, /):
+    """The distinct values of x (flattened), sorted; every NaN is distinct."""
+    return _core._unique(x, False, False, False)[0]
+
+
+def unique_counts(x, /):
+    """(values, counts): the distinct values of x and how often each occurs."""
+    v, _, _, c = _core._unique(x, False, False, True)
+    return UniqueCountsResult(v, c)
+
+
+def unique_inverse(x, /):
+    """(values, inverse_indices): values[inverse_indices] reconstructs x (x's shape)."""
+    v, _, inv, _ = _core._unique(x, False, True, False)
+    return UniqueInverseResult(v, inv)
+
+
+def unique_all(x, /):
+    """(values, indices, inverse_indices, counts): the distinct values, the first occurrence of
+    each in the flattened x, the inverse indices (x's shape) and the counts."""
+    return UniqueAllResult(*_core._unique(x, True, True, True))

@@ -209,6 +209,41 @@ void BindManipulation(pyb::module_& m) {
           "Where each element of x2 would go in the sorted 1-D x1 (NaN sorts last): before equal "
           "elements ('left') or after them ('right'); int64.")
           .c_str());
+  for (auto [name, arg] : {std::pair{"sort", false}, std::pair{"argsort", true}}) {
+    const std::string op = name;
+    const bool indices = arg;
+    m.def(
+        name,
+        [op, indices](const GPUArray& x, const pyb::handle& axis, const pyb::handle& descending,
+                      const pyb::handle& stable) {
+          for (const pyb::handle& flag : {descending, stable}) {
+            if (!PyBool_Check(flag.ptr())) {
+              RaiseStatus(TypeError(
+                  absl::StrCat(op, ": descending and stable must be bools, got ", TypeName(flag))));
+            }
+          }
+          const int64_t ax = ToInt(axis, "axis", op);
+          const bool desc = descending.ptr() == Py_True;
+          return indices ? Unwrap(ops::ArgSort(x, ax, desc)) : Unwrap(ops::Sort(x, ax, desc));
+        },
+        pyb::arg("x"), pyb::pos_only(), pyb::kw_only(), pyb::arg("axis") = -1,
+        pyb::arg("descending") = false, pyb::arg("stable") = true,
+        Doc(absl::StrCat(op, "(x, /, *, axis=-1, descending=False, stable=True)"),
+            indices ? "int64 indices that sort x along `axis` (always stable; NaN last, first "
+                      "when descending)."
+                    : "x sorted along `axis` (always stable; NaN last, first when descending).")
+            .c_str());
+  }
+  m.def(
+      "_unique",
+      [](const GPUArray& x, bool indices, bool inverse, bool counts) {
+        ops::UniqueResult u = Unwrap(ops::Unique(x, indices, inverse, counts));
+        auto opt = [](const GPUArray& a) -> pyb::object {
+          return a.valid() ? pyb::cast(a) : pyb::object(pyb::none());
+        };
+        return pyb::make_tuple(u.values, opt(u.indices), opt(u.inverse_indices), opt(u.counts));
+      },
+      pyb::arg("x"), pyb::arg("indices"), pyb::arg("inverse"), pyb::arg("counts"));
   m.def(
       "nonzero", [](const GPUArray& x) { return pyb::tuple(ToList(Unwrap(ops::Nonzero(x)))); },
       pyb::arg("x"), pyb::pos_only(),

@@ -117,4 +117,12 @@ absl::Status SearchSorted(hal::Stream& s, DType dtype, const kernels::SearchPara
   });
 }
 
+absl::Status Merge(hal::Stream& s, DType dtype, const kernels::MergeParams& p, KeepAlive keep) {
+  return VisitDType(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    return Enqueue(s, "merge", p.total, std::move(keep),
+                   [p](int64_t i) { kernels::MergeElement<T>(p, i); });
+  });
+}
+
 }  // namespace pygpukit::ops::cpu_kernels

@@ -86,6 +86,9 @@ constexpr bool kHasDivide = !std::is_integral_v<T>;
   }                                                                       \
   extern "C" __global__ void pgk_searchsorted_##C(pk::SearchParams p) {   \
     PGK_GRID_STRIDE_LOOP(i, p.n) pk::SearchElement<T>(p, i);              \
+  }                                                                       \
+  extern "C" __global__ void pgk_merge_##C(pk::MergeParams p) {           \
+    PGK_GRID_STRIDE_LOOP(i, p.total) pk::MergeElement<T>(p, i);           \
   }
 
 PGK_FOR_EACH_DTYPE(PGK_DEFINE_DTYPE_KERNELS)

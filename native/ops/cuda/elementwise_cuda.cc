@@ -42,6 +42,10 @@ absl::Status SearchSorted(hal::Stream& s, DType dtype, const kernels::SearchPara
   return Launch(s, absl::StrCat("pgk_searchsorted_", DTypeCode(dtype)), p.n, p);
 }
 
+absl::Status Merge(hal::Stream& s, DType dtype, const kernels::MergeParams& p) {
+  return Launch(s, absl::StrCat("pgk_merge_", DTypeCode(dtype)), p.total, p);
+}
+
 absl::Status Arange(hal::Stream& s, DType dtype, const kernels::ArangeParams& p) {
   if (IsComplex(dtype) || dtype == DType::Bool) {
     return TypeError(absl::StrCat("arange: unsupported dtype ", DTypeName(dtype)));

@@ -91,6 +91,22 @@ struct SearchParams {
 
 static_assert(sizeof(SearchParams) == 24 + 128 + 48, "SearchParams layout changed");
 
+/// One pass of the stable merge sort of `rows` contiguous rows of n keys: runs of `width`
+/// sorted elements are merged in pairs. Each element finds its place in the merged run with a
+/// binary search in the other run (ties: the left run first) and moves there, with its int64
+/// index when `idx_in` is not null.
+struct MergeParams {
+  int64_t total;  // rows * n
+  int64_t n;
+  int64_t width;
+  const void* keys_in;
+  void* keys_out;
+  const int64_t* idx_in;
+  int64_t* idx_out;
+};
+
+static_assert(sizeof(MergeParams) == 56, "MergeParams layout changed");
+
 /// Element offset of linear index `i` in an N-d strided layout.
 #if defined(__CUDACC__)
 __host__ __device__ __forceinline__

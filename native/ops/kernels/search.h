@@ -1,6 +1,6 @@
 // The sort order (NumPy's: NaN after every number, complex values by real then imaginary part
-// with NaNs last) and the per-element binary search of searchsorted, shared by the CPU loop
-// (g++) and the CUDA kernels (nvcc).
+// with NaNs last), the per-element binary search of searchsorted and the merge-sort pass, shared by
+// the CPU loop (g++) and the CUDA kernels (nvcc).
 #pragma once
 
 #include <cstdint>
@@ -49,6 +49,35 @@ PGK_HD void SearchElement(const SearchParams& p, int64_t i) {
     }
   }
   p.out[i] = lo;
+}
+
+/// Moves element t of a merge pass to its place (see MergeParams).
+template <typename T>
+PGK_HD void MergeElement(const MergeParams& p, int64_t t) {
+  const T* in = static_cast<const T*>(p.keys_in);
+  const int64_t row = t / p.n * p.n, j = t - row;
+  const int64_t start = j / (2 * p.width) * (2 * p.width);
+  const int64_t mid = start + p.width < p.n ? start + p.width : p.n;
+  const int64_t end = mid + p.width < p.n ? mid + p.width : p.n;
+  const T v = in[t];
+  // Count the other run's elements that go before v: from the right run, those less than v;
+  // from the left run, those not greater (equal ones keep their earlier place).
+  const bool left = j < mid;
+  int64_t lo = left ? mid : start, hi = left ? end : mid;
+  const int64_t base = lo;
+  while (lo < hi) {
+    const int64_t m = lo + (hi - lo) / 2;
+    const T o = in[row + m];
+    if (left ? SortLess(o, v) : !SortLess(v, o)) {
+      lo = m + 1;
+    } else {
+      hi = m;
+    }
+  }
+  const int64_t before = lo - base;
+  const int64_t dest = row + start + (left ? j - start : j - mid) + before;
+  static_cast<T*>(p.keys_out)[dest] = v;
+  if (p.idx_in != nullptr) p.idx_out[dest] = p.idx_in[t];
 }
 
 }  // namespace pygpukit::kernels
