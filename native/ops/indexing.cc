@@ -156,61 +156,103 @@ absl::StatusOr<GPUArray> AdvancedIndex(const GPUArray& a, absl::Span<const Index
                                        absl::Span<const GPUArray> arrays) {
   using Kind = IndexItem::Kind;
   if (arrays.empty()) return Index(a, items);
-  // The basic part is a view: integers drop their axes there, arrays keep theirs whole. For
-  // the placement of the result, integers count as advanced items, as in NumPy.
-  std::vector<IndexItem> basic(items.begin(), items.end());
-  int first_adv = -1, last_adv = -1, advanced_items = 0;
-  for (size_t k = 0; k < items.size(); ++k) {
-    if (items[k].kind == Kind::kNewAxis) {
-      return NotImplementedError(
-          "index: None together with integer-array indices is not supported yet");
+  auto array_of = [&](const IndexItem& it) -> absl::StatusOr<const GPUArray*> {
+    if (it.array < 0 || static_cast<size_t>(it.array) >= arrays.size()) {
+      return ValueError("index: bad array slot");
     }
-    if (items[k].kind == Kind::kArray || items[k].kind == Kind::kInteger) {
+    PGK_RETURN_IF_ERROR(SameDevice(a, arrays[it.array], "index"));
+    return &arrays[it.array];
+  };
+  // Axes each item consumes (a boolean mask: its rank), for the Ellipsis's expansion.
+  int consumed = 0;
+  for (const IndexItem& it : items) {
+    if (it.kind == Kind::kNewAxis) {
+      return NotImplementedError("index: None together with array indices is not supported yet");
+    }
+    if (it.kind == Kind::kMask) {
+      PGK_ASSIGN_OR_RETURN(const GPUArray* m, array_of(it));
+      if (m->ndim() == 0) {
+        return NotImplementedError("index: 0-d boolean indices are not supported yet");
+      }
+      consumed += m->ndim();
+    } else if (it.kind != Kind::kEllipsis) {
+      ++consumed;
+    }
+  }
+  // The basic part is a view: integers drop their axes there, arrays and masks keep theirs
+  // whole. A mask stands for the index arrays of its nonzero elements, one per dimension. For
+  // the placement of the result, integers, arrays and masks are the advanced items (NumPy).
+  std::vector<IndexItem> basic;
+  std::vector<std::pair<int, GPUArray>> raw;  // (axis of the view, integer indices)
+  IndexItem whole;
+  whole.kind = Kind::kSlice;
+  int first_adv = -1, last_adv = -1, advanced_items = 0, sdim = 0, vdim = 0;
+  for (size_t k = 0; k < items.size(); ++k) {
+    const IndexItem& it = items[k];
+    if (it.kind == Kind::kArray || it.kind == Kind::kInteger || it.kind == Kind::kMask) {
       if (first_adv < 0) first_adv = static_cast<int>(k);
       last_adv = static_cast<int>(k);
       ++advanced_items;
     }
-    if (items[k].kind == Kind::kArray) {
-      basic[k] = IndexItem{};
-      basic[k].kind = Kind::kSlice;
+    switch (it.kind) {
+      case Kind::kEllipsis: {
+        const int expand = std::max(0, a.ndim() - consumed);
+        basic.push_back(it);
+        sdim += expand;
+        vdim += expand;
+        break;
+      }
+      case Kind::kSlice:
+        basic.push_back(it);
+        ++sdim;
+        ++vdim;
+        break;
+      case Kind::kInteger:
+        basic.push_back(it);
+        ++sdim;
+        break;
+      case Kind::kArray: {
+        PGK_ASSIGN_OR_RETURN(const GPUArray* idx, array_of(it));
+        basic.push_back(whole);
+        raw.emplace_back(vdim++, *idx);
+        ++sdim;
+        break;
+      }
+      case Kind::kMask: {
+        PGK_ASSIGN_OR_RETURN(const GPUArray* m, array_of(it));
+        if (sdim + m->ndim() > a.ndim()) break;  // Index reports too many indices
+        for (int i = 0; i < m->ndim(); ++i) {
+          if (m->shape()[i] != a.shape()[sdim + i]) {
+            return IndexError(
+                absl::StrCat("index: boolean index did not match indexed array along axis ",
+                             sdim + i, "; size of axis is ", a.shape()[sdim + i],
+                             " but size of corresponding boolean axis is ", m->shape()[i]));
+          }
+        }
+        PGK_ASSIGN_OR_RETURN(std::vector<GPUArray> nz, Nonzero(*m));
+        for (GPUArray& idx : nz) {
+          basic.push_back(whole);
+          raw.emplace_back(vdim++, std::move(idx));
+        }
+        sdim += m->ndim();
+        break;
+      }
+      case Kind::kNewAxis:
+        break;
     }
   }
   const bool adjacent = last_adv - first_adv + 1 == advanced_items;
   PGK_ASSIGN_OR_RETURN(GPUArray v, Index(a, basic));  // too many indices are reported here
-  int consumed = 0;
-  for (const IndexItem& it : items) consumed += it.kind != Kind::kEllipsis;
-  // Each array's axis in v (integers produce none; an Ellipsis its expansion).
-  std::vector<std::pair<int, const GPUArray*>> raw;
-  int vdim = 0;
-  for (const IndexItem& it : items) {
-    switch (it.kind) {
-      case Kind::kEllipsis:
-        vdim += std::max(0, a.ndim() - consumed);
-        break;
-      case Kind::kSlice:
-        ++vdim;
-        break;
-      case Kind::kArray:
-        if (it.array < 0 || static_cast<size_t>(it.array) >= arrays.size()) {
-          return ValueError("index: bad array slot");
-        }
-        PGK_RETURN_IF_ERROR(SameDevice(a, arrays[it.array], "index"));
-        raw.emplace_back(vdim++, &arrays[it.array]);
-        break;
-      default:
-        break;
-    }
-  }
   // Bounds matter only when something is read: an empty broadcast result reads nothing.
   Shape b;
   for (const auto& [axis, idx] : raw) {
-    PGK_ASSIGN_OR_RETURN(b, BroadcastShapes(b, idx->shape(), "index"));
+    PGK_ASSIGN_OR_RETURN(b, BroadcastShapes(b, idx.shape(), "index"));
   }
   const bool check = NumElements(b) > 0;
   std::vector<Advanced> adv;
   for (const auto& [axis, idx] : raw) {
     PGK_ASSIGN_OR_RETURN(GPUArray checked,
-                         CheckedIndices(*idx, v.shape()[axis], axis, "index", check));
+                         CheckedIndices(idx, v.shape()[axis], axis, "index", check));
     adv.push_back({axis, std::move(checked)});
   }
   return GatherAxes(v, adv, adjacent, "index");

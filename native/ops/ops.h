@@ -83,18 +83,20 @@ absl::StatusOr<GPUArray> BroadcastTo(const GPUArray& a, absl::Span<const int64_t
 
 /// One component of an index: basic (integer, slice, None, Ellipsis) or an integer array.
 struct IndexItem {
-  enum class Kind { kInteger, kSlice, kNewAxis, kEllipsis, kArray } kind = Kind::kInteger;
+  enum class Kind { kInteger, kSlice, kNewAxis, kEllipsis, kArray, kMask } kind = Kind::kInteger;
   int64_t index = 0;
   std::optional<int64_t> start, stop;
   int64_t step = 1;
-  int array = -1;  // kArray: its position in AdvancedIndex's `arrays`
+  int array = -1;  // kArray (integers) / kMask (bool): its position in AdvancedIndex's `arrays`
 };
 /// Basic indexing (integers, slices with steps, None, Ellipsis): always a view.
 absl::StatusOr<GPUArray> Index(const GPUArray& a, absl::Span<const IndexItem> items);
-/// NumPy indexing with integer arrays among the items (`arrays[item.array]`): the arrays (and
-/// integers next to them) broadcast together, and their shape replaces the indexed axes where
-/// those are adjacent, else comes first. A new array; IndexError for out-of-bounds indices.
-/// Without arrays, Index. None together with arrays is NotImplementedError for now.
+/// NumPy indexing with integer arrays or boolean masks among the items (`arrays[item.array]`):
+/// a mask stands for the integer arrays of its nonzero elements (its shape must match the axes
+/// it covers); the arrays (and integers next to them) broadcast together, and their shape
+/// replaces the indexed axes where those are adjacent, else comes first. A new array;
+/// IndexError for out-of-bounds indices. Without arrays, Index. None together with arrays and
+/// 0-d masks are NotImplementedError for now.
 absl::StatusOr<GPUArray> AdvancedIndex(const GPUArray& a, absl::Span<const IndexItem> items,
                                        absl::Span<const GPUArray> arrays);
 /// Elements of `x` at `indices` (any integer dtype and shape; negative from the end) along

@@ -140,8 +140,8 @@ absl::StatusOr<GPUArray> Index(const GPUArray& a, absl::Span<const IndexItem> it
   int consumed = 0, ellipses = 0;
   for (const IndexItem& it : items) {
     if (it.kind == Kind::kEllipsis) ++ellipses;
-    if (it.kind == Kind::kArray) {
-      return ValueError("index: integer-array items need AdvancedIndex");
+    if (it.kind == Kind::kArray || it.kind == Kind::kMask) {
+      return ValueError("index: array items need AdvancedIndex");
     }
     if (it.kind == Kind::kInteger || it.kind == Kind::kSlice) ++consumed;
   }
@@ -157,6 +157,7 @@ absl::StatusOr<GPUArray> Index(const GPUArray& a, absl::Span<const IndexItem> it
   for (const IndexItem& it : items) {
     switch (it.kind) {
       case Kind::kArray:  // rejected above
+      case Kind::kMask:
         break;
       case Kind::kNewAxis:
         shape.push_back(1);

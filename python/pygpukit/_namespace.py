@@ -97,9 +97,10 @@ class _NamespaceInfo:
     """What this namespace supports (Array API __array_namespace_info__)."""
 
     def capabilities(self):
+        # Boolean masks index reads but not assignments yet, so "boolean indexing" stays off.
         return {
             "boolean indexing": False,
-            "data-dependent shapes": False,
+            "data-dependent shapes": True,
             "max dimensions": 64,
         }
 

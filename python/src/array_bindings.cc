@@ -36,23 +36,19 @@ int64_t IntegerIndex(const pyb::handle& k) {
 }
 
 // An index array on `device`: a GPUArray as is, a NumPy array or a list uploaded (an empty
-// list is an empty int64 index, as in NumPy). Boolean masks are not supported yet.
+// list is an empty int64 index, as in NumPy). Integer or (boolean masks) bool; others are
+// IndexError.
 GPUArray IndexArray(const pyb::handle& k, Device device) {
-  if (pyb::isinstance<GPUArray>(k)) {
-    const GPUArray& a = k.cast<const GPUArray&>();
-    if (a.dtype() == DType::Bool) AdvancedIndexNotSupported("boolean-mask");
-    return a;
-  }
+  if (pyb::isinstance<GPUArray>(k)) return k.cast<GPUArray>();
   pyb::module_ np = pyb::module_::import("numpy");
   pyb::array h = np.attr("asarray")(k);
-  const char kind = h.dtype().kind();
-  if (kind == 'b') AdvancedIndexNotSupported("boolean-mask");
   // An empty list is an integer index (NumPy's rule); an empty float array is not.
   if (pyb::isinstance<pyb::list>(k) && h.size() == 0) h = np.attr("asarray")(h, "int64");
-  if (h.dtype().kind() != 'i' && h.dtype().kind() != 'u') {
-    RaiseStatus(
-        IndexError(absl::StrCat("index: arrays used as indices must be of integer type, got ",
-                                std::string(pyb::str(h.dtype())))));
+  const char kind = h.dtype().kind();
+  if (kind != 'i' && kind != 'u' && kind != 'b') {
+    RaiseStatus(IndexError(
+        absl::StrCat("index: arrays used as indices must be of integer (or boolean) type, got ",
+                     std::string(pyb::str(h.dtype())))));
   }
   return FromNumpy(h, device, "index");
 }
@@ -64,9 +60,11 @@ std::vector<ops::IndexItem> ToIndex(const pyb::handle& key, Device device,
   std::vector<ops::IndexItem> items;
   auto as_array = [&](const pyb::handle& k) {
     ops::IndexItem it;
-    it.kind = ops::IndexItem::Kind::kArray;
+    GPUArray a = IndexArray(k, device);
+    if (a.dtype() == DType::Bool && a.ndim() == 0) AdvancedIndexNotSupported("0-d boolean");
+    it.kind = a.dtype() == DType::Bool ? ops::IndexItem::Kind::kMask : ops::IndexItem::Kind::kArray;
     it.array = static_cast<int>(arrays.size());
-    arrays.push_back(IndexArray(k, device));
+    arrays.push_back(std::move(a));
     return it;
   };
   auto one = [&](const pyb::handle& k) {
@@ -92,7 +90,7 @@ std::vector<ops::IndexItem> ToIndex(const pyb::handle& key, Device device,
       it.stop = field("stop");
       it.step = field("step").value_or(1);
     } else if (PyBool_Check(k.ptr())) {
-      AdvancedIndexNotSupported("boolean");
+      AdvancedIndexNotSupported("0-d boolean");
     } else if (pyb::isinstance<GPUArray>(k) || pyb::isinstance<pyb::array>(k)) {
       // A 0-d integer array is an integer, as NumPy takes it; others are index arrays.
       const bool zero_d_int =
@@ -116,7 +114,7 @@ std::vector<ops::IndexItem> ToIndex(const pyb::handle& key, Device device,
     } else if (pyb::isinstance(k, pyb::module_::import("numpy").attr("bool_"))) {
       // Looked up only here: NumPy bools have no __index__, and the common keys above must not
       // pay for a module lookup on every indexing call.
-      AdvancedIndexNotSupported("boolean");
+      AdvancedIndexNotSupported("0-d boolean");
     } else {
       throw pyb::index_error(absl::StrCat(
           "index: only integers, slices, None, Ellipsis and integer arrays are valid indices, "
@@ -355,7 +353,8 @@ indexing run on the array's device. Convert to NumPy with pygpukit.to_numpy(x) o
              std::vector<ops::IndexItem> items = ToIndex(key, a.device(), arrays);
              if (!arrays.empty()) {
                RaiseStatus(NotImplementedError(
-                   "index: assignment through integer-array indices is not supported yet"));
+                   "index: assignment through integer-array or boolean-mask indices is not "
+                   "supported yet"));
              }
              GPUArray view = Unwrap(ops::Index(a, items));
              if (pyb::isinstance<GPUArray>(value)) {

@@ -156,7 +156,7 @@ def test_many_integers_among_arrays_and_empty_results():
     check_equal(x[[1], 0, [1], 0, [0]], h[[1], 0, [1], 0, [0]])
     # Nothing is read when the indices broadcast to an empty shape: no bounds check (NumPy).
     check_equal(x[np.zeros(0, np.int64), [9]], h[np.zeros(0, np.int64), [9]])
-    with pytest.raises(IndexError, match="integer type, got float32"):
+    with pytest.raises(IndexError, match="integer \\(or boolean\\) type, got float32"):
         x[np.array([], np.float32)]  # unlike an empty list
     check_equal(x[[]], h[[]])
 
@@ -167,16 +167,20 @@ def test_integer_array_index_errors():
         x[[0, 3]]
     with pytest.raises(IndexError, match="index 9 is out of bounds for axis 1"):
         x[[0], 9]
-    with pytest.raises(IndexError, match="integer type, got float64"):
+    with pytest.raises(IndexError, match="integer \\(or boolean\\) type, got float64"):
         x[np.array([0.5])]
     with pytest.raises(ValueError, match="cannot be broadcast"):
         x[[0, 1], [0, 1, 2]]
-    with pytest.raises(NotImplementedError, match="None together with integer-array"):
+    with pytest.raises(NotImplementedError, match="None together with array indices"):
         x[None, [0, 1]]
-    with pytest.raises(NotImplementedError, match="boolean-mask"):
-        x[np.array([True, False, True])]
+    with pytest.raises(IndexError, match="boolean index did not match indexed array along axis 0"):
+        x[np.array([True, False])]
+    with pytest.raises(NotImplementedError, match="0-d boolean"):
+        x[True]
     with pytest.raises(NotImplementedError, match="assignment through integer-array"):
         x[[0, 1]] = 5
+    with pytest.raises(NotImplementedError, match="boolean-mask indices"):
+        x[x > 3] = 0
     with pytest.raises(IndexError, match="too many indices"):
         x[[0], [0], [0]]
 
@@ -289,3 +293,25 @@ def test_repeat_with_counts_matches_numpy(rng, dtype):
     ]:
         r = np.array(reps, dtype=np.int32)
         check_equal(gp.repeat(x, _g(r), axis=axis), np.repeat(h, r, axis=axis))
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int32", "float16", "float64", "complex64"])
+def test_boolean_mask_getitem_matches_numpy(rng, dtype):
+    h = rand(rng, (3, 4, 5), dtype)
+    x = _g(h)
+    m3 = rng.random((3, 4, 5)) < 0.4
+    m2 = rng.random((4, 5)) < 0.5
+    m1 = np.array([True, False, True])
+    for key in [
+        m3,
+        (slice(None), m2),
+        m1,
+        (m1, slice(1, 3)),
+        (Ellipsis, m2[0]),
+        ([2, 0], np.array([True, False, False, True])),
+        (m1, 1),
+        np.zeros((3, 4, 5), bool),
+    ]:
+        check_equal(x[key], h[key])
+    check_equal(x[_g(m3)], h[m3])  # a device mask
+    check_equal(x[x != 0], h[h != 0])  # a mask computed on the device
