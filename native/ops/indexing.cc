@@ -72,6 +72,7 @@ struct Advanced {
 // they come first.
 absl::StatusOr<GPUArray> GatherAxes(const GPUArray& v, absl::Span<const Advanced> adv,
                                     bool adjacent, absl::string_view op) {
+  if (adv.empty()) return ValueError(absl::StrCat(op, ": no index arrays to gather with"));
   Shape b;
   for (const Advanced& a : adv) {
     PGK_ASSIGN_OR_RETURN(b, BroadcastShapes(b, a.idx.shape(), op));
@@ -220,7 +221,10 @@ absl::StatusOr<GPUArray> AdvancedIndex(const GPUArray& a, absl::Span<const Index
       }
       case Kind::kMask: {
         PGK_ASSIGN_OR_RETURN(const GPUArray* m, array_of(it));
-        if (sdim + m->ndim() > a.ndim()) break;  // Index reports too many indices
+        if (sdim + m->ndim() > a.ndim()) {
+          return IndexError(absl::StrCat("index: too many indices for array: array is ", a.ndim(),
+                                         "-dimensional, but ", consumed, " were indexed"));
+        }
         for (int i = 0; i < m->ndim(); ++i) {
           if (m->shape()[i] != a.shape()[sdim + i]) {
             return IndexError(
@@ -295,7 +299,26 @@ absl::StatusOr<GPUArray> SearchSorted(const GPUArray& x1, const GPUArray& x2, bo
       return ValueError(absl::StrCat("searchsorted: sorter must be 1-D with x1's ", x1.size(),
                                      " elements, got shape ", ShapeToString(sorter->shape())));
     }
-    PGK_ASSIGN_OR_RETURN(order, CheckedIndices(*sorter, x1.size(), 0, "searchsorted"));
+    // NumPy's rule: sorter entries index x1 directly, 0 <= i < n (no negative indices).
+    if (!IsInteger(sorter->dtype())) {
+      return TypeError(
+          absl::StrCat("searchsorted: sorter must be integers, got ", DTypeName(sorter->dtype())));
+    }
+    if (sorter->dtype() == DType::UInt64 && sorter->size() > 0) {
+      PGK_ASSIGN_OR_RETURN(GPUArray hi, Reduce(ReduceOp::kMax, *sorter));
+      PGK_ASSIGN_OR_RETURN(int64_t max, IntItem(hi));
+      if (max >= x1.size()) return ValueError("searchsorted: sorter index out of range");
+    }
+    PGK_ASSIGN_OR_RETURN(order, AsType(*sorter, DType::Int64, /*copy=*/true));
+    if (order.size() > 0) {
+      PGK_ASSIGN_OR_RETURN(GPUArray lo, Reduce(ReduceOp::kMin, order));
+      PGK_ASSIGN_OR_RETURN(GPUArray hi, Reduce(ReduceOp::kMax, order));
+      PGK_ASSIGN_OR_RETURN(int64_t min, IntItem(lo));
+      PGK_ASSIGN_OR_RETURN(int64_t max, IntItem(hi));
+      if (min < 0 || max >= x1.size()) {
+        return ValueError("searchsorted: sorter index out of range");
+      }
+    }
   }
   PGK_ASSIGN_OR_RETURN(GPUArray out, Empty(x2.shape(), DType::Int64, x2.device()));
   PGK_RETURN_IF_ERROR(LaunchSearchSorted(sorted, order, values, right, out));
@@ -375,6 +398,11 @@ absl::StatusOr<GPUArray> RepeatEach(const GPUArray& a, const GPUArray& repeats,
     return ValueError(absl::StrCat("repeat: repeats of shape ", ShapeToString(repeats.shape()),
                                    " for an axis of ", n, " elements"));
   }
+  if (repeats.dtype() == DType::UInt64 && repeats.size() > 0) {
+    PGK_ASSIGN_OR_RETURN(GPUArray hi, Reduce(ReduceOp::kMax, repeats));
+    PGK_ASSIGN_OR_RETURN(int64_t max, IntItem(hi));
+    if (max == INT64_MAX) return ValueError("repeat: a count of 2**63 or more is too large");
+  }
   PGK_ASSIGN_OR_RETURN(GPUArray r, AsType(repeats, DType::Int64, /*copy=*/true));
   PGK_ASSIGN_OR_RETURN(r, Reshape(r, {-1}));
   PGK_ASSIGN_OR_RETURN(r, BroadcastTo(r, {n}));
@@ -382,6 +410,14 @@ absl::StatusOr<GPUArray> RepeatEach(const GPUArray& a, const GPUArray& repeats,
     PGK_ASSIGN_OR_RETURN(GPUArray lo, Reduce(ReduceOp::kMin, r));
     PGK_ASSIGN_OR_RETURN(Scalar m, Item(lo));
     if (m.i < 0) return ValueError(absl::StrCat("repeat: negative repeats ", m.i));
+    // The total in float64 first: an int64 scan of huge counts would wrap.
+    ReduceOptions wide;
+    wide.dtype = DType::Float64;
+    PGK_ASSIGN_OR_RETURN(GPUArray sum, Reduce(ReduceOp::kSum, r, wide));
+    PGK_ASSIGN_OR_RETURN(Scalar t, Item(sum));
+    if (t.f >= 9.2e18) {
+      return ValueError(absl::StrCat("repeat: the result would have ", t.f, " elements"));
+    }
   }
   PGK_ASSIGN_OR_RETURN(GPUArray counts, CumulativeReduce(ReduceOp::kSum, r, 0, DType::Int64));
   PGK_ASSIGN_OR_RETURN(int64_t total, LastCount(counts));

@@ -117,7 +117,8 @@ std::vector<ops::IndexItem> ToIndex(const pyb::handle& key, Device device,
       AdvancedIndexNotSupported("0-d boolean");
     } else {
       throw pyb::index_error(absl::StrCat(
-          "index: only integers, slices, None, Ellipsis and integer arrays are valid indices, "
+          "index: only integers, slices, None, Ellipsis, integer arrays and boolean arrays are "
+          "valid indices, "
           "got ",
           std::string(pyb::repr(k))));
     }

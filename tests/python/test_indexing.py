@@ -161,6 +161,20 @@ def test_many_integers_among_arrays_and_empty_results():
     check_equal(x[[]], h[[]])
 
 
+def test_masks_past_the_last_axis_and_huge_repeats():
+    a = gp.arange(3.0)
+    with pytest.raises(IndexError, match="too many indices"):
+        a[np.ones((3, 4), bool)]
+    with pytest.raises(IndexError, match="too many indices"):
+        a[0, np.ones(3, bool)]
+    with pytest.raises(IndexError, match="too many indices"):
+        a[[0, 1], np.array([True, False])]
+    with pytest.raises(ValueError, match="repeat: the result would have"):
+        gp.repeat(gp.arange(4.0), _g(np.full(4, 2**62)))
+    with pytest.raises(ValueError, match="2\\*\\*63 or more is too large"):
+        gp.repeat(gp.arange(3.0), _g(np.array([1, 2**64 - 1, 1], np.uint64)))
+
+
 def test_integer_array_index_errors():
     x = gp.arange(12).reshape(3, 4)
     with pytest.raises(IndexError, match="index: index 3 is out of bounds for axis 0 with size 3"):
@@ -257,8 +271,10 @@ def test_searchsorted_edge_cases_and_errors():
         gp.searchsorted(a, a, side="middle")
     with pytest.raises(ValueError, match="sorter must be 1-D with x1's 3 elements"):
         gp.searchsorted(a, a, sorter=_g(np.array([0, 1])))
-    with pytest.raises(IndexError, match="searchsorted: index 3 is out of bounds"):
+    with pytest.raises(ValueError, match="searchsorted: sorter index out of range"):
         gp.searchsorted(a, a, sorter=_g(np.array([0, 1, 3])))
+    with pytest.raises(ValueError, match="searchsorted: sorter index out of range"):
+        gp.searchsorted(a, a, sorter=_g(np.array([-2, 2, 0])))  # no negative indices (NumPy)
     with pytest.raises(TypeError, match="x2 must be an array or a Python scalar"):
         gp.searchsorted(a, "x")
 
