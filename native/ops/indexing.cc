@@ -66,11 +66,18 @@ struct Advanced {
   GPUArray idx;  // checked int64 values
 };
 
-// NumPy's advanced indexing of `v` by integer arrays on some of its axes (the others taken
-// whole): the arrays broadcast together to B; B's dimensions replace the indexed axes when the
-// advanced items of the index were `adjacent` (no slice, Ellipsis or None between them), else
-// they come first.
-absl::StatusOr<GPUArray> GatherAxes(const GPUArray& v, absl::Span<const Advanced> adv,
+// Where NumPy's advanced indexing of `v` by integer arrays on some of its axes (the others
+// taken whole) reads: the arrays broadcast together to B; B's dimensions replace the indexed
+// axes when the advanced items of the index were `adjacent` (no slice, Ellipsis or None between
+// them), else they come first. The result's shape, v's stride along each result dimension
+// (0 on B's) and the index arrays spread over the result.
+struct GatherPlan {
+  Shape shape;
+  std::vector<int64_t> strides;
+  std::vector<GatherIndex> indices;
+};
+
+absl::StatusOr<GatherPlan> PlanAxes(const GPUArray& v, absl::Span<const Advanced> adv,
                                     bool adjacent, absl::string_view op) {
   if (adv.empty()) return ValueError(absl::StrCat(op, ": no index arrays to gather with"));
   Shape b;
@@ -83,24 +90,28 @@ absl::StatusOr<GPUArray> GatherAxes(const GPUArray& v, absl::Span<const Advanced
   const int at = adjacent ? static_cast<int>(std::count(indexed.begin(), indexed.begin() + first,
                                                         false))
                           : 0;  // where B's dimensions go among the output's
-  Shape shape;
-  std::vector<int64_t> src_strides;
+  GatherPlan plan;
   for (int d = 0; d < v.ndim(); ++d) {
     if (indexed[d]) continue;
-    shape.push_back(v.shape()[d]);
-    src_strides.push_back(v.strides()[d]);
+    plan.shape.push_back(v.shape()[d]);
+    plan.strides.push_back(v.strides()[d]);
   }
-  shape.insert(shape.begin() + at, b.begin(), b.end());
-  src_strides.insert(src_strides.begin() + at, b.size(), 0);
-  std::vector<GatherIndex> indices;
+  plan.shape.insert(plan.shape.begin() + at, b.begin(), b.end());
+  plan.strides.insert(plan.strides.begin() + at, b.size(), 0);
   for (const Advanced& a : adv) {
     PGK_ASSIGN_OR_RETURN(Strides bs, BroadcastStrides(a.idx.shape(), a.idx.strides(), b, op));
-    Strides st(shape.size(), 0);
+    Strides st(plan.shape.size(), 0);
     std::copy(bs.begin(), bs.end(), st.begin() + at);
-    indices.push_back(GatherIndex{Spread(a.idx, shape, std::move(st)), a.axis});
+    plan.indices.push_back(GatherIndex{Spread(a.idx, plan.shape, std::move(st)), a.axis});
   }
-  PGK_ASSIGN_OR_RETURN(GPUArray out, Empty(shape, v.dtype(), v.device()));
-  PGK_RETURN_IF_ERROR(LaunchGather(v, src_strides, indices, out));
+  return plan;
+}
+
+absl::StatusOr<GPUArray> GatherAxes(const GPUArray& v, absl::Span<const Advanced> adv,
+                                    bool adjacent, absl::string_view op) {
+  PGK_ASSIGN_OR_RETURN(GatherPlan plan, PlanAxes(v, adv, adjacent, op));
+  PGK_ASSIGN_OR_RETURN(GPUArray out, Empty(plan.shape, v.dtype(), v.device()));
+  PGK_RETURN_IF_ERROR(LaunchGather(v, plan.strides, plan.indices, out));
   return out;
 }
 
@@ -153,10 +164,19 @@ absl::StatusOr<GPUArray> TakeAlongAxis(const GPUArray& x, const GPUArray& indice
   return out;
 }
 
-absl::StatusOr<GPUArray> AdvancedIndex(const GPUArray& a, absl::Span<const IndexItem> items,
-                                       absl::Span<const GPUArray> arrays) {
+namespace {
+
+// An index with arrays among its items, resolved: the basic view, its indexed axes with their
+// checked int64 indices, and whether the advanced items were adjacent.
+struct Resolved {
+  GPUArray view;
+  std::vector<Advanced> adv;
+  bool adjacent = true;
+};
+
+absl::StatusOr<Resolved> Resolve(const GPUArray& a, absl::Span<const IndexItem> items,
+                                 absl::Span<const GPUArray> arrays) {
   using Kind = IndexItem::Kind;
-  if (arrays.empty()) return Index(a, items);
   auto array_of = [&](const IndexItem& it) -> absl::StatusOr<const GPUArray*> {
     if (it.array < 0 || static_cast<size_t>(it.array) >= arrays.size()) {
       return ValueError("index: bad array slot");
@@ -253,13 +273,43 @@ absl::StatusOr<GPUArray> AdvancedIndex(const GPUArray& a, absl::Span<const Index
     PGK_ASSIGN_OR_RETURN(b, BroadcastShapes(b, idx.shape(), "index"));
   }
   const bool check = NumElements(b) > 0;
-  std::vector<Advanced> adv;
+  if (raw.empty()) return ValueError("index: no index arrays");
+  Resolved r{v, {}, adjacent};
   for (const auto& [axis, idx] : raw) {
     PGK_ASSIGN_OR_RETURN(GPUArray checked,
                          CheckedIndices(idx, v.shape()[axis], axis, "index", check));
-    adv.push_back({axis, std::move(checked)});
+    r.adv.push_back({axis, std::move(checked)});
   }
-  return GatherAxes(v, adv, adjacent, "index");
+  return r;
+}
+
+}  // namespace
+
+absl::StatusOr<GPUArray> AdvancedIndex(const GPUArray& a, absl::Span<const IndexItem> items,
+                                       absl::Span<const GPUArray> arrays) {
+  if (arrays.empty()) return Index(a, items);
+  PGK_ASSIGN_OR_RETURN(Resolved r, Resolve(a, items, arrays));
+  return GatherAxes(r.view, r.adv, r.adjacent, "index");
+}
+
+absl::Status AdvancedAssign(const GPUArray& a, absl::Span<const IndexItem> items,
+                            absl::Span<const GPUArray> arrays, const GPUArray* value,
+                            const Scalar* scalar) {
+  PGK_ASSIGN_OR_RETURN(Resolved r, Resolve(a, items, arrays));
+  PGK_ASSIGN_OR_RETURN(GatherPlan plan, PlanAxes(r.view, r.adv, r.adjacent, "index"));
+  // The value, broadcast and cast to the selected shape, in a dense array of its own (so that a
+  // value overlapping `a` is read before any element is written).
+  PGK_ASSIGN_OR_RETURN(GPUArray dense, Empty(plan.shape, a.dtype(), a.device()));
+  if (value != nullptr) {
+    if (value->device() != a.device()) {
+      return ValueError(absl::StrCat("setitem: the value is on ", value->device().ToString(),
+                                     ", the array on ", a.device().ToString()));
+    }
+    PGK_RETURN_IF_ERROR(Assign(dense, *value));
+  } else {
+    PGK_RETURN_IF_ERROR(Assign(dense, *scalar));
+  }
+  return LaunchGather(r.view, plan.strides, plan.indices, dense, /*scatter=*/true);
 }
 
 absl::StatusOr<GPUArray> CountNonzero(const GPUArray& x,

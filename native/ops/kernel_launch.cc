@@ -191,7 +191,8 @@ absl::Status LaunchFill(const GPUArray& dst, const unsigned char* value) {
 }
 
 absl::Status LaunchGather(const GPUArray& src, absl::Span<const int64_t> src_strides,
-                          absl::Span<const GatherIndex> indices, const GPUArray& dst) {
+                          absl::Span<const GatherIndex> indices, const GPUArray& dst,
+                          bool scatter) {
   if (dst.size() == 0) return absl::OkStatus();
   if (indices.size() > static_cast<size_t>(kernels::kGatherMaxIndices)) {
     return NotImplementedError(absl::StrCat("index: at most ", kernels::kGatherMaxIndices,
@@ -231,8 +232,10 @@ absl::Status LaunchGather(const GPUArray& src, absl::Span<const int64_t> src_str
   }
   PGK_ASSIGN_OR_RETURN(hal::Stream * s, StreamOf(dst));
   const int itemsize = static_cast<int>(item);
-  if (dst.device().is_cpu()) return cpu_kernels::Gather(*s, itemsize, p, std::move(keep));
-  return cuda_kernels::Gather(*s, itemsize, p);
+  if (dst.device().is_cpu()) {
+    return cpu_kernels::Gather(*s, itemsize, p, scatter, std::move(keep));
+  }
+  return cuda_kernels::Gather(*s, itemsize, p, scatter);
 }
 
 absl::Status LaunchSearchSorted(const GPUArray& sorted, const GPUArray& sorter,

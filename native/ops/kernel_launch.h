@@ -93,9 +93,12 @@ struct GatherIndex {
   int src_axis;
 };
 /// dst (dense) = src gathered: dst's dimension d walks src with `src_strides[d]` (elements; 0
-/// where it does not), plus each index's value times the stride of its source axis.
+/// where it does not), plus each index's value times the stride of its source axis. With
+/// `scatter` the copy goes the other way: the places of src so described receive dst's
+/// elements (an element named twice gets one of its values, as in NumPy).
 absl::Status LaunchGather(const GPUArray& src, absl::Span<const int64_t> src_strides,
-                          absl::Span<const GatherIndex> indices, const GPUArray& dst);
+                          absl::Span<const GatherIndex> indices, const GPUArray& dst,
+                          bool scatter = false);
 /// dst (dense int64, values' shape) = insertion points of `values` in the 1-D `sorted` (same
 /// dtype), in the order `sorter` (1-D int64, checked) gives when valid.
 absl::Status LaunchSearchSorted(const GPUArray& sorted, const GPUArray& sorter,
@@ -186,7 +189,8 @@ absl::Status Copy(hal::Stream& s, DType src, DType dst, const kernels::Elementwi
 absl::Status Fill(hal::Stream& s, int itemsize, const kernels::ElementwiseParams& p,
                   KeepAlive keep);
 absl::Status Arange(hal::Stream& s, DType dtype, const kernels::ArangeParams& p, KeepAlive keep);
-absl::Status Gather(hal::Stream& s, int itemsize, const kernels::GatherParams& p, KeepAlive keep);
+absl::Status Gather(hal::Stream& s, int itemsize, const kernels::GatherParams& p, bool scatter,
+                    KeepAlive keep);
 absl::Status SearchSorted(hal::Stream& s, DType dtype, const kernels::SearchParams& p,
                           KeepAlive keep);
 absl::Status Merge(hal::Stream& s, DType dtype, const kernels::MergeParams& p, KeepAlive keep);
@@ -209,7 +213,7 @@ namespace cuda_kernels {
 absl::Status Copy(hal::Stream& s, DType src, DType dst, const kernels::ElementwiseParams& p);
 absl::Status Fill(hal::Stream& s, int itemsize, const kernels::ElementwiseParams& p);
 absl::Status Arange(hal::Stream& s, DType dtype, const kernels::ArangeParams& p);
-absl::Status Gather(hal::Stream& s, int itemsize, const kernels::GatherParams& p);
+absl::Status Gather(hal::Stream& s, int itemsize, const kernels::GatherParams& p, bool scatter);
 absl::Status SearchSorted(hal::Stream& s, DType dtype, const kernels::SearchParams& p);
 absl::Status Merge(hal::Stream& s, DType dtype, const kernels::MergeParams& p);
 absl::Status Binary(hal::Stream& s, ElementwiseOp op, DType dtype,

@@ -99,6 +99,12 @@ absl::StatusOr<GPUArray> Index(const GPUArray& a, absl::Span<const IndexItem> it
 /// 0-d masks are NotImplementedError for now.
 absl::StatusOr<GPUArray> AdvancedIndex(const GPUArray& a, absl::Span<const IndexItem> items,
                                        absl::Span<const GPUArray> arrays);
+/// x[items] = value (an array, broadcast and cast to x's dtype, or a scalar when `value` is
+/// null) with integer arrays or masks among the items, as AdvancedIndex selects them. An
+/// element selected twice gets one of its values (NumPy gives no order either).
+absl::Status AdvancedAssign(const GPUArray& a, absl::Span<const IndexItem> items,
+                            absl::Span<const GPUArray> arrays, const GPUArray* value,
+                            const Scalar* scalar);
 /// Elements of `x` at `indices` (any integer dtype and shape; negative from the end) along
 /// `axis` (of the flattened array when nullopt): x.shape[:axis] + indices.shape +
 /// x.shape[axis+1:]. IndexError for out-of-bounds indices.

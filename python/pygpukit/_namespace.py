@@ -97,7 +97,7 @@ class _NamespaceInfo:
     """What this namespace supports (Array API __array_namespace_info__)."""
 
     def capabilities(self):
-        # Boolean masks index reads but not assignments yet, so "boolean indexing" stays off.
+        # 0-d boolean indices (x[True]) are not there yet, so "boolean indexing" stays off.
         return {
             "boolean indexing": False,
             "data-dependent shapes": True,

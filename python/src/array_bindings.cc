@@ -353,9 +353,18 @@ indexing run on the array's device. Convert to NumPy with pygpukit.to_numpy(x) o
              std::vector<GPUArray> arrays;
              std::vector<ops::IndexItem> items = ToIndex(key, a.device(), arrays);
              if (!arrays.empty()) {
-               RaiseStatus(NotImplementedError(
-                   "index: assignment through integer-array or boolean-mask indices is not "
-                   "supported yet"));
+               if (pyb::isinstance<GPUArray>(value)) {
+                 Check(ops::AdvancedAssign(a, items, arrays, &value.cast<const GPUArray&>(),
+                                           nullptr));
+               } else if (IsScalar(value)) {
+                 const Scalar v = ToScalar(value);
+                 Check(ops::AdvancedAssign(a, items, arrays, nullptr, &v));
+               } else {
+                 throw pyb::type_error(
+                     absl::StrCat("setitem: value must be a GPUArray or a Python scalar, got ",
+                                  std::string(pyb::repr(pyb::type::handle_of(value)))));
+               }
+               return;
              }
              GPUArray view = Unwrap(ops::Index(a, items));
              if (pyb::isinstance<GPUArray>(value)) {

@@ -492,7 +492,11 @@ SWEEP = [
     ("float index", lambda: _x()[1.5], IndexError),
     ("list index out of range", lambda: _x()[[0, 7]], IndexError),
     ("float array index", lambda: _x()[np.array([0.5])], IndexError),
-    ("int-array assignment", lambda: _x().__setitem__(np.array([0, 1]), 1.0), NotImplementedError),
+    (
+        "int-array assignment shape",
+        lambda: _x().__setitem__(np.array([0, 1]), gp.zeros(4)),
+        ValueError,
+    ),
     ("numpy mask index", lambda: _x()[np.array([True, False, True])], IndexError),
     ("0-d bool index", lambda: _x()[True], NotImplementedError),
     ("setitem bad value", lambda: _x().__setitem__(0, "a"), TypeError),

@@ -191,10 +191,12 @@ def test_integer_array_index_errors():
         x[np.array([True, False])]
     with pytest.raises(NotImplementedError, match="0-d boolean"):
         x[True]
-    with pytest.raises(NotImplementedError, match="assignment through integer-array"):
-        x[[0, 1]] = 5
-    with pytest.raises(NotImplementedError, match="boolean-mask indices"):
-        x[x > 3] = 0
+    with pytest.raises(ValueError, match="cannot be broadcast|could not broadcast"):
+        x[[0, 1]] = gp.zeros((3,))
+    with pytest.raises(IndexError, match="index 5 is out of bounds"):
+        x[[0, 5]] = 1
+    with pytest.raises(TypeError, match="setitem: value must be a GPUArray or a Python scalar"):
+        x[[0]] = "a"
     with pytest.raises(IndexError, match="too many indices"):
         x[[0], [0], [0]]
 
@@ -331,3 +333,53 @@ def test_boolean_mask_getitem_matches_numpy(rng, dtype):
         check_equal(x[key], h[key])
     check_equal(x[_g(m3)], h[m3])  # a device mask
     check_equal(x[x != 0], h[h != 0])  # a mask computed on the device
+
+
+# ---- assignment through index arrays and masks (scatter) ----
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint64", "bfloat16", "float32", "complex128"])
+def test_setitem_through_arrays_and_masks_matches_numpy(rng, dtype):
+    h = rand(rng, (3, 4, 5), dtype)
+    x = _g(h)
+    m = rng.random((4, 5)) < 0.5
+    lead = rng.random((3, 4)) < 0.5
+    for key, shape in [
+        ([2, 0], (2, 4, 5)),
+        ((slice(None), [3, 1], [0, 4]), (3, 2)),
+        ((lead,), None),
+        ((slice(None), m), None),
+        ((1, [0, 2], slice(1, 3)), (2, 2)),
+        ((Ellipsis, [4, -5]), (3, 4, 2)),
+    ]:
+        sel = h[key]
+        val = rand(rng, sel.shape, dtype)
+        x[key] = _g(val)
+        h[key] = val
+        check_equal(x, h)
+        # A broadcast value of another dtype, and a Python scalar.
+        row = rand(rng, sel.shape[-1:], "int8" if dtype != "bool" else "bool", small=True)
+        x[key] = _g(row)
+        h[key] = row.astype(h.dtype)
+        check_equal(x, h)
+        x[key] = 1
+        h[key] = 1
+        check_equal(x, h)
+
+
+def test_setitem_value_overlapping_the_target():
+    h = np.arange(8.0)
+    x = _g(h)
+    x[[0, 1, 2]] = x[[5, 6, 7]]  # the value is read before anything is written
+    h[[0, 1, 2]] = h[[5, 6, 7]]
+    x[x > 6] = x[:2]  # [5, 6, 7, 3, 4, 5, 6, 7]: two elements above 6
+    h[h > 6] = h[:2]
+    check_equal(x, h)
+
+
+def test_setitem_mask_from_the_array_itself(rng):
+    h = rand(rng, (50,), "float32")
+    x = _g(h)
+    x[x < 0] = 0.0
+    h[h < 0] = 0.0
+    check_equal(x, h)

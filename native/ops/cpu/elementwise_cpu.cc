@@ -87,9 +87,14 @@ absl::Status Arange(hal::Stream& s, DType dtype, const kernels::ArangeParams& p,
   });
 }
 
-absl::Status Gather(hal::Stream& s, int itemsize, const kernels::GatherParams& p, KeepAlive keep) {
+absl::Status Gather(hal::Stream& s, int itemsize, const kernels::GatherParams& p, bool scatter,
+                    KeepAlive keep) {
   auto run = [&](auto word) {
     using Word = decltype(word);
+    if (scatter) {
+      return Enqueue(s, "scatter", p.n, std::move(keep),
+                     [p](int64_t i) { kernels::ScatterElement<Word>(p, i); });
+    }
     return Enqueue(s, "gather", p.n, std::move(keep),
                    [p](int64_t i) { kernels::GatherElement<Word>(p, i); });
   };

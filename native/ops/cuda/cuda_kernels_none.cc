@@ -14,7 +14,7 @@ absl::Status Copy(hal::Stream&, DType, DType, const kernels::ElementwiseParams&)
   return NoCuda();
 }
 absl::Status Fill(hal::Stream&, int, const kernels::ElementwiseParams&) { return NoCuda(); }
-absl::Status Gather(hal::Stream&, int, const kernels::GatherParams&) { return NoCuda(); }
+absl::Status Gather(hal::Stream&, int, const kernels::GatherParams&, bool) { return NoCuda(); }
 absl::Status SearchSorted(hal::Stream&, DType, const kernels::SearchParams&) { return NoCuda(); }
 absl::Status Merge(hal::Stream&, DType, const kernels::MergeParams&) { return NoCuda(); }
 absl::Status Arange(hal::Stream&, DType, const kernels::ArangeParams&) { return NoCuda(); }

@@ -105,9 +105,12 @@ PGK_DEFINE_FILL(8, uint64_t)
 PGK_DEFINE_FILL(16, pygpukit::complex128)
 #undef PGK_DEFINE_FILL
 
-#define PGK_DEFINE_GATHER(BYTES, WORD)                                \
-  extern "C" __global__ void pgk_gather_##BYTES(pk::GatherParams p) { \
-    PGK_GRID_STRIDE_LOOP(i, p.n) pk::GatherElement<WORD>(p, i);       \
+#define PGK_DEFINE_GATHER(BYTES, WORD)                                 \
+  extern "C" __global__ void pgk_gather_##BYTES(pk::GatherParams p) {  \
+    PGK_GRID_STRIDE_LOOP(i, p.n) pk::GatherElement<WORD>(p, i);        \
+  }                                                                    \
+  extern "C" __global__ void pgk_scatter_##BYTES(pk::GatherParams p) { \
+    PGK_GRID_STRIDE_LOOP(i, p.n) pk::ScatterElement<WORD>(p, i);       \
   }
 PGK_DEFINE_GATHER(1, uint8_t)
 PGK_DEFINE_GATHER(2, uint16_t)

@@ -34,8 +34,8 @@ absl::Status Fill(hal::Stream& s, int itemsize, const kernels::ElementwiseParams
   return Launch(s, absl::StrCat("pgk_fill_", itemsize), p.n, p);
 }
 
-absl::Status Gather(hal::Stream& s, int itemsize, const kernels::GatherParams& p) {
-  return Launch(s, absl::StrCat("pgk_gather_", itemsize), p.n, p);
+absl::Status Gather(hal::Stream& s, int itemsize, const kernels::GatherParams& p, bool scatter) {
+  return Launch(s, absl::StrCat(scatter ? "pgk_scatter_" : "pgk_gather_", itemsize), p.n, p);
 }
 
 absl::Status SearchSorted(hal::Stream& s, DType dtype, const kernels::SearchParams& p) {

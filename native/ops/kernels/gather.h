@@ -1,4 +1,5 @@
-// The per-element body of the gather kernels (take, take_along_axis, integer-array indexing),
+// The per-element bodies of the gather kernels (take, take_along_axis, integer-array indexing)
+// and of the scatter ones (assignment through index arrays),
 // shared by the CPU loop (g++) and the CUDA kernels (nvcc).
 #pragma once
 
@@ -33,6 +34,13 @@ template <typename Word>
 PGK_HD void GatherElement(const GatherParams& p, int64_t i) {
   const char* src = static_cast<const char*>(p.src) + GatherOffset(p, i);
   static_cast<Word*>(p.out)[i] = *reinterpret_cast<const Word*>(src);
+}
+
+/// The other direction: output element i (here the dense source) goes to its place in src.
+template <typename Word>
+PGK_HD void ScatterElement(const GatherParams& p, int64_t i) {
+  char* dst = const_cast<char*>(static_cast<const char*>(p.src)) + GatherOffset(p, i);
+  *reinterpret_cast<Word*>(dst) = static_cast<const Word*>(p.out)[i];
 }
 
 }  // namespace pygpukit::kernels
