@@ -353,6 +353,8 @@ def test_setitem_through_arrays_and_masks_matches_numpy(rng, dtype):
         ((Ellipsis, [4, -5]), (3, 4, 2)),
     ]:
         sel = h[key]
+        assert shape is None or sel.shape == shape
+        assert x[key].shape == sel.shape
         val = rand(rng, sel.shape, dtype)
         x[key] = _g(val)
         h[key] = val
