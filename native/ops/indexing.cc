@@ -187,16 +187,10 @@ absl::StatusOr<Resolved> Resolve(const GPUArray& a, absl::Span<const IndexItem> 
   // Axes each item consumes (a boolean mask: its rank), for the Ellipsis's expansion.
   int consumed = 0;
   for (const IndexItem& it : items) {
-    if (it.kind == Kind::kNewAxis) {
-      return NotImplementedError("index: None together with array indices is not supported yet");
-    }
     if (it.kind == Kind::kMask) {
       PGK_ASSIGN_OR_RETURN(const GPUArray* m, array_of(it));
-      if (m->ndim() == 0) {
-        return NotImplementedError("index: 0-d boolean indices are not supported yet");
-      }
       consumed += m->ndim();
-    } else if (it.kind != Kind::kEllipsis) {
+    } else if (it.kind != Kind::kEllipsis && it.kind != Kind::kNewAxis) {
       ++consumed;
     }
   }
@@ -205,8 +199,9 @@ absl::StatusOr<Resolved> Resolve(const GPUArray& a, absl::Span<const IndexItem> 
   // the placement of the result, integers, arrays and masks are the advanced items (NumPy).
   std::vector<IndexItem> basic;
   std::vector<std::pair<int, GPUArray>> raw;  // (axis of the view, integer indices)
-  IndexItem whole;
+  IndexItem whole, newaxis;
   whole.kind = Kind::kSlice;
+  newaxis.kind = Kind::kNewAxis;
   int first_adv = -1, last_adv = -1, advanced_items = 0, sdim = 0, vdim = 0;
   for (size_t k = 0; k < items.size(); ++k) {
     const IndexItem& it = items[k];
@@ -241,6 +236,14 @@ absl::StatusOr<Resolved> Resolve(const GPUArray& a, absl::Span<const IndexItem> 
       }
       case Kind::kMask: {
         PGK_ASSIGN_OR_RETURN(const GPUArray* m, array_of(it));
+        if (m->ndim() == 0) {
+          // A 0-d mask adds an axis of one element, indexed by [0] (True) or [] (False).
+          basic.push_back(newaxis);
+          PGK_ASSIGN_OR_RETURN(GPUArray one, Reshape(*m, {1}));
+          PGK_ASSIGN_OR_RETURN(std::vector<GPUArray> nz, Nonzero(one));
+          raw.emplace_back(vdim++, std::move(nz[0]));
+          break;
+        }
         if (sdim + m->ndim() > a.ndim()) {
           return IndexError(absl::StrCat("index: too many indices for array: array is ", a.ndim(),
                                          "-dimensional, but ", consumed, " were indexed"));
@@ -262,6 +265,8 @@ absl::StatusOr<Resolved> Resolve(const GPUArray& a, absl::Span<const IndexItem> 
         break;
       }
       case Kind::kNewAxis:
+        basic.push_back(it);
+        ++vdim;
         break;
     }
   }

@@ -95,8 +95,8 @@ absl::StatusOr<GPUArray> Index(const GPUArray& a, absl::Span<const IndexItem> it
 /// a mask stands for the integer arrays of its nonzero elements (its shape must match the axes
 /// it covers); the arrays (and integers next to them) broadcast together, and their shape
 /// replaces the indexed axes where those are adjacent, else comes first. A new array;
-/// IndexError for out-of-bounds indices. Without arrays, Index. None together with arrays and
-/// 0-d masks are NotImplementedError for now.
+/// IndexError for out-of-bounds indices. A 0-d mask adds an axis of one element (True) or none
+/// (False); None adds one, as a basic item. Without arrays, Index.
 absl::StatusOr<GPUArray> AdvancedIndex(const GPUArray& a, absl::Span<const IndexItem> items,
                                        absl::Span<const GPUArray> arrays);
 /// x[items] = value (an array, broadcast and cast to x's dtype, or a scalar when `value` is

@@ -97,9 +97,8 @@ class _NamespaceInfo:
     """What this namespace supports (Array API __array_namespace_info__)."""
 
     def capabilities(self):
-        # 0-d boolean indices (x[True]) are not there yet, so "boolean indexing" stays off.
         return {
-            "boolean indexing": False,
+            "boolean indexing": True,
             "data-dependent shapes": True,
             "max dimensions": 64,
         }

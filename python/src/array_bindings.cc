@@ -18,11 +18,6 @@ pyb::tuple ShapeTuple(const GPUArray& a) {
   return t;
 }
 
-[[noreturn]] void AdvancedIndexNotSupported(const char* what) {
-  RaiseStatus(NotImplementedError(absl::StrCat(
-      "index: ", what, " indexing is not supported yet (integers, slices, None and ... are)")));
-}
-
 int64_t IntegerIndex(const pyb::handle& k) {
   int overflow = 0;
   pyb::object v = pyb::reinterpret_steal<pyb::object>(PyNumber_Index(k.ptr()));
@@ -61,7 +56,6 @@ std::vector<ops::IndexItem> ToIndex(const pyb::handle& key, Device device,
   auto as_array = [&](const pyb::handle& k) {
     ops::IndexItem it;
     GPUArray a = IndexArray(k, device);
-    if (a.dtype() == DType::Bool && a.ndim() == 0) AdvancedIndexNotSupported("0-d boolean");
     it.kind = a.dtype() == DType::Bool ? ops::IndexItem::Kind::kMask : ops::IndexItem::Kind::kArray;
     it.array = static_cast<int>(arrays.size());
     arrays.push_back(std::move(a));
@@ -90,7 +84,7 @@ std::vector<ops::IndexItem> ToIndex(const pyb::handle& key, Device device,
       it.stop = field("stop");
       it.step = field("step").value_or(1);
     } else if (PyBool_Check(k.ptr())) {
-      AdvancedIndexNotSupported("0-d boolean");
+      it = as_array(k);  // a 0-d mask
     } else if (pyb::isinstance<GPUArray>(k) || pyb::isinstance<pyb::array>(k)) {
       // A 0-d integer array is an integer, as NumPy takes it; others are index arrays.
       const bool zero_d_int =
@@ -113,8 +107,8 @@ std::vector<ops::IndexItem> ToIndex(const pyb::handle& key, Device device,
       it = as_array(k);
     } else if (pyb::isinstance(k, pyb::module_::import("numpy").attr("bool_"))) {
       // Looked up only here: NumPy bools have no __index__, and the common keys above must not
-      // pay for a module lookup on every indexing call.
-      AdvancedIndexNotSupported("0-d boolean");
+      // pay for a module lookup on every indexing call. A 0-d mask.
+      it = as_array(k);
     } else {
       throw pyb::index_error(absl::StrCat(
           "index: only integers, slices, None, Ellipsis, integer arrays and boolean arrays are "

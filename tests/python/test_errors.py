@@ -498,7 +498,7 @@ SWEEP = [
         ValueError,
     ),
     ("numpy mask index", lambda: _x()[np.array([True, False, True])], IndexError),
-    ("0-d bool index", lambda: _x()[True], NotImplementedError),
+    ("mask past the last axis", lambda: _x()[0, np.ones((3, 2), bool)], IndexError),
     ("setitem bad value", lambda: _x().__setitem__(0, "a"), TypeError),
     ("setitem bad shape", lambda: _x().__setitem__(0, gp.zeros(4)), ValueError),
     ("setitem overflow", lambda: gp.zeros(2, dtype=gp.int8).__setitem__(0, 300), OverflowError),

@@ -135,7 +135,7 @@ def test_namespace_info():
     assert set(caps) == {"boolean indexing", "data-dependent shapes", "max dimensions"}
     assert caps["max dimensions"] == 64
     assert caps["data-dependent shapes"] is True  # nonzero, unique_*, masks, repeat with counts
-    assert caps["boolean indexing"] is False  # until 0-d boolean indices work
+    assert caps["boolean indexing"] is True  # masks of any rank, in reads and assignments
     assert info.default_device() == gp.default_device()
     d = info.default_dtypes()
     assert d == {
