@@ -15,44 +15,57 @@
 namespace pygpukit::ops {
 namespace {
 
-// The value of a one-element integer array as int64, clamped to +-2^63 for uint64 beyond it
-// (out of bounds either way).
-absl::StatusOr<int64_t> IntItem(const GPUArray& a) {
-  PGK_ASSIGN_OR_RETURN(Scalar s, Item(a));
-  if (s.above_int64) return INT64_MAX;
-  return s.i;
+// Integer values as a private int64 copy and, when asked and not empty, their range read back
+// in one host transfer. Checking the copy that kernels then read means no other writer can
+// change a value between the check and its use. uint64 values of 2**63 and above would wrap in
+// the copy: they are reported as max = INT64_MAX instead.
+struct IntValues {
+  GPUArray values;
+  int64_t min = 0, max = -1;
+};
+
+absl::StatusOr<IntValues> PrivateInt64(const GPUArray& a, bool range) {
+  IntValues r;
+  if (range && a.size() > 0 && a.dtype() == DType::UInt64) {
+    PGK_ASSIGN_OR_RETURN(GPUArray hi, Reduce(ReduceOp::kMax, a));
+    PGK_ASSIGN_OR_RETURN(Scalar s, Item(hi));
+    if (s.above_int64) {
+      r.max = INT64_MAX;
+      return r;
+    }
+  }
+  PGK_ASSIGN_OR_RETURN(r.values, AsType(a, DType::Int64, /*copy=*/true));
+  if (range && a.size() > 0) {
+    PGK_ASSIGN_OR_RETURN(GPUArray lo, Reduce(ReduceOp::kMin, r.values));
+    PGK_ASSIGN_OR_RETURN(GPUArray hi, Reduce(ReduceOp::kMax, r.values));
+    const GPUArray both[] = {lo, hi};
+    PGK_ASSIGN_OR_RETURN(GPUArray pair, Stack(both, 0));
+    int64_t host[2];
+    PGK_RETURN_IF_ERROR(ToHost(pair, host));
+    r.min = host[0];
+    r.max = host[1];
+  }
+  return r;
 }
 
-// `idx` as a private int64 copy whose values were checked to index an axis of `extent`
-// (negative ones from the end): checking the copy the kernel reads means no other writer can
-// change an index between the check and the gather. TypeError-like IndexError for non-integer
-// indices; `check` false skips the range check (an empty broadcast result reads nothing).
+// `idx` as a checked private int64 copy (PrivateInt64) indexing an axis of `extent` (negative
+// values from the end). IndexError for non-integer indices; `check` false skips the range check
+// (an empty broadcast result reads nothing).
 absl::StatusOr<GPUArray> CheckedIndices(const GPUArray& idx, int64_t extent, int axis,
                                         absl::string_view op, bool check = true) {
   if (!IsInteger(idx.dtype())) {
     return IndexError(absl::StrCat(op, ": arrays used as indices must be of integer type, got ",
                                    DTypeName(idx.dtype())));
   }
-  auto out_of_bounds = [&](std::string value) {
-    return IndexError(absl::StrCat(op, ": index ", value, " is out of bounds for axis ", axis,
+  PGK_ASSIGN_OR_RETURN(IntValues v, PrivateInt64(idx, check));
+  if (check && idx.size() > 0 && (v.min < -extent || v.max >= extent)) {
+    const std::string bad = v.max == INT64_MAX ? std::string(">= 2**63")
+                            : v.min < -extent  ? absl::StrCat(v.min)
+                                               : absl::StrCat(v.max);
+    return IndexError(absl::StrCat(op, ": index ", bad, " is out of bounds for axis ", axis,
                                    " with size ", extent));
-  };
-  if (check && idx.size() > 0 && idx.dtype() == DType::UInt64) {
-    // Values of 2**63 and above would wrap in the int64 copy.
-    PGK_ASSIGN_OR_RETURN(GPUArray hi, Reduce(ReduceOp::kMax, idx));
-    PGK_ASSIGN_OR_RETURN(int64_t max, IntItem(hi));
-    if (max == INT64_MAX) return out_of_bounds(">= 2**63");
   }
-  PGK_ASSIGN_OR_RETURN(GPUArray values, AsType(idx, DType::Int64, /*copy=*/true));
-  if (check && values.size() > 0) {
-    PGK_ASSIGN_OR_RETURN(GPUArray lo, Reduce(ReduceOp::kMin, values));
-    PGK_ASSIGN_OR_RETURN(GPUArray hi, Reduce(ReduceOp::kMax, values));
-    PGK_ASSIGN_OR_RETURN(int64_t min, IntItem(lo));
-    PGK_ASSIGN_OR_RETURN(int64_t max, IntItem(hi));
-    if (min < -extent) return out_of_bounds(absl::StrCat(min));
-    if (max >= extent) return out_of_bounds(absl::StrCat(max));
-  }
-  return values;
+  return v.values;
 }
 
 // A view of int64 `values` over `shape` with `strides` (0 where it is broadcast).
@@ -128,13 +141,9 @@ absl::Status SameDevice(const GPUArray& x, const GPUArray& idx, absl::string_vie
 absl::StatusOr<GPUArray> Take(const GPUArray& x, const GPUArray& indices,
                               std::optional<int64_t> axis) {
   PGK_RETURN_IF_ERROR(SameDevice(x, indices, "take"));
-  GPUArray v = x;
-  if (!axis.has_value()) {
-    PGK_ASSIGN_OR_RETURN(v, Reshape(x, {-1}));
-    axis = 0;
-  }
-  if (v.ndim() == 0) return ValueError("take: a 0-d array needs axis=None");
-  PGK_ASSIGN_OR_RETURN(int ax, NormalizeAxis(*axis, v.ndim(), "take"));
+  PGK_ASSIGN_OR_RETURN(AxisOf f, AxisOrFlattened(x, axis, "take"));
+  const GPUArray& v = f.array;
+  const int ax = f.axis;
   PGK_ASSIGN_OR_RETURN(GPUArray idx, CheckedIndices(indices, v.shape()[ax], ax, "take"));
   const Advanced adv[] = {{ax, idx}};
   return GatherAxes(v, adv, /*adjacent=*/true, "take");
@@ -359,21 +368,11 @@ absl::StatusOr<GPUArray> SearchSorted(const GPUArray& x1, const GPUArray& x2, bo
       return TypeError(
           absl::StrCat("searchsorted: sorter must be integers, got ", DTypeName(sorter->dtype())));
     }
-    if (sorter->dtype() == DType::UInt64 && sorter->size() > 0) {
-      PGK_ASSIGN_OR_RETURN(GPUArray hi, Reduce(ReduceOp::kMax, *sorter));
-      PGK_ASSIGN_OR_RETURN(int64_t max, IntItem(hi));
-      if (max >= x1.size()) return ValueError("searchsorted: sorter index out of range");
+    PGK_ASSIGN_OR_RETURN(IntValues v, PrivateInt64(*sorter, /*range=*/true));
+    if (sorter->size() > 0 && (v.min < 0 || v.max >= x1.size())) {
+      return ValueError("searchsorted: sorter index out of range");
     }
-    PGK_ASSIGN_OR_RETURN(order, AsType(*sorter, DType::Int64, /*copy=*/true));
-    if (order.size() > 0) {
-      PGK_ASSIGN_OR_RETURN(GPUArray lo, Reduce(ReduceOp::kMin, order));
-      PGK_ASSIGN_OR_RETURN(GPUArray hi, Reduce(ReduceOp::kMax, order));
-      PGK_ASSIGN_OR_RETURN(int64_t min, IntItem(lo));
-      PGK_ASSIGN_OR_RETURN(int64_t max, IntItem(hi));
-      if (min < 0 || max >= x1.size()) {
-        return ValueError("searchsorted: sorter index out of range");
-      }
-    }
+    order = v.values;
   }
   PGK_ASSIGN_OR_RETURN(GPUArray out, Empty(x2.shape(), DType::Int64, x2.device()));
   PGK_RETURN_IF_ERROR(LaunchSearchSorted(sorted, order, values, right, out));
@@ -441,30 +440,20 @@ absl::StatusOr<GPUArray> RepeatEach(const GPUArray& a, const GPUArray& repeats,
     return TypeError(
         absl::StrCat("repeat: repeats must be integers, got ", DTypeName(repeats.dtype())));
   }
-  GPUArray x = a;
-  if (!axis.has_value()) {
-    PGK_ASSIGN_OR_RETURN(x, Reshape(a, {-1}));
-    axis = 0;
-  }
-  if (x.ndim() == 0) return ValueError("repeat: a 0-d array needs axis=None");
-  PGK_ASSIGN_OR_RETURN(int ax, NormalizeAxis(*axis, x.ndim(), "repeat"));
+  PGK_ASSIGN_OR_RETURN(AxisOf f, AxisOrFlattened(a, axis, "repeat"));
+  const GPUArray& x = f.array;
+  const int ax = f.axis;
   const int64_t n = x.shape()[ax];
   if (repeats.ndim() > 1 || (repeats.ndim() == 1 && repeats.size() != n && repeats.size() != 1)) {
     return ValueError(absl::StrCat("repeat: repeats of shape ", ShapeToString(repeats.shape()),
                                    " for an axis of ", n, " elements"));
   }
-  if (repeats.dtype() == DType::UInt64 && repeats.size() > 0) {
-    PGK_ASSIGN_OR_RETURN(GPUArray hi, Reduce(ReduceOp::kMax, repeats));
-    PGK_ASSIGN_OR_RETURN(int64_t max, IntItem(hi));
-    if (max == INT64_MAX) return ValueError("repeat: a count of 2**63 or more is too large");
-  }
-  PGK_ASSIGN_OR_RETURN(GPUArray r, AsType(repeats, DType::Int64, /*copy=*/true));
-  PGK_ASSIGN_OR_RETURN(r, Reshape(r, {-1}));
+  PGK_ASSIGN_OR_RETURN(IntValues v, PrivateInt64(repeats, /*range=*/n > 0));
+  if (v.max == INT64_MAX) return ValueError("repeat: a count of 2**63 or more is too large");
+  if (v.min < 0) return ValueError(absl::StrCat("repeat: negative repeats ", v.min));
+  PGK_ASSIGN_OR_RETURN(GPUArray r, Reshape(v.values, {-1}));
   PGK_ASSIGN_OR_RETURN(r, BroadcastTo(r, {n}));
   if (n > 0) {
-    PGK_ASSIGN_OR_RETURN(GPUArray lo, Reduce(ReduceOp::kMin, r));
-    PGK_ASSIGN_OR_RETURN(Scalar m, Item(lo));
-    if (m.i < 0) return ValueError(absl::StrCat("repeat: negative repeats ", m.i));
     // The total in float64 first: an int64 scan of huge counts would wrap.
     ReduceOptions wide;
     wide.dtype = DType::Float64;

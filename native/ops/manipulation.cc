@@ -303,15 +303,10 @@ absl::StatusOr<GPUArray> Tile(const GPUArray& a, absl::Span<const int64_t> reps)
 
 absl::StatusOr<GPUArray> Repeat(const GPUArray& a, int64_t repeats, std::optional<int64_t> axis) {
   if (repeats < 0) return ValueError(absl::StrCat("repeat: negative repeats ", repeats));
-  GPUArray x = a;
-  if (!axis.has_value()) {
-    PGK_ASSIGN_OR_RETURN(x, Reshape(a, {-1}));
-    axis = 0;
-  }
-  if (x.ndim() == 0) return ValueError("repeat: a 0-d array needs axis=None");
-  PGK_ASSIGN_OR_RETURN(int ax, NormalizeAxis(*axis, x.ndim(), "repeat"));
+  PGK_ASSIGN_OR_RETURN(AxisOf f, AxisOrFlattened(a, axis, "repeat"));
+  const GPUArray& x = f.array;
   std::vector<int64_t> outer(x.ndim(), 1), inner(x.ndim(), 1);
-  inner[ax] = repeats;
+  inner[f.axis] = repeats;
   return Spread(x, outer, inner, "repeat");
 }
 
@@ -339,6 +334,17 @@ absl::StatusOr<GPUArray> Diff(const GPUArray& x, int64_t axis, int64_t n,
     if (len == 0) break;
   }
   return a;
+}
+
+absl::StatusOr<AxisOf> AxisOrFlattened(const GPUArray& a, std::optional<int64_t> axis,
+                                       absl::string_view op) {
+  if (!axis.has_value()) {
+    PGK_ASSIGN_OR_RETURN(GPUArray flat, Reshape(a, {-1}));
+    return AxisOf{std::move(flat), 0};
+  }
+  if (a.ndim() == 0) return ValueError(absl::StrCat(op, ": a 0-d array needs axis=None"));
+  PGK_ASSIGN_OR_RETURN(int ax, NormalizeAxis(*axis, a.ndim(), op));
+  return AxisOf{a, ax};
 }
 
 }  // namespace pygpukit::ops

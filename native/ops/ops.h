@@ -174,6 +174,15 @@ absl::StatusOr<GPUArray> Roll(const GPUArray& a, absl::Span<const int64_t> shift
                               std::optional<absl::Span<const int64_t>> axes);
 /// `a` repeated reps[i] times along each axis (shapes padded with leading 1s to one rank).
 absl::StatusOr<GPUArray> Tile(const GPUArray& a, absl::Span<const int64_t> reps);
+/// An array and one of its axes (normalized).
+struct AxisOf {
+  GPUArray array;
+  int axis = 0;
+};
+/// `a` and `axis` normalized, or with no axis `a` flattened and axis 0 (the rule of take and
+/// repeat); ValueError naming `op` for a 0-d array with an axis.
+absl::StatusOr<AxisOf> AxisOrFlattened(const GPUArray& a, std::optional<int64_t> axis,
+                                       absl::string_view op);
 /// Each element repeated `repeats` times along `axis` (of the flattened array when nullopt).
 absl::StatusOr<GPUArray> Repeat(const GPUArray& a, int64_t repeats, std::optional<int64_t> axis);
 /// n-th discrete difference along `axis` (of prepend, x and append joined there); bool arrays
