@@ -3,7 +3,7 @@
 # Abseil / GoogleTest .debs (the machine has no network), builds for sm_90a with -j16, runs the
 # C++ and Python suites (backend parity included) with PYGPUKIT_DEVICE=cuda, python -m pygpukit and the benchmarks.
 #   steps: any of "build test test-gemm sanitize-gemm selfcheck bench bench-gemm bench-jit
-#   bench-elementwise
+#   bench-elementwise bench-sorting
 #   bench-memory bench-scheduler"
 #   (default: build test selfcheck bench bench-memory bench-scheduler)
 #   test-gemm: only the matmul / gemm Python tests (fast signal on kernel work)
@@ -14,6 +14,8 @@
 #   CuPy; JSON in $OUT); extra arguments in EW_ARGS
 #   bench-reduction: benchmarks/reduction.py (reductions and scans beside torch and CuPy; JSON
 #   in $OUT); extra arguments in RED_ARGS
+#   bench-sorting: benchmarks/sorting.py (sort, argsort, unique, nonzero, searchsorted beside
+#   torch and CuPy, checked against NumPy; JSON in $OUT); extra arguments in SORT_ARGS
 #   bench-memory: benchmarks/cpp/memory_bench (Google Benchmark, JSON in $OUT/memory_bench.json)
 #   and benchmarks/memory.py (JSON in $OUT)
 #   bench-scheduler: benchmarks/cpp/scheduler_bench (admission decisions), the C++ example
@@ -112,6 +114,10 @@ fi
 if has bench-reduction; then
   PYGPUKIT_DEVICE=cuda $PY benchmarks/reduction.py --out "$OUTDIR" ${RED_ARGS:-} 2>&1 |
     tee "$OUTDIR/bench_reduction.log" || rc=1
+fi
+if has bench-sorting; then
+  PYGPUKIT_DEVICE=cuda $PY benchmarks/sorting.py --out "$OUTDIR" ${SORT_ARGS:-} 2>&1 |
+    tee "$OUTDIR/bench_sorting.log" || rc=1
 fi
 if has bench-memory; then
   PYGPUKIT_DEVICE=cuda $BUILD/benchmarks/cpp/memory_bench --benchmark_out="$OUTDIR/memory_bench.json" \

@@ -255,8 +255,12 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None, blocking=True):
         if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
             try:
                 out = from_dlpack(obj, device=device, copy=copy)
-            except BufferError as e:  # the Array API's asarray raises ValueError
-                raise ValueError(f"asarray: {e}") from e
+            except (BufferError, ValueError) as e:  # the Array API's asarray raises ValueError
+                # Some exporters describe layouts wrongly through DLPack (CuPy encodes negative
+                # strides as huge positive ones); their CUDA array interface, in bytes, is right.
+                if not hasattr(obj, "__cuda_array_interface__"):
+                    raise ValueError(f"asarray: {e}") from e
+                out = _core._from_cuda_array_interface(obj, device, copy)
             return _asarray_dtype(out, dtype, copy)
         if hasattr(obj, "__cuda_array_interface__"):
             out = _core._from_cuda_array_interface(obj, device, copy)
