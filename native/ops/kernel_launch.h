@@ -17,6 +17,7 @@
 #include "ops/elementwise_codegen.h"
 #include "ops/kernels/gemm_params.h"
 #include "ops/kernels/params.h"
+#include "ops/kernels/radix.h"
 #include "ops/kernels/reduce_ops.h"
 #include "ops/ops.h"
 
@@ -107,6 +108,19 @@ absl::Status LaunchSearchSorted(const GPUArray& sorted, const GPUArray& sorter,
 /// and dtype), merging runs of `width`; int64 indices move along when `idx_in` is valid.
 absl::Status LaunchMerge(const GPUArray& keys_in, const GPUArray& keys_out, const GPUArray& idx_in,
                          const GPUArray& idx_out, int64_t n, int64_t width);
+/// The radix transform in place of the contiguous `keys` (any non-complex dtype; `canonical`:
+/// see RadixKeyParams) and idx = 0, 1, ... when `idx` is valid; with `finish`, the inverse:
+/// keys back to values (when valid) and idx to positions within rows of `row_len`, counted
+/// from the row's end when `reversed`.
+absl::Status LaunchRadixKey(const GPUArray& keys, const GPUArray& idx, bool canonical, bool finish,
+                            int64_t row_len = 1, bool reversed = false);
+/// One stable radix pass over digit bits [shift, shift + bits) of the transformed keys (or of
+/// each element's row, idx / row_len, when `from_row`): keys_in -> keys_out with idx moving
+/// along when valid; `counts` (uint32, 256 per tile) and `totals` (uint32, 256) are scratch.
+absl::Status LaunchRadixPass(const GPUArray& keys_in, const GPUArray& keys_out,
+                             const GPUArray& idx_in, const GPUArray& idx_out,
+                             const GPUArray& counts, const GPUArray& totals, int shift, int bits,
+                             bool from_row, int64_t row_len);
 /// One elementwise function application, checked and promoted by the op layer.
 struct EwLaunch {
   ElementwiseOp op;
@@ -194,6 +208,12 @@ absl::Status Gather(hal::Stream& s, int itemsize, const kernels::GatherParams& p
 absl::Status SearchSorted(hal::Stream& s, DType dtype, const kernels::SearchParams& p,
                           KeepAlive keep);
 absl::Status Merge(hal::Stream& s, DType dtype, const kernels::MergeParams& p, KeepAlive keep);
+/// The radix key transform of p.keys / iota of p.idx, or with `inverse` the finishing step.
+absl::Status RadixKey(hal::Stream& s, int key_bytes, const kernels::RadixKeyParams& p, bool inverse,
+                      KeepAlive keep);
+/// One radix pass (count, scan, scatter).
+absl::Status RadixPass(hal::Stream& s, int key_bytes, const kernels::RadixPassParams& p,
+                       KeepAlive keep);
 /// The function `l.op` in `l.compute` over inputs already converted to their compute dtypes,
 /// into an output of dtype `l.result`.
 absl::Status Elementwise(hal::Stream& s, const EwLaunch& l, const EwCpuArgs& args, KeepAlive keep);
@@ -216,6 +236,9 @@ absl::Status Arange(hal::Stream& s, DType dtype, const kernels::ArangeParams& p)
 absl::Status Gather(hal::Stream& s, int itemsize, const kernels::GatherParams& p, bool scatter);
 absl::Status SearchSorted(hal::Stream& s, DType dtype, const kernels::SearchParams& p);
 absl::Status Merge(hal::Stream& s, DType dtype, const kernels::MergeParams& p);
+absl::Status RadixKey(hal::Stream& s, int key_bytes, const kernels::RadixKeyParams& p,
+                      bool inverse);
+absl::Status RadixPass(hal::Stream& s, int key_bytes, const kernels::RadixPassParams& p);
 absl::Status Binary(hal::Stream& s, ElementwiseOp op, DType dtype,
                     const kernels::ElementwiseParams& p);
 absl::Status Negative(hal::Stream& s, DType dtype, const kernels::ElementwiseParams& p);

@@ -1,26 +1,109 @@
-// sort / argsort (a stable merge sort on the device: log2(n) passes in which every element finds
-// its place in the merged run by a binary search; ops/kernels/search.h) and the set functions
+// sort / argsort (a stable LSD radix sort on the device, ops/kernels/radix.h; a merge sort for
+// complex values, ops/kernels/search.h) and the set functions
 // built on it (unique_values / counts / inverse / all: sorted runs, their first elements through
 // nonzero, counts from their positions, inverse indices by searchsorted).
+#include <algorithm>
+#include <bit>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "ops/kernel_launch.h"
+#include "ops/kernels/radix.h"
 #include "ops/ops.h"
 
 namespace pygpukit::ops {
 namespace {
 
 struct Rows {
-  GPUArray keys;  // (..., n) contiguous, each row sorted
+  GPUArray keys;  // (..., n) contiguous, each row sorted (values; invalid when not asked for)
   GPUArray idx;   // the same shape, int64 positions along the sorted axis (when asked)
 };
 
+// Radix passes keep slot offsets in uint32 (ops/kernels/radix.h).
+constexpr int64_t kRadixMaxElements = (int64_t{1} << 32) - kernels::kRadixTile;
+
+// The stable LSD radix sort of the contiguous rows r.keys (every dtype but complex): keys
+// transformed in place, one pass per 8 key bits, then (several rows) passes over each
+// element's row, carried in its global index, so rows come out whole; then keys back to values.
+absl::Status RadixSortRows(Rows& r, int64_t n, bool descending, bool with_idx, bool canonical,
+                           bool want_keys) {
+  const int64_t total = r.keys.size(), rows = total / n;
+  const Device dev = r.keys.device();
+  const bool need_idx = with_idx || rows > 1;
+  if (need_idx) {
+    PGK_ASSIGN_OR_RETURN(r.idx, Empty(r.keys.shape(), DType::Int64, dev));
+  }
+  PGK_RETURN_IF_ERROR(LaunchRadixKey(r.keys, r.idx, canonical, /*finish=*/false));
+  if (n > 1) {
+    PGK_ASSIGN_OR_RETURN(GPUArray keys2, Empty(r.keys.shape(), r.keys.dtype(), dev));
+    GPUArray idx2;
+    if (need_idx) {
+      PGK_ASSIGN_OR_RETURN(idx2, Empty(r.keys.shape(), DType::Int64, dev));
+    }
+    const int64_t tiles = (total + kernels::kRadixTile - 1) / kernels::kRadixTile;
+    PGK_ASSIGN_OR_RETURN(GPUArray counts,
+                         Empty({tiles * kernels::kRadixBuckets}, DType::UInt32, dev));
+    PGK_ASSIGN_OR_RETURN(GPUArray totals, Empty({kernels::kRadixBuckets}, DType::UInt32, dev));
+    auto passes = [&](int total_bits, bool from_row) -> absl::Status {
+      for (int shift = 0; shift < total_bits; shift += kernels::kRadixBits) {
+        const int bits = std::min(kernels::kRadixBits, total_bits - shift);
+        PGK_RETURN_IF_ERROR(
+            LaunchRadixPass(r.keys, keys2, r.idx, idx2, counts, totals, shift, bits, from_row, n));
+        std::swap(r.keys, keys2);
+        std::swap(r.idx, idx2);
+      }
+      return absl::OkStatus();
+    };
+    // bool keys are 0 or 1.
+    const int key_bits =
+        r.keys.dtype() == DType::Bool ? 1 : 8 * static_cast<int>(r.keys.itemsize());
+    PGK_RETURN_IF_ERROR(passes(key_bits, false));
+    if (rows > 1) {
+      PGK_RETURN_IF_ERROR(passes(std::bit_width(static_cast<uint64_t>(rows - 1)), true));
+    }
+  }
+  if (!with_idx) r.idx = GPUArray();
+  if (!want_keys && !with_idx) return absl::OkStatus();
+  PGK_RETURN_IF_ERROR(LaunchRadixKey(want_keys ? r.keys : GPUArray(), r.idx, canonical,
+                                     /*finish=*/true, n, descending));
+  if (!want_keys) r.keys = GPUArray();
+  return absl::OkStatus();
+}
+
+// The merge sort (log2(n) passes; search.h) for what radix keys cannot order: complex values
+// (NumPy puts a NaN in either part after every number, which no per-part key expresses) and
+// more elements than radix slot offsets reach.
+absl::Status MergeSortRows(Rows& r, int64_t n, bool descending, bool with_idx) {
+  const Device dev = r.keys.device();
+  if (with_idx) {
+    PGK_ASSIGN_OR_RETURN(GPUArray i, descending ? ArangeInt(n - 1, -1, -1, DType::Int64, dev)
+                                                : ArangeInt(0, n, 1, DType::Int64, dev));
+    PGK_ASSIGN_OR_RETURN(GPUArray spread, BroadcastTo(i, r.keys.shape()));
+    PGK_ASSIGN_OR_RETURN(r.idx, Copy(spread));
+  }
+  if (n <= 1) return absl::OkStatus();
+  PGK_ASSIGN_OR_RETURN(GPUArray keys2, Empty(r.keys.shape(), r.keys.dtype(), dev));
+  GPUArray idx2;
+  if (with_idx) {
+    PGK_ASSIGN_OR_RETURN(idx2, Empty(r.keys.shape(), DType::Int64, dev));
+  }
+  for (int64_t width = 1; width < n; width *= 2) {
+    PGK_RETURN_IF_ERROR(LaunchMerge(r.keys, keys2, r.idx, idx2, n, width));
+    std::swap(r.keys, keys2);
+    std::swap(r.idx, idx2);
+  }
+  return absl::OkStatus();
+}
+
 // x sorted along `axis`, which becomes the last one. Descending order sorts the reversed rows
 // ascending (a stable sort; reversed back later), so equal elements keep their order and NaN
-// comes first, as in the Array API's reference behaviour.
-absl::StatusOr<Rows> SortRows(const GPUArray& x, int axis, bool descending, bool with_idx) {
+// comes first, as in the Array API's reference behaviour. `canonical` radix keys make -0.0 and
+// 0.0 (and all NaNs) equal, so their order is the stable one: what indices need. Sorted values
+// use exact keys, which keep each value's bits (-0.0 then sorts before 0.0; a NaN loses its
+// sign).
+absl::StatusOr<Rows> SortRows(const GPUArray& x, int axis, bool descending, bool with_idx,
+                              bool canonical, bool want_keys = true) {
   const int64_t src[] = {axis}, dst[] = {-1};
   PGK_ASSIGN_OR_RETURN(GPUArray v, MoveAxis(x, src, dst));
   const int64_t last[] = {-1};
@@ -30,22 +113,16 @@ absl::StatusOr<Rows> SortRows(const GPUArray& x, int axis, bool descending, bool
   Rows r;
   PGK_ASSIGN_OR_RETURN(r.keys, Copy(v));
   const int64_t n = x.shape()[axis];
-  if (with_idx) {
-    PGK_ASSIGN_OR_RETURN(GPUArray i, descending ? ArangeInt(n - 1, -1, -1, DType::Int64, x.device())
-                                                : ArangeInt(0, n, 1, DType::Int64, x.device()));
-    PGK_ASSIGN_OR_RETURN(GPUArray spread, BroadcastTo(i, r.keys.shape()));
-    PGK_ASSIGN_OR_RETURN(r.idx, Copy(spread));
+  if (r.keys.size() == 0) {
+    if (with_idx) {
+      PGK_ASSIGN_OR_RETURN(r.idx, Empty(r.keys.shape(), DType::Int64, x.device()));
+    }
+    return r;
   }
-  if (n <= 1 || r.keys.size() == 0) return r;
-  PGK_ASSIGN_OR_RETURN(GPUArray keys2, Empty(r.keys.shape(), r.keys.dtype(), x.device()));
-  GPUArray idx2;
-  if (with_idx) {
-    PGK_ASSIGN_OR_RETURN(idx2, Empty(r.keys.shape(), DType::Int64, x.device()));
-  }
-  for (int64_t width = 1; width < n; width *= 2) {
-    PGK_RETURN_IF_ERROR(LaunchMerge(r.keys, keys2, r.idx, idx2, n, width));
-    std::swap(r.keys, keys2);
-    std::swap(r.idx, idx2);
+  if (IsComplex(x.dtype()) || r.keys.size() > kRadixMaxElements) {
+    PGK_RETURN_IF_ERROR(MergeSortRows(r, n, descending, with_idx));
+  } else {
+    PGK_RETURN_IF_ERROR(RadixSortRows(r, n, descending, with_idx, canonical, want_keys));
   }
   return r;
 }
@@ -73,20 +150,25 @@ absl::StatusOr<int> SortAxis(const GPUArray& x, int64_t axis, absl::string_view 
 
 absl::StatusOr<GPUArray> Sort(const GPUArray& x, int64_t axis, bool descending) {
   PGK_ASSIGN_OR_RETURN(int ax, SortAxis(x, axis, "sort"));
-  PGK_ASSIGN_OR_RETURN(Rows r, SortRows(x, ax, descending, /*with_idx=*/false));
+  PGK_ASSIGN_OR_RETURN(Rows r, SortRows(x, ax, descending, /*with_idx=*/false,
+                                        /*canonical=*/false));
   return Restore(r.keys, ax, descending);
 }
 
 absl::StatusOr<GPUArray> ArgSort(const GPUArray& x, int64_t axis, bool descending) {
   PGK_ASSIGN_OR_RETURN(int ax, SortAxis(x, axis, "argsort"));
-  PGK_ASSIGN_OR_RETURN(Rows r, SortRows(x, ax, descending, /*with_idx=*/true));
+  PGK_ASSIGN_OR_RETURN(Rows r, SortRows(x, ax, descending, /*with_idx=*/true,
+                                        /*canonical=*/true, /*want_keys=*/false));
   return Restore(r.idx, ax, descending);
 }
 
 absl::StatusOr<UniqueResult> Unique(const GPUArray& x, bool indices, bool inverse, bool counts) {
   PGK_ASSIGN_OR_RETURN(GPUArray flat, Reshape(x, {-1}));
   const int64_t n = flat.size();
-  PGK_ASSIGN_OR_RETURN(Rows r, SortRows(flat, 0, /*descending=*/false, indices));
+  // With indices, -0.0 and 0.0 must be one value whose first occurrence leads its run:
+  // canonical keys, the values then taken from x.
+  PGK_ASSIGN_OR_RETURN(Rows r, SortRows(flat, 0, /*descending=*/false, indices,
+                                        /*canonical=*/indices));
   UniqueResult u;
   if (n == 0) {
     PGK_ASSIGN_OR_RETURN(u.values, Empty({0}, x.dtype(), x.device()));
@@ -106,11 +188,13 @@ absl::StatusOr<UniqueResult> Unique(const GPUArray& x, bool indices, bool invers
   PGK_ASSIGN_OR_RETURN(GPUArray starts_mask, Concat(parts, 0));
   PGK_ASSIGN_OR_RETURN(std::vector<GPUArray> nz, Nonzero(starts_mask));
   const GPUArray& starts = nz[0];
-  PGK_ASSIGN_OR_RETURN(u.values, Take(r.keys, starts, 0));
   if (indices) {
     // The stable sort keeps equal values in their original order: a run's first element is
     // the value's first occurrence.
     PGK_ASSIGN_OR_RETURN(u.indices, Take(r.idx, starts, 0));
+    PGK_ASSIGN_OR_RETURN(u.values, Take(flat, u.indices, 0));
+  } else {
+    PGK_ASSIGN_OR_RETURN(u.values, Take(r.keys, starts, 0));
   }
   if (counts) {
     PGK_ASSIGN_OR_RETURN(GPUArray end, Full({1}, Scalar::Int(n), DType::Int64, x.device()));

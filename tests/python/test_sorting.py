@@ -1,6 +1,7 @@
-"""sort / argsort (stable merge sort on the device) and the unique_* set functions, against NumPy
-on random data of every dtype (with ties, NaN, signed zeros, complex values), along every axis,
-descending, strided and empty inputs, and bad input."""
+"""sort / argsort (a stable radix sort on the device; merge sort for complex values) and the
+unique_* set functions, against NumPy on random data of every dtype (with ties, NaN, signed
+zeros, complex values), along every axis, descending, many rows and many tiles, extreme values,
+strided and empty inputs, and bad input."""
 
 import numpy as np
 import pytest
@@ -58,6 +59,50 @@ def test_sort_lengths(rng, n):
     h = rng.standard_normal(n).astype(np.float32)
     check_equal(gp.sort(_g(h)), np.sort(h))
     check_equal(gp.argsort(_g(h)), np.argsort(h, kind="stable").astype(np.int64))
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint16", "int64", "float16", "float64"])
+@pytest.mark.parametrize("shape", [(300, 37), (3, 9000), (2, 700, 3)])
+def test_many_rows_and_tiles(rng, dtype, shape):
+    # More than 256 rows (two passes over the row digits), rows longer than a 4096-element tile,
+    # and few distinct values, so stability across tiles shows.
+    h = _data(rng, shape, dtype)
+    x = _g(h)
+    for axis in (0, -1):
+        want_idx = np.argsort(_np_order(h), axis=axis, kind="stable")
+        check_equal(gp.argsort(x, axis=axis), want_idx.astype(np.int64))
+        check_equal(gp.sort(x, axis=axis), np.take_along_axis(h, want_idx, axis=axis))
+
+
+@pytest.mark.parametrize(
+    "dtype", ["int8", "int16", "int32", "int64", "uint8", "uint32", "uint64"]
+)
+def test_integer_extremes(rng, dtype):
+    info = np.iinfo(dtype)
+    h = rng.integers(info.min, info.max, 5000, dtype=dtype, endpoint=True)
+    h[::97] = info.min
+    h[1::89] = info.max
+    h[2::83] = 0
+    check_equal(gp.sort(_g(h)), np.sort(h))
+    check_equal(gp.argsort(_g(h)), np.argsort(h, kind="stable").astype(np.int64))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_float_specials(dtype):
+    vals = [np.inf, -np.inf, np.nan, -np.nan, 0.0, -0.0, 1.0, -1.0]
+    vals += [np.finfo(dtype).tiny / 4, -np.finfo(dtype).tiny / 4]  # subnormals
+    vals += [np.finfo(dtype).max, np.finfo(dtype).min]
+    h = np.array(vals * 3, dtype=dtype)
+    # argsort: -0.0 equals 0.0 and NaNs come last, all in their original order.
+    check_equal(gp.argsort(_g(h)), np.argsort(h, kind="stable").astype(np.int64))
+    got = np.asarray(gp.sort(_g(h)).get())
+    want = np.sort(h)
+    np.testing.assert_array_equal(got, want)
+    # Sorted values keep their bits: the zeros are -0.0 then 0.0 (a radix order that NumPy's
+    # stable sort does not promise; documented), NaNs lose only their sign.
+    zeros = got[got == 0]
+    assert list(np.signbit(zeros)) == [True] * 3 + [False] * 3
+    assert np.isnan(got[-6:]).all() and not np.signbit(got[-6:]).any()
 
 
 def test_sort_errors():

@@ -1,0 +1,124 @@
+// The LSD radix sort shared by the CPU loops (g++) and the CUDA kernels (nvcc): the key
+// transform that turns every orderable dtype into unsigned integers whose order is NumPy's sort
+// order, the digit of a pass, and the tile geometry. One pass over `bits` digit bits is three
+// launches: count (per-tile digit histograms), scan (per digit, across tiles) and scatter (each
+// element moved to its digit's next free slot, stably).
+#pragma once
+
+#include <cstdint>
+
+#include "core/scalar_types.h"
+
+namespace pygpukit::kernels {
+
+/// Elements one scatter/count tile covers: 256 threads x 16 items on CUDA, one loop on the CPU.
+inline constexpr int kRadixThreads = 256;
+inline constexpr int kRadixItems = 16;
+inline constexpr int64_t kRadixTile = int64_t{kRadixThreads} * kRadixItems;
+/// Digit bits per pass (256 buckets).
+inline constexpr int kRadixBits = 8;
+inline constexpr int kRadixBuckets = 1 << kRadixBits;
+
+/// How a dtype's bits map to an ordered unsigned key.
+enum RadixKind : int32_t {
+  kRadixUnsigned = 0,  // bool and unsigned integers: the bits are the key
+  kRadixSigned = 1,    // signed integers: the sign bit flipped
+  kRadixFloat = 2,     // IEEE formats: negative values complemented, others get the sign bit set
+};
+
+/// The key transform (in place, n elements of the key's width) with the iota of int64
+/// indices, and the finishing step: keys back to values, indices to positions within rows.
+struct RadixKeyParams {
+  int64_t n;
+  void* keys;          // null: indices only
+  int64_t* idx;        // null: keys only
+  uint64_t magnitude;  // float kinds: the bits of +inf (NaN: magnitude bits above it)
+  int64_t row_len;     // finish: idx[i] becomes idx[i] % row_len (reversed: counted from the end)
+  int32_t kind;        // RadixKind
+  int32_t canonical;   // 1: NaNs all equal (after every number) and -0.0 equal to 0.0
+  int32_t reversed;
+  int32_t pad;
+};
+
+static_assert(sizeof(RadixKeyParams) == 56, "RadixKeyParams layout changed");
+
+/// One LSD pass over digit bits [shift, shift + bits) of the keys, or of each element's row
+/// (idx / row_len) when `from_row` is set: that pass orders whole rows, so a batch of rows
+/// sorted by key and then by row comes out row by row.
+struct RadixPassParams {
+  int64_t n;        // elements
+  int64_t row_len;  // elements per row (from_row passes)
+  int64_t tiles;    // ceil(n / kRadixTile)
+  int32_t shift;
+  int32_t bits;  // <= kRadixBits
+  int32_t from_row;
+  int32_t pad;
+  const void* keys_in;
+  void* keys_out;
+  const int64_t* idx_in;  // null: keys only
+  int64_t* idx_out;
+  // counts[d * tiles + t]: elements of tile t with digit d; the scan turns them into each
+  // tile's offset within digit d and writes the digits' totals.
+  uint32_t* counts;
+  uint32_t* totals;  // [kRadixBuckets]
+};
+
+static_assert(sizeof(RadixPassParams) == 88, "RadixPassParams layout changed");
+
+/// The ordered key of the value with bits `b` (K: the unsigned word of the dtype's size).
+template <typename K>
+PGK_HD K RadixKey(K b, const RadixKeyParams& p) {
+  constexpr K sign = K{1} << (sizeof(K) * 8 - 1);
+  if (p.kind == kRadixUnsigned) return b;
+  if (p.kind == kRadixSigned) return static_cast<K>(b ^ sign);
+  const K mag = static_cast<K>(b & static_cast<K>(~sign));
+  if (mag > static_cast<K>(p.magnitude)) {
+    // NaN: after every number. Canonical keys make all NaNs one value; otherwise the payload
+    // is kept (the sign dropped) so the inverse gives the NaN back.
+    return p.canonical ? static_cast<K>(~K{0}) : static_cast<K>(mag | sign);
+  }
+  if (p.canonical && mag == 0) return sign;  // -0.0 as 0.0
+  return (b & sign) ? static_cast<K>(~b) : static_cast<K>(b | sign);
+}
+
+/// The bits of the value whose ordered key is `k` (canonical keys: NaN and 0.0 for NaNs and
+/// zeros of either sign).
+template <typename K>
+PGK_HD K RadixUnkey(K k, const RadixKeyParams& p) {
+  constexpr K sign = K{1} << (sizeof(K) * 8 - 1);
+  if (p.kind == kRadixUnsigned) return k;
+  if (p.kind == kRadixSigned) return static_cast<K>(k ^ sign);
+  return (k & sign) ? static_cast<K>(k & static_cast<K>(~sign)) : static_cast<K>(~k);
+}
+
+/// Element i of the transform: its ordered key and its index.
+template <typename K>
+PGK_HD void RadixKeyElement(const RadixKeyParams& p, int64_t i) {
+  if (p.keys != nullptr) {
+    K* keys = static_cast<K*>(p.keys);
+    keys[i] = RadixKey<K>(keys[i], p);
+  }
+  if (p.idx != nullptr) p.idx[i] = i;
+}
+
+/// Element i of the finishing step.
+template <typename K>
+PGK_HD void RadixFinishElement(const RadixKeyParams& p, int64_t i) {
+  if (p.keys != nullptr) {
+    K* keys = static_cast<K*>(p.keys);
+    keys[i] = RadixUnkey<K>(keys[i], p);
+  }
+  if (p.idx != nullptr) {
+    const int64_t pos = p.row_len == p.n ? p.idx[i] : p.idx[i] % p.row_len;
+    p.idx[i] = p.reversed ? p.row_len - 1 - pos : pos;
+  }
+}
+
+/// The digit element i falls in for this pass: its key's bits, or its row's.
+template <typename K>
+PGK_HD uint32_t RadixDigit(K key, int64_t idx, const RadixPassParams& p) {
+  const uint64_t v = p.from_row ? static_cast<uint64_t>(idx / p.row_len) : uint64_t{key};
+  return static_cast<uint32_t>((v >> p.shift) & ((uint64_t{1} << p.bits) - 1));
+}
+
+}  // namespace pygpukit::kernels
