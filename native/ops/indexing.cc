@@ -400,15 +400,27 @@ absl::StatusOr<GPUArray> Owners(const GPUArray& counts, int64_t total, Device de
 
 }  // namespace
 
+// Compaction keeps tile offsets in uint32.
+constexpr int64_t kCompactMaxElements = (int64_t{1} << 32) - kernels::kRadixTile;
+
 absl::StatusOr<std::vector<GPUArray>> Nonzero(const GPUArray& x) {
   if (x.ndim() == 0) {
     return ValueError("nonzero: a 0-d array has no axes to give indices for (use x[None])");
   }
-  PGK_ASSIGN_OR_RETURN(GPUArray mask, Binary(ElementwiseOp::kNotEqual, x, Scalar::Int(0)));
+  GPUArray mask = x;
+  if (x.dtype() != DType::Bool || !x.is_contiguous()) {
+    PGK_ASSIGN_OR_RETURN(mask, Binary(ElementwiseOp::kNotEqual, x, Scalar::Int(0)));
+  }
   PGK_ASSIGN_OR_RETURN(GPUArray flat, Reshape(mask, {-1}));
-  PGK_ASSIGN_OR_RETURN(GPUArray counts, CumulativeReduce(ReduceOp::kSum, flat, 0, DType::Int64));
-  PGK_ASSIGN_OR_RETURN(int64_t total, LastCount(counts));
-  PGK_ASSIGN_OR_RETURN(GPUArray where, Owners(counts, total, x.device()));
+  GPUArray where;
+  if (flat.size() <= kCompactMaxElements) {
+    PGK_ASSIGN_OR_RETURN(where, LaunchCompact(flat));  // stream compaction
+  } else {
+    // Past uint32 tile offsets: a scan of the mask, then the owner of each nonzero.
+    PGK_ASSIGN_OR_RETURN(GPUArray counts, CumulativeReduce(ReduceOp::kSum, flat, 0, DType::Int64));
+    PGK_ASSIGN_OR_RETURN(int64_t total, LastCount(counts));
+    PGK_ASSIGN_OR_RETURN(where, Owners(counts, total, x.device()));
+  }
   // The flat C-order positions, unravelled into one index array per axis.
   std::vector<GPUArray> out;
   int64_t stride = 1;

@@ -392,6 +392,45 @@ absl::Status LaunchRadixPass(const GPUArray& keys_in, const GPUArray& keys_out,
   return cuda_kernels::RadixPass(*s, key_bytes, p);
 }
 
+absl::StatusOr<GPUArray> LaunchCompact(const GPUArray& mask) {
+  const Device dev = mask.device();
+  kernels::CompactParams p{};
+  p.n = mask.size();
+  p.tiles = (p.n + kernels::kRadixTile - 1) / kernels::kRadixTile;
+  if (p.n == 0) return NewArray({0}, DType::Int64, dev, "nonzero");
+  PGK_ASSIGN_OR_RETURN(GPUArray counts, NewArray({p.tiles}, DType::UInt32, dev, "nonzero"));
+  PGK_ASSIGN_OR_RETURN(GPUArray total, NewArray({}, DType::UInt32, dev, "nonzero"));
+  {
+    PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&mask, &counts, &total}));
+    p.mask = static_cast<const uint8_t*>(mask.data());
+    p.counts = static_cast<uint32_t*>(counts.data());
+    p.totals = static_cast<uint32_t*>(total.data());
+    PGK_ASSIGN_OR_RETURN(hal::Stream * s, StreamOf(mask));
+    if (dev.is_cpu()) {
+      PGK_RETURN_IF_ERROR(cpu_kernels::CompactCount(
+          *s, p, KeepAlive{mask.buffer(), counts.buffer(), total.buffer()}));
+    } else {
+      PGK_RETURN_IF_ERROR(cuda_kernels::CompactCount(*s, p));
+    }
+  }
+  PGK_ASSIGN_OR_RETURN(Scalar found, Item(total));
+  PGK_ASSIGN_OR_RETURN(GPUArray out, NewArray({found.i}, DType::Int64, dev, "nonzero"));
+  if (found.i == 0) return out;
+  PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&mask, &counts, &out}));
+  p.mask = static_cast<const uint8_t*>(mask.data());
+  p.counts = static_cast<uint32_t*>(counts.data());
+  p.totals = nullptr;
+  p.out = static_cast<int64_t*>(out.data());
+  PGK_ASSIGN_OR_RETURN(hal::Stream * s, StreamOf(out));
+  if (dev.is_cpu()) {
+    PGK_RETURN_IF_ERROR(
+        cpu_kernels::CompactWrite(*s, p, KeepAlive{mask.buffer(), counts.buffer(), out.buffer()}));
+  } else {
+    PGK_RETURN_IF_ERROR(cuda_kernels::CompactWrite(*s, p));
+  }
+  return out;
+}
+
 absl::Status LaunchArange(const GPUArray& dst, const kernels::ArangeParams& params) {
   if (dst.size() == 0) return absl::OkStatus();
   PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&dst}));

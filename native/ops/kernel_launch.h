@@ -114,6 +114,10 @@ absl::Status LaunchMerge(const GPUArray& keys_in, const GPUArray& keys_out, cons
 /// from the row's end when `reversed`.
 absl::Status LaunchRadixKey(const GPUArray& keys, const GPUArray& idx, bool canonical, bool finish,
                             int64_t row_len = 1, bool reversed = false);
+/// The positions (int64, in order) of the true elements of the contiguous 1-D bool `mask`
+/// (fewer than 2^32 - 4096 elements): per-tile counts, their scan, one read-back of the total,
+/// then the positions.
+absl::StatusOr<GPUArray> LaunchCompact(const GPUArray& mask);
 /// One stable radix pass over digit bits [shift, shift + bits) of the transformed keys (or of
 /// each element's row, idx / row_len, when `from_row`): keys_in -> keys_out with idx moving
 /// along when valid; `counts` (uint32, 256 per tile) and `totals` (uint32, 256) are scratch.
@@ -214,6 +218,10 @@ absl::Status RadixKey(hal::Stream& s, int key_bytes, const kernels::RadixKeyPara
 /// One radix pass (count, scan, scatter).
 absl::Status RadixPass(hal::Stream& s, int key_bytes, const kernels::RadixPassParams& p,
                        KeepAlive keep);
+/// Per-tile counts of p.mask's true elements, scanned into offsets, and their total.
+absl::Status CompactCount(hal::Stream& s, const kernels::CompactParams& p, KeepAlive keep);
+/// The positions of p.mask's true elements, in order, into p.out.
+absl::Status CompactWrite(hal::Stream& s, const kernels::CompactParams& p, KeepAlive keep);
 /// The function `l.op` in `l.compute` over inputs already converted to their compute dtypes,
 /// into an output of dtype `l.result`.
 absl::Status Elementwise(hal::Stream& s, const EwLaunch& l, const EwCpuArgs& args, KeepAlive keep);
@@ -239,6 +247,8 @@ absl::Status Merge(hal::Stream& s, DType dtype, const kernels::MergeParams& p);
 absl::Status RadixKey(hal::Stream& s, int key_bytes, const kernels::RadixKeyParams& p,
                       bool inverse);
 absl::Status RadixPass(hal::Stream& s, int key_bytes, const kernels::RadixPassParams& p);
+absl::Status CompactCount(hal::Stream& s, const kernels::CompactParams& p);
+absl::Status CompactWrite(hal::Stream& s, const kernels::CompactParams& p);
 absl::Status Binary(hal::Stream& s, ElementwiseOp op, DType dtype,
                     const kernels::ElementwiseParams& p);
 absl::Status Negative(hal::Stream& s, DType dtype, const kernels::ElementwiseParams& p);

@@ -297,6 +297,18 @@ def test_nonzero_matches_numpy(rng, dtype):
         gp.nonzero(gp.asarray(np.float32(1)))
 
 
+@pytest.mark.parametrize("density", [0.0, 0.01, 0.5, 1.0])
+@pytest.mark.parametrize("n", [4095, 4096, 3 * 4096 + 17, 70000])
+def test_nonzero_across_tiles(rng, n, density):
+    # Stream compaction over 4096-element tiles: empty, sparse, half and full tiles, tails.
+    h = rng.random(n) < density
+    check_equal(gp.nonzero(_g(h))[0], np.nonzero(h)[0].astype(np.int64))
+    m = h.reshape(-1, n // 5 if n % 5 == 0 else 1)
+    for g, w in zip(gp.nonzero(_g(m)), np.nonzero(m)):
+        check_equal(g, w.astype(np.int64))
+    check_equal(gp.count_nonzero(_g(h)), np.int64(h.sum()))
+
+
 @pytest.mark.parametrize("dtype", ["bool", "int16", "bfloat16", "float64", "complex64"])
 def test_repeat_with_counts_matches_numpy(rng, dtype):
     h = rand(rng, (3, 4), dtype)

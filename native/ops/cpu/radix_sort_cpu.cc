@@ -84,7 +84,41 @@ void ScatterTile(const RadixPassParams& p, int64_t t) {
   }
 }
 
+void CompactCountTile(const kernels::CompactParams& p, int64_t t) {
+  const int64_t end = std::min(p.n, (t + 1) * kRadixTile);
+  uint32_t c = 0;
+  for (int64_t i = t * kRadixTile; i < end; ++i) c += p.mask[i] != 0;
+  p.counts[t] = c;
+}
+
+void CompactWriteTile(const kernels::CompactParams& p, int64_t t) {
+  const int64_t end = std::min(p.n, (t + 1) * kRadixTile);
+  uint32_t at = p.counts[t];
+  for (int64_t i = t * kRadixTile; i < end; ++i) {
+    if (p.mask[i] != 0) p.out[at++] = i;
+  }
+}
+
 }  // namespace
+
+absl::Status CompactCount(hal::Stream& s, const kernels::CompactParams& p, KeepAlive keep) {
+  PGK_RETURN_IF_ERROR(
+      EnqueueChunks(s, "compact_count", p.tiles, 1, keep, [p](int64_t b, int64_t e) {
+        for (int64_t t = b; t < e; ++t) CompactCountTile(p, t);
+      }));
+  RadixPassParams scan{};
+  scan.tiles = p.tiles;
+  scan.counts = p.counts;
+  scan.totals = p.totals;
+  return EnqueueChunks(s, "radix_scan", 1, 1, std::move(keep),
+                       [scan](int64_t, int64_t) { ScanDigit(scan, 0); });
+}
+
+absl::Status CompactWrite(hal::Stream& s, const kernels::CompactParams& p, KeepAlive keep) {
+  return EnqueueChunks(s, "compact_write", p.tiles, 1, std::move(keep), [p](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) CompactWriteTile(p, t);
+  });
+}
 
 absl::Status RadixKey(hal::Stream& s, int key_bytes, const RadixKeyParams& p, bool inverse,
                       KeepAlive keep) {

@@ -9,7 +9,8 @@
 //     staged in shared memory in digit order, so the global writes of a digit's run are
 //     consecutive addresses (keys first, then the int64 indices through the same stage).
 // Plus the elementwise key transform and finishing kernels, pgk_radix_key_<bytes> and
-// pgk_radix_finish_<bytes>.
+// pgk_radix_finish_<bytes>, and the stream compaction of nonzero on the same tiles,
+// pgk_compact_count and pgk_compact_write (ranks from warp ballots).
 #include <cstdint>
 
 #include "ops/kernels/radix.h"
@@ -186,6 +187,46 @@ __device__ __forceinline__ void Scatter(const pk::RadixPassParams& p) {
   }
 }
 
+// The tile's count of true elements.
+__device__ __forceinline__ void CompactCount(const pk::CompactParams& p) {
+  __shared__ uint32_t scratch[kWarps];
+  const int64_t base = static_cast<int64_t>(blockIdx.x) * pk::kRadixTile;
+  uint32_t c = 0;
+#pragma unroll 4
+  for (int k = 0; k < kItems; ++k) {
+    const int64_t i = base + k * kThreads + threadIdx.x;
+    c += i < p.n && p.mask[i] != 0;
+  }
+  const uint32_t before = BlockExclusive<kWarps>(c, scratch);
+  if (threadIdx.x == kThreads - 1) p.counts[blockIdx.x] = before + c;
+}
+
+// Each warp owns 512 consecutive elements: one ballot per 32, kept for the write, gives every
+// true element its rank; the warps' totals give each warp its start.
+__device__ __forceinline__ void CompactWrite(const pk::CompactParams& p) {
+  __shared__ uint32_t scratch[kWarps];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int64_t wbase = static_cast<int64_t>(blockIdx.x) * pk::kRadixTile + warp * kWarpSpan;
+  unsigned ballots[kItems];
+  uint32_t count = 0;
+#pragma unroll
+  for (int j = 0; j < kItems; ++j) {
+    const int64_t i = wbase + j * 32 + lane;
+    ballots[j] = __ballot_sync(0xffffffffu, i < p.n && p.mask[i] != 0);
+    count += __popc(ballots[j]);
+  }
+  // The warp's start: the totals of the warps before it (each lane holds its warp's total).
+  const uint32_t warp_start = BlockExclusive<kWarps>(lane == 0 ? count : 0, scratch);
+  uint32_t at = p.counts[blockIdx.x] + __shfl_sync(0xffffffffu, warp_start, 0);
+  const unsigned lanes_before = (1u << lane) - 1;
+#pragma unroll
+  for (int j = 0; j < kItems; ++j) {
+    if (ballots[j] & (1u << lane))
+      p.out[at + __popc(ballots[j] & lanes_before)] = wbase + j * 32 + lane;
+    at += __popc(ballots[j]);
+  }
+}
+
 #define PGK_GRID_STRIDE_LOOP(i, n)                                                       \
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
@@ -207,6 +248,12 @@ __device__ __forceinline__ void Scatter(const pk::RadixPassParams& p) {
   extern "C" __global__ void pgk_radix_finish_##BYTES(pk::RadixKeyParams p) { \
     PGK_GRID_STRIDE_LOOP(i, p.n) pk::RadixFinishElement<K>(p, i);             \
   }
+extern "C" __global__ void __launch_bounds__(kThreads) pgk_compact_count(pk::CompactParams p) {
+  CompactCount(p);
+}
+extern "C" __global__ void __launch_bounds__(kThreads) pgk_compact_write(pk::CompactParams p) {
+  CompactWrite(p);
+}
 PGK_DEFINE_RADIX(1, uint8_t)
 PGK_DEFINE_RADIX(2, uint16_t)
 PGK_DEFINE_RADIX(4, uint32_t)

@@ -42,4 +42,17 @@ absl::Status RadixPass(hal::Stream& s, int key_bytes, const kernels::RadixPassPa
                       kernels::kRadixThreads, p);
 }
 
+absl::Status CompactCount(hal::Stream& s, const kernels::CompactParams& p) {
+  PGK_RETURN_IF_ERROR(LaunchBlocks(s, "pgk_compact_count", p.tiles, kernels::kRadixThreads, p));
+  kernels::RadixPassParams scan{};
+  scan.tiles = p.tiles;
+  scan.counts = p.counts;
+  scan.totals = p.totals;
+  return LaunchBlocks(s, "pgk_radix_scan", 1, 1024, scan);
+}
+
+absl::Status CompactWrite(hal::Stream& s, const kernels::CompactParams& p) {
+  return LaunchBlocks(s, "pgk_compact_write", p.tiles, kernels::kRadixThreads, p);
+}
+
 }  // namespace pygpukit::ops::cuda_kernels

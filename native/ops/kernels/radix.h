@@ -65,6 +65,20 @@ struct RadixPassParams {
 
 static_assert(sizeof(RadixPassParams) == 88, "RadixPassParams layout changed");
 
+/// Stream compaction (nonzero) on the same tiles: count the true elements of each tile, scan
+/// the counts (the radix scan, one digit), then every tile writes the positions of its true
+/// elements, in order, from its offset on.
+struct CompactParams {
+  int64_t n;
+  int64_t tiles;
+  const uint8_t* mask;  // bool, contiguous
+  int64_t* out;         // positions of the true elements
+  uint32_t* counts;     // [tiles]
+  uint32_t* totals;     // [1]
+};
+
+static_assert(sizeof(CompactParams) == 48, "CompactParams layout changed");
+
 /// The ordered key of the value with bits `b` (K: the unsigned word of the dtype's size).
 template <typename K>
 PGK_HD K RadixKey(K b, const RadixKeyParams& p) {
