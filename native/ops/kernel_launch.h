@@ -108,23 +108,35 @@ absl::Status LaunchSearchSorted(const GPUArray& sorted, const GPUArray& sorter,
 /// and dtype), merging runs of `width`; int64 indices move along when `idx_in` is valid.
 absl::Status LaunchMerge(const GPUArray& keys_in, const GPUArray& keys_out, const GPUArray& idx_in,
                          const GPUArray& idx_out, int64_t n, int64_t width);
-/// The radix transform in place of the contiguous `keys` (any non-complex dtype; `canonical`:
-/// see RadixKeyParams) and idx = 0, 1, ... when `idx` is valid; with `finish`, the inverse:
-/// keys back to values (when valid) and idx to positions within rows of `row_len`, counted
-/// from the row's end when `reversed`.
-absl::Status LaunchRadixKey(const GPUArray& keys, const GPUArray& idx, bool canonical, bool finish,
-                            int64_t row_len = 1, bool reversed = false);
+/// How a radix sort ends: keys back to values (of the sorted dtype; `canonical` as the keys
+/// were made) and indices to positions within rows of `row_len`, counted from the row's end
+/// when `reversed`.
+struct RadixFinish {
+  bool canonical = false;
+  int64_t row_len = 1;
+  bool reversed = false;
+};
+/// keys = the ordered radix keys of the contiguous `src` (any non-complex dtype; the same
+/// array for in place; `canonical`: see kernels::RadixKeyParams) and idx = 0, 1, ... when
+/// `idx` is valid.
+absl::Status LaunchRadixKey(const GPUArray& src, const GPUArray& keys, const GPUArray& idx,
+                            bool canonical);
+/// The finish alone, in place (when no pass ran): keys (valid or not) of `dtype` back to
+/// values, idx (valid or not) to positions within rows.
+absl::Status LaunchRadixFinish(const GPUArray& keys, const GPUArray& idx, DType dtype,
+                               const RadixFinish& f);
+/// One stable radix pass over digit bits [shift, shift + bits) of the transformed keys (or of
+/// each element's row, idx / row_len, when `from_row`): keys_in -> keys_out with idx moving
+/// along when valid; `counts` (uint32, 256 per tile) and `totals` (uint32, 256) are scratch.
+/// The last pass finishes when `finish` is given; keys_out may then be invalid (not written).
+absl::Status LaunchRadixPass(const GPUArray& keys_in, const GPUArray& keys_out,
+                             const GPUArray& idx_in, const GPUArray& idx_out,
+                             const GPUArray& counts, const GPUArray& totals, int shift, int bits,
+                             bool from_row, int64_t row_len, const RadixFinish* finish);
 /// The positions (int64, in order) of the true elements of the contiguous 1-D bool `mask`
 /// (fewer than 2^32 - 4096 elements): per-tile counts, their scan, one read-back of the total,
 /// then the positions.
 absl::StatusOr<GPUArray> LaunchCompact(const GPUArray& mask);
-/// One stable radix pass over digit bits [shift, shift + bits) of the transformed keys (or of
-/// each element's row, idx / row_len, when `from_row`): keys_in -> keys_out with idx moving
-/// along when valid; `counts` (uint32, 256 per tile) and `totals` (uint32, 256) are scratch.
-absl::Status LaunchRadixPass(const GPUArray& keys_in, const GPUArray& keys_out,
-                             const GPUArray& idx_in, const GPUArray& idx_out,
-                             const GPUArray& counts, const GPUArray& totals, int shift, int bits,
-                             bool from_row, int64_t row_len);
 /// One elementwise function application, checked and promoted by the op layer.
 struct EwLaunch {
   ElementwiseOp op;

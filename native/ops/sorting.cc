@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
@@ -23,52 +24,75 @@ struct Rows {
 // Radix passes keep slot offsets in uint32 (ops/kernels/radix.h).
 constexpr int64_t kRadixMaxElements = (int64_t{1} << 32) - kernels::kRadixTile;
 
-// The stable LSD radix sort of the contiguous rows r.keys (every dtype but complex): keys
-// transformed in place, one pass per 8 key bits, then (several rows) passes over each
-// element's row, carried in its global index, so rows come out whole; then keys back to values.
-absl::Status RadixSortRows(Rows& r, int64_t n, bool descending, bool with_idx, bool canonical,
-                           bool want_keys) {
-  const int64_t total = r.keys.size(), rows = total / n;
-  const Device dev = r.keys.device();
+// The stable LSD radix sort of the rows of v (the sorted axis last; every dtype but complex):
+// keys made from the values (a copy first when v is not dense), one pass per 8 key bits, then
+// (several rows) passes over each element's row, carried in its flat index, so rows come out
+// whole. The last pass writes values and row positions instead of keys and flat indices.
+absl::StatusOr<Rows> RadixSortRows(const GPUArray& v, bool descending, bool with_idx,
+                                   bool canonical, bool want_keys) {
+  const int64_t n = v.shape().back(), total = v.size(), rows = total / n;
+  const Device dev = v.device();
+  const DType dt = v.dtype();
+  Rows r;
+  GPUArray src = v;
+  if (v.is_contiguous()) {
+    PGK_ASSIGN_OR_RETURN(r.keys, Empty(v.shape(), dt, dev));
+  } else {
+    PGK_ASSIGN_OR_RETURN(src, Copy(v));  // transformed in place
+    r.keys = src;
+  }
   const bool need_idx = with_idx || rows > 1;
   if (need_idx) {
-    PGK_ASSIGN_OR_RETURN(r.idx, Empty(r.keys.shape(), DType::Int64, dev));
+    PGK_ASSIGN_OR_RETURN(r.idx, Empty(v.shape(), DType::Int64, dev));
   }
-  PGK_RETURN_IF_ERROR(LaunchRadixKey(r.keys, r.idx, canonical, /*finish=*/false));
-  if (n > 1) {
-    PGK_ASSIGN_OR_RETURN(GPUArray keys2, Empty(r.keys.shape(), r.keys.dtype(), dev));
-    GPUArray idx2;
-    if (need_idx) {
-      PGK_ASSIGN_OR_RETURN(idx2, Empty(r.keys.shape(), DType::Int64, dev));
+  PGK_RETURN_IF_ERROR(LaunchRadixKey(src, r.keys, r.idx, canonical));
+  RadixFinish finish;
+  finish.canonical = canonical;
+  finish.row_len = n;
+  finish.reversed = descending;
+  if (n == 1) {
+    if (!with_idx) r.idx = GPUArray();
+    if (!want_keys) r.keys = GPUArray();
+    if (r.keys.valid() || r.idx.valid()) {
+      PGK_RETURN_IF_ERROR(LaunchRadixFinish(r.keys, r.idx, dt, finish));
     }
-    const int64_t tiles = (total + kernels::kRadixTile - 1) / kernels::kRadixTile;
-    PGK_ASSIGN_OR_RETURN(GPUArray counts,
-                         Empty({tiles * kernels::kRadixBuckets}, DType::UInt32, dev));
-    PGK_ASSIGN_OR_RETURN(GPUArray totals, Empty({kernels::kRadixBuckets}, DType::UInt32, dev));
-    auto passes = [&](int total_bits, bool from_row) -> absl::Status {
-      for (int shift = 0; shift < total_bits; shift += kernels::kRadixBits) {
-        const int bits = std::min(kernels::kRadixBits, total_bits - shift);
-        PGK_RETURN_IF_ERROR(
-            LaunchRadixPass(r.keys, keys2, r.idx, idx2, counts, totals, shift, bits, from_row, n));
-        std::swap(r.keys, keys2);
-        std::swap(r.idx, idx2);
-      }
-      return absl::OkStatus();
-    };
-    // bool keys are 0 or 1.
-    const int key_bits =
-        r.keys.dtype() == DType::Bool ? 1 : 8 * static_cast<int>(r.keys.itemsize());
-    PGK_RETURN_IF_ERROR(passes(key_bits, false));
-    if (rows > 1) {
-      PGK_RETURN_IF_ERROR(passes(std::bit_width(static_cast<uint64_t>(rows - 1)), true));
-    }
+    return r;
+  }
+  PGK_ASSIGN_OR_RETURN(GPUArray keys2, Empty(v.shape(), dt, dev));
+  GPUArray idx2;
+  if (need_idx) {
+    PGK_ASSIGN_OR_RETURN(idx2, Empty(v.shape(), DType::Int64, dev));
+  }
+  const int64_t tiles = (total + kernels::kRadixTile - 1) / kernels::kRadixTile;
+  PGK_ASSIGN_OR_RETURN(GPUArray counts,
+                       Empty({tiles * kernels::kRadixBuckets}, DType::UInt32, dev));
+  PGK_ASSIGN_OR_RETURN(GPUArray totals, Empty({kernels::kRadixBuckets}, DType::UInt32, dev));
+  // bool keys are 0 or 1.
+  const int key_bits = dt == DType::Bool ? 1 : 8 * static_cast<int>(v.itemsize());
+  const int row_bits = rows > 1 ? std::bit_width(static_cast<uint64_t>(rows - 1)) : 0;
+  struct Pass {
+    int shift, bits;
+    bool from_row;
+  };
+  std::vector<Pass> plan;
+  for (int shift = 0; shift < key_bits; shift += kernels::kRadixBits) {
+    plan.push_back({shift, std::min(kernels::kRadixBits, key_bits - shift), false});
+  }
+  for (int shift = 0; shift < row_bits; shift += kernels::kRadixBits) {
+    plan.push_back({shift, std::min(kernels::kRadixBits, row_bits - shift), true});
+  }
+  for (size_t k = 0; k < plan.size(); ++k) {
+    const bool last = k + 1 == plan.size();
+    PGK_RETURN_IF_ERROR(LaunchRadixPass(r.keys, last && !want_keys ? GPUArray() : keys2, r.idx,
+                                        last && !with_idx ? GPUArray() : idx2, counts, totals,
+                                        plan[k].shift, plan[k].bits, plan[k].from_row, n,
+                                        last ? &finish : nullptr));
+    std::swap(r.keys, keys2);
+    std::swap(r.idx, idx2);
   }
   if (!with_idx) r.idx = GPUArray();
-  if (!want_keys && !with_idx) return absl::OkStatus();
-  PGK_RETURN_IF_ERROR(LaunchRadixKey(want_keys ? r.keys : GPUArray(), r.idx, canonical,
-                                     /*finish=*/true, n, descending));
   if (!want_keys) r.keys = GPUArray();
-  return absl::OkStatus();
+  return r;
 }
 
 // The merge sort (log2(n) passes; search.h) for what radix keys cannot order: complex values
@@ -110,20 +134,19 @@ absl::StatusOr<Rows> SortRows(const GPUArray& x, int axis, bool descending, bool
   if (descending) {
     PGK_ASSIGN_OR_RETURN(v, Flip(v, absl::MakeConstSpan(last)));
   }
+  const int64_t n = x.shape()[axis];
+  if (v.size() > 0 && !IsComplex(x.dtype()) && v.size() <= kRadixMaxElements) {
+    return RadixSortRows(v, descending, with_idx, canonical, want_keys);
+  }
   Rows r;
   PGK_ASSIGN_OR_RETURN(r.keys, Copy(v));
-  const int64_t n = x.shape()[axis];
   if (r.keys.size() == 0) {
     if (with_idx) {
       PGK_ASSIGN_OR_RETURN(r.idx, Empty(r.keys.shape(), DType::Int64, x.device()));
     }
     return r;
   }
-  if (IsComplex(x.dtype()) || r.keys.size() > kRadixMaxElements) {
-    PGK_RETURN_IF_ERROR(MergeSortRows(r, n, descending, with_idx));
-  } else {
-    PGK_RETURN_IF_ERROR(RadixSortRows(r, n, descending, with_idx, canonical, want_keys));
-  }
+  PGK_RETURN_IF_ERROR(MergeSortRows(r, n, descending, with_idx));
   return r;
 }
 

@@ -79,8 +79,8 @@ void ScatterTile(const RadixPassParams& p, int64_t t) {
   for (int64_t i = t * kRadixTile; i < end; ++i) {
     const int64_t idx = p.idx_in != nullptr ? p.idx_in[i] : 0;
     const uint32_t o = next[kernels::RadixDigit<K>(in[i], idx, p)]++;
-    out[o] = in[i];
-    if (p.idx_in != nullptr) p.idx_out[o] = idx;
+    if (out != nullptr) out[o] = p.finish ? kernels::RadixUnkey<K>(in[i], p.key) : in[i];
+    if (p.idx_out != nullptr) p.idx_out[o] = p.finish ? kernels::RadixRowPosition(idx, p.key) : idx;
   }
 }
 

@@ -163,12 +163,17 @@ __device__ __forceinline__ void Scatter(const pk::RadixPassParams& p) {
   }
   __syncthreads();
   K* keys_out = static_cast<K*>(p.keys_out);
+  if (keys_out != nullptr) {
 #pragma unroll 4
-  for (int k = 0; k < kItems; ++k) {
-    const int slot = k * kThreads + threadIdx.x;
-    if (slot < tile_n) keys_out[out_base[digit_at[slot]] + slot] = stage_keys[slot];
+    for (int k = 0; k < kItems; ++k) {
+      const int slot = k * kThreads + threadIdx.x;
+      if (slot < tile_n) {
+        const K v = stage_keys[slot];
+        keys_out[out_base[digit_at[slot]] + slot] = p.finish ? pk::RadixUnkey<K>(v, p.key) : v;
+      }
+    }
   }
-  if (p.idx_in == nullptr) return;
+  if (p.idx_out == nullptr) return;
   __syncthreads();
   int64_t* stage_idx = reinterpret_cast<int64_t*>(stage);
 #pragma unroll
@@ -183,7 +188,10 @@ __device__ __forceinline__ void Scatter(const pk::RadixPassParams& p) {
 #pragma unroll 4
   for (int k = 0; k < kItems; ++k) {
     const int slot = k * kThreads + threadIdx.x;
-    if (slot < tile_n) p.idx_out[out_base[digit_at[slot]] + slot] = stage_idx[slot];
+    if (slot < tile_n) {
+      const int64_t v = stage_idx[slot];
+      p.idx_out[out_base[digit_at[slot]] + slot] = p.finish ? pk::RadixRowPosition(v, p.key) : v;
+    }
   }
 }
 

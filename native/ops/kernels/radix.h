@@ -26,10 +26,12 @@ enum RadixKind : int32_t {
   kRadixFloat = 2,     // IEEE formats: negative values complemented, others get the sign bit set
 };
 
-/// The key transform (in place, n elements of the key's width) with the iota of int64
-/// indices, and the finishing step: keys back to values, indices to positions within rows.
+/// The key transform (from `src`, or in place when it is null; n elements of the key's width)
+/// with the iota of int64 indices, and the finishing step: keys back to values, indices to
+/// positions within rows.
 struct RadixKeyParams {
   int64_t n;
+  const void* src;     // transform: the contiguous values (null: keys holds them)
   void* keys;          // null: indices only
   int64_t* idx;        // null: keys only
   uint64_t magnitude;  // float kinds: the bits of +inf (NaN: magnitude bits above it)
@@ -40,11 +42,13 @@ struct RadixKeyParams {
   int32_t pad;
 };
 
-static_assert(sizeof(RadixKeyParams) == 56, "RadixKeyParams layout changed");
+static_assert(sizeof(RadixKeyParams) == 64, "RadixKeyParams layout changed");
 
 /// One LSD pass over digit bits [shift, shift + bits) of the keys, or of each element's row
 /// (idx / row_len) when `from_row` is set: that pass orders whole rows, so a batch of rows
-/// sorted by key and then by row comes out row by row.
+/// sorted by key and then by row comes out row by row. The last pass also finishes (`finish`
+/// with `key`'s transform): it writes values and positions within rows, and no keys at all
+/// when `keys_out` is null.
 struct RadixPassParams {
   int64_t n;        // elements
   int64_t row_len;  // elements per row (from_row passes)
@@ -52,7 +56,7 @@ struct RadixPassParams {
   int32_t shift;
   int32_t bits;  // <= kRadixBits
   int32_t from_row;
-  int32_t pad;
+  int32_t finish;
   const void* keys_in;
   void* keys_out;
   const int64_t* idx_in;  // null: keys only
@@ -61,9 +65,10 @@ struct RadixPassParams {
   // tile's offset within digit d and writes the digits' totals.
   uint32_t* counts;
   uint32_t* totals;  // [kRadixBuckets]
+  RadixKeyParams key;
 };
 
-static_assert(sizeof(RadixPassParams) == 88, "RadixPassParams layout changed");
+static_assert(sizeof(RadixPassParams) == 152, "RadixPassParams layout changed");
 
 /// Stream compaction (nonzero) on the same tiles: count the true elements of each tile, scan
 /// the counts (the radix scan, one digit), then every tile writes the positions of its true
@@ -110,9 +115,15 @@ template <typename K>
 PGK_HD void RadixKeyElement(const RadixKeyParams& p, int64_t i) {
   if (p.keys != nullptr) {
     K* keys = static_cast<K*>(p.keys);
-    keys[i] = RadixKey<K>(keys[i], p);
+    keys[i] = RadixKey<K>(p.src != nullptr ? static_cast<const K*>(p.src)[i] : keys[i], p);
   }
   if (p.idx != nullptr) p.idx[i] = i;
+}
+
+/// The position within its row of the element at flat index `idx` (see RadixKeyParams).
+PGK_HD int64_t RadixRowPosition(int64_t idx, const RadixKeyParams& p) {
+  const int64_t pos = p.row_len == p.n ? idx : idx % p.row_len;
+  return p.reversed ? p.row_len - 1 - pos : pos;
 }
 
 /// Element i of the finishing step.
@@ -122,10 +133,7 @@ PGK_HD void RadixFinishElement(const RadixKeyParams& p, int64_t i) {
     K* keys = static_cast<K*>(p.keys);
     keys[i] = RadixUnkey<K>(keys[i], p);
   }
-  if (p.idx != nullptr) {
-    const int64_t pos = p.row_len == p.n ? p.idx[i] : p.idx[i] % p.row_len;
-    p.idx[i] = p.reversed ? p.row_len - 1 - pos : pos;
-  }
+  if (p.idx != nullptr) p.idx[i] = RadixRowPosition(p.idx[i], p);
 }
 
 /// The digit element i falls in for this pass: its key's bits, or its row's.
