@@ -305,6 +305,17 @@ absl::Status LaunchMerge(const GPUArray& keys_in, const GPUArray& keys_out, cons
   return cuda_kernels::Merge(*s, keys_in.dtype(), p);
 }
 
+absl::Status LaunchRandom(const GPUArray& dst, const kernels::RandomParams& params) {
+  if (dst.size() == 0) return absl::OkStatus();
+  PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&dst}));
+  kernels::RandomParams p = params;
+  p.n = dst.size();
+  p.out = dst.data();
+  PGK_ASSIGN_OR_RETURN(hal::Stream * s, StreamOf(dst));
+  if (dst.device().is_cpu()) return cpu_kernels::Random(*s, dst.dtype(), p, Keep({&dst}));
+  return cuda_kernels::Random(*s, dst.dtype(), p);
+}
+
 absl::Status LaunchArange(const GPUArray& dst, const kernels::ArangeParams& params) {
   if (dst.size() == 0) return absl::OkStatus();
   PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&dst}));

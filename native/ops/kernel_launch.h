@@ -107,6 +107,8 @@ absl::Status LaunchSearchSorted(const GPUArray& sorted, const GPUArray& sorter,
 /// and dtype), merging runs of `width`; int64 indices move along when `idx_in` is valid.
 absl::Status LaunchMerge(const GPUArray& keys_in, const GPUArray& keys_out, const GPUArray& idx_in,
                          const GPUArray& idx_out, int64_t n, int64_t width);
+/// dst (dense, p.n elements) = the random outputs `p` describes (pointer and count filled in).
+absl::Status LaunchRandom(const GPUArray& dst, const kernels::RandomParams& p);
 /// One elementwise function application, checked and promoted by the op layer.
 struct EwLaunch {
   ElementwiseOp op;
@@ -194,6 +196,8 @@ absl::Status Gather(hal::Stream& s, int itemsize, const kernels::GatherParams& p
 absl::Status SearchSorted(hal::Stream& s, DType dtype, const kernels::SearchParams& p,
                           KeepAlive keep);
 absl::Status Merge(hal::Stream& s, DType dtype, const kernels::MergeParams& p, KeepAlive keep);
+/// One task per Philox block (ops/kernels/philox.h); a file built with -ffp-contract=off.
+absl::Status Random(hal::Stream& s, DType dtype, const kernels::RandomParams& p, KeepAlive keep);
 /// The function `l.op` in `l.compute` over inputs already converted to their compute dtypes,
 /// into an output of dtype `l.result`.
 absl::Status Elementwise(hal::Stream& s, const EwLaunch& l, const EwCpuArgs& args, KeepAlive keep);
@@ -216,6 +220,7 @@ absl::Status Arange(hal::Stream& s, DType dtype, const kernels::ArangeParams& p)
 absl::Status Gather(hal::Stream& s, int itemsize, const kernels::GatherParams& p, bool scatter);
 absl::Status SearchSorted(hal::Stream& s, DType dtype, const kernels::SearchParams& p);
 absl::Status Merge(hal::Stream& s, DType dtype, const kernels::MergeParams& p);
+absl::Status Random(hal::Stream& s, DType dtype, const kernels::RandomParams& p);
 absl::Status Binary(hal::Stream& s, ElementwiseOp op, DType dtype,
                     const kernels::ElementwiseParams& p);
 absl::Status Negative(hal::Stream& s, DType dtype, const kernels::ElementwiseParams& p);

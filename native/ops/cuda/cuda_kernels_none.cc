@@ -17,6 +17,7 @@ absl::Status Fill(hal::Stream&, int, const kernels::ElementwiseParams&) { return
 absl::Status Gather(hal::Stream&, int, const kernels::GatherParams&, bool) { return NoCuda(); }
 absl::Status SearchSorted(hal::Stream&, DType, const kernels::SearchParams&) { return NoCuda(); }
 absl::Status Merge(hal::Stream&, DType, const kernels::MergeParams&) { return NoCuda(); }
+absl::Status Random(hal::Stream&, DType, const kernels::RandomParams&) { return NoCuda(); }
 absl::Status Arange(hal::Stream&, DType, const kernels::ArangeParams&) { return NoCuda(); }
 absl::Status Binary(hal::Stream&, ElementwiseOp, DType, const kernels::ElementwiseParams&) {
   return NoCuda();
