@@ -466,6 +466,15 @@ absl::StatusOr<GPUArray> LaunchCompact(const GPUArray& mask) {
     PGK_RETURN_IF_ERROR(cuda_kernels::CompactWrite(*s, p));
   }
   return out;
+absl::Status LaunchRandom(const GPUArray& dst, const kernels::RandomParams& params) {
+  if (dst.size() == 0) return absl::OkStatus();
+  PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&dst}));
+  kernels::RandomParams p = params;
+  p.n = dst.size();
+  p.out = dst.data();
+  PGK_ASSIGN_OR_RETURN(hal::Stream * s, StreamOf(dst));
+  if (dst.device().is_cpu()) return cpu_kernels::Random(*s, dst.dtype(), p, Keep({&dst}));
+  return cuda_kernels::Random(*s, dst.dtype(), p);
 }
 
 absl::Status LaunchArange(const GPUArray& dst, const kernels::ArangeParams& params) {

@@ -137,6 +137,8 @@ absl::Status LaunchRadixPass(const GPUArray& keys_in, const GPUArray& keys_out,
 /// (fewer than 2^32 - 4096 elements): per-tile counts, their scan, one read-back of the total,
 /// then the positions.
 absl::StatusOr<GPUArray> LaunchCompact(const GPUArray& mask);
+/// dst (dense, p.n elements) = the random outputs `p` describes (pointer and count filled in).
+absl::Status LaunchRandom(const GPUArray& dst, const kernels::RandomParams& p);
 /// One elementwise function application, checked and promoted by the op layer.
 struct EwLaunch {
   ElementwiseOp op;
@@ -234,6 +236,8 @@ absl::Status RadixPass(hal::Stream& s, int key_bytes, const kernels::RadixPassPa
 absl::Status CompactCount(hal::Stream& s, const kernels::CompactParams& p, KeepAlive keep);
 /// The positions of p.mask's true elements, in order, into p.out.
 absl::Status CompactWrite(hal::Stream& s, const kernels::CompactParams& p, KeepAlive keep);
+/// One task per Philox block (ops/kernels/philox.h); a file built with -ffp-contract=off.
+absl::Status Random(hal::Stream& s, DType dtype, const kernels::RandomParams& p, KeepAlive keep);
 /// The function `l.op` in `l.compute` over inputs already converted to their compute dtypes,
 /// into an output of dtype `l.result`.
 absl::Status Elementwise(hal::Stream& s, const EwLaunch& l, const EwCpuArgs& args, KeepAlive keep);
@@ -261,6 +265,7 @@ absl::Status RadixKey(hal::Stream& s, int key_bytes, const kernels::RadixKeyPara
 absl::Status RadixPass(hal::Stream& s, int key_bytes, const kernels::RadixPassParams& p);
 absl::Status CompactCount(hal::Stream& s, const kernels::CompactParams& p);
 absl::Status CompactWrite(hal::Stream& s, const kernels::CompactParams& p);
+absl::Status Random(hal::Stream& s, DType dtype, const kernels::RandomParams& p);
 absl::Status Binary(hal::Stream& s, ElementwiseOp op, DType dtype,
                     const kernels::ElementwiseParams& p);
 absl::Status Negative(hal::Stream& s, DType dtype, const kernels::ElementwiseParams& p);

@@ -121,9 +121,13 @@ JitEngine::~JitEngine() = default;
 std::string JitEngine::ArchOf(int major, int minor) { return absl::StrCat("sm_", major, minor); }
 
 absl::Status JitEngine::Available() const {
+#if PGK_WITH_CUDA
   absl::StatusOr<const cuda::NvrtcApi*> api = cuda::LoadNvrtc();
   if (api.ok()) return absl::OkStatus();
   return NotImplementedError(api.status().message());
+#else
+  return NotImplementedError("jit: pygpukit was built without CUDA support (no NVRTC)");
+#endif
 }
 
 void JitEngine::InitLocked() const {

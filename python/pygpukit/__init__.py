@@ -12,7 +12,7 @@ Default dtypes: float32 for floating values, int64 for integers, complex64 for c
 
 import numpy as _np
 
-from . import _core, jit, memory, scheduler
+from . import _core, jit, memory, random, scheduler
 from ._core import (
     Device,
     ElementwiseKernel,
@@ -477,6 +477,7 @@ __all__ = [
     "positive",
     "pow",
     "prod",
+    "random",
     "real",
     "reciprocal",
     "remainder",

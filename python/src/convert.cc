@@ -218,4 +218,23 @@ pyb::object NumpyDType(DType dt) {
   return np.attr("dtype")(std::string(DTypeName(dt)));
 }
 
+double RealArg(const pyb::handle& x, absl::string_view name, absl::string_view op) {
+  auto type_name = [&] { return pyb::str(pyb::type::handle_of(x)).cast<std::string>(); };
+  const bool numpy_complex =
+      pyb::hasattr(x, "dtype") && pyb::str(x.attr("dtype").attr("kind")).cast<std::string>() == "c";
+  if (PyComplex_Check(x.ptr()) || numpy_complex || !PyNumber_Check(x.ptr())) {
+    throw pyb::type_error(
+        absl::StrCat(op, ": ", name, " must be a real number, got ", type_name()));
+  }
+  const double v = PyFloat_AsDouble(x.ptr());
+  if (v == -1.0 && PyErr_Occurred()) {
+    const bool overflow = PyErr_ExceptionMatches(PyExc_OverflowError);
+    PyErr_Clear();
+    if (overflow) throw pyb::value_error(absl::StrCat(op, ": ", name, " does not fit a double"));
+    throw pyb::type_error(
+        absl::StrCat(op, ": ", name, " must be a real number, got ", type_name()));
+  }
+  return v;
+}
+
 }  // namespace pygpukit::py

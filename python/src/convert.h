@@ -64,6 +64,10 @@ std::optional<std::vector<int64_t>> ToAxes(const pyb::handle& obj, absl::string_
 std::optional<int64_t> ToAxis(const pyb::handle& obj, absl::string_view op);
 /// The GPUArrays of a tuple or list (referencing them); TypeError naming `op` otherwise.
 std::vector<GPUArray> ToArrays(const pyb::handle& seq, absl::string_view op);
+/// A real Python number (int, float, NumPy real scalar) as a double: TypeError for anything else
+/// (complex, arrays, strings), ValueError when it does not fit a double. Errors name `op` and
+/// the argument `name`.
+double RealArg(const pyb::handle& x, absl::string_view name, absl::string_view op);
 /// True for bool / int / float / complex Python (or NumPy) scalars.
 bool IsScalar(const pyb::handle& obj);
 /// Converts a Python scalar; OverflowError for ints outside int64.

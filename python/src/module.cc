@@ -99,27 +99,6 @@ ops::Activation ParseActivation(const pyb::handle& act, absl::string_view op) {
                                       "' (expected None, 'relu', 'gelu' or 'silu')"));
 }
 
-// A real Python number (int, float, NumPy real scalar) as a double; TypeError for anything else
-// (complex, arrays, strings), ValueError when it does not fit a double.
-double RealArg(const pyb::handle& x, absl::string_view name, absl::string_view op) {
-  auto type_name = [&] { return pyb::str(pyb::type::handle_of(x)).cast<std::string>(); };
-  const bool numpy_complex =
-      pyb::hasattr(x, "dtype") && pyb::str(x.attr("dtype").attr("kind")).cast<std::string>() == "c";
-  if (PyComplex_Check(x.ptr()) || numpy_complex || !PyNumber_Check(x.ptr())) {
-    throw pyb::type_error(
-        absl::StrCat(op, ": ", name, " must be a real number, got ", type_name()));
-  }
-  const double v = PyFloat_AsDouble(x.ptr());
-  if (v == -1.0 && PyErr_Occurred()) {
-    const bool overflow = PyErr_ExceptionMatches(PyExc_OverflowError);
-    PyErr_Clear();
-    if (overflow) throw pyb::value_error(absl::StrCat(op, ": ", name, " does not fit a double"));
-    throw pyb::type_error(
-        absl::StrCat(op, ": ", name, " must be a real number, got ", type_name()));
-  }
-  return v;
-}
-
 // A Python (or NumPy) bool; anything else is a TypeError naming the function, so that a stray
 // 1 or "off" is not silently taken for a truth value.
 bool BoolArg(const pyb::handle& x, absl::string_view name, absl::string_view op) {
@@ -227,6 +206,7 @@ PYBIND11_MODULE(_core, m) {
   BindStream(m);
   BindScheduler(m);
   BindJit(m);
+  BindRandom(m);
 
   m.def(
       "devices", [] { return Runtime::Get().devices(); }, "All usable devices.");

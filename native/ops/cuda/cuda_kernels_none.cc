@@ -21,6 +21,7 @@ absl::Status RadixKey(hal::Stream&, int, const kernels::RadixKeyParams&, bool) {
 absl::Status RadixPass(hal::Stream&, int, const kernels::RadixPassParams&) { return NoCuda(); }
 absl::Status CompactCount(hal::Stream&, const kernels::CompactParams&) { return NoCuda(); }
 absl::Status CompactWrite(hal::Stream&, const kernels::CompactParams&) { return NoCuda(); }
+absl::Status Random(hal::Stream&, DType, const kernels::RandomParams&) { return NoCuda(); }
 absl::Status Arange(hal::Stream&, DType, const kernels::ArangeParams&) { return NoCuda(); }
 absl::Status Binary(hal::Stream&, ElementwiseOp, DType, const kernels::ElementwiseParams&) {
   return NoCuda();

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "ops/kernel_launch.h"
+#include "ops/kernels/philox.h"
 #include "runtime/runtime.h"
 
 namespace pygpukit::ops::cuda_kernels {
@@ -44,6 +45,15 @@ absl::Status SearchSorted(hal::Stream& s, DType dtype, const kernels::SearchPara
 
 absl::Status Merge(hal::Stream& s, DType dtype, const kernels::MergeParams& p) {
   return Launch(s, absl::StrCat("pgk_merge_", DTypeCode(dtype)), p.total, p);
+}
+
+absl::Status Random(hal::Stream& s, DType dtype, const kernels::RandomParams& p) {
+  if (IsComplex(dtype)) {
+    return TypeError(absl::StrCat("random: unsupported dtype ", DTypeName(dtype)));
+  }
+  // One thread per Philox block.
+  const int64_t per = kernels::RandomPerBlock(p.kind, ItemSize(dtype));
+  return Launch(s, absl::StrCat("pgk_random_", DTypeCode(dtype)), (p.n + per - 1) / per, p);
 }
 
 absl::Status Arange(hal::Stream& s, DType dtype, const kernels::ArangeParams& p) {

@@ -1,0 +1,27 @@
+// CUDA random kernels: one thread per Philox block (ops/kernels/philox.h, shared with the CPU
+// loop) in a grid-stride loop; pgk_random_<dtype code> per real dtype.
+#include "core/dtype_list.h"
+#include "ops/kernels/philox.h"
+
+namespace pk = pygpukit::kernels;
+
+namespace {
+
+template <typename T>
+__device__ __forceinline__ void RandomBlocks(const pk::RandomParams& p) {
+  if constexpr (!pk::IsComplexT<T>::value) {  // complex dtypes have no kernel body
+    const int64_t per = pk::RandomPerBlock(p.kind, sizeof(T));
+    const int64_t blocks = (p.n + per - 1) / per;
+    for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < blocks;
+         i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+      pk::RandomBlock<T>(p, i);
+    }
+  }
+}
+
+}  // namespace
+
+#define PGK_DEFINE_RANDOM(E, T, C) \
+  extern "C" __global__ void pgk_random_##C(pk::RandomParams p) { RandomBlocks<T>(p); }
+PGK_FOR_EACH_DTYPE(PGK_DEFINE_RANDOM)
+#undef PGK_DEFINE_RANDOM
