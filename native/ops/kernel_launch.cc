@@ -466,6 +466,8 @@ absl::StatusOr<GPUArray> LaunchCompact(const GPUArray& mask) {
     PGK_RETURN_IF_ERROR(cuda_kernels::CompactWrite(*s, p));
   }
   return out;
+}
+
 absl::Status LaunchRandom(const GPUArray& dst, const kernels::RandomParams& params) {
   if (dst.size() == 0) return absl::OkStatus();
   PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&dst}));

@@ -34,14 +34,20 @@ __device__ __forceinline__ void Count(const pk::RadixPassParams& p) {
   __syncthreads();
   const K* keys = static_cast<const K*>(p.keys_in);
   const int64_t base = static_cast<int64_t>(blockIdx.x) * pk::kRadixTile;
-#pragma unroll 4
+  // All loads first (one batch in flight per thread), then the shared-memory atomics.
+  uint32_t digit[kItems];
+#pragma unroll
   for (int k = 0; k < kItems; ++k) {
     const int64_t i = base + k * kThreads + threadIdx.x;
+    digit[k] = kNoDigit;
     if (i < p.n) {
-      const uint32_t d =
+      digit[k] =
           p.from_row ? pk::RadixDigit<K>(K{0}, p.idx_in[i], p) : pk::RadixDigit<K>(keys[i], 0, p);
-      atomicAdd(&hist[d], 1u);
     }
+  }
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) {
+    if (digit[k] != kNoDigit) atomicAdd(&hist[digit[k]], 1u);
   }
   __syncthreads();
   p.counts[threadIdx.x * p.tiles + blockIdx.x] = hist[threadIdx.x];
@@ -115,15 +121,24 @@ __device__ __forceinline__ void Scatter(const pk::RadixPassParams& p) {
   const int64_t wbase = base + warp * kWarpSpan;
   const unsigned lanes_before = (1u << lane) - 1;
   // Per element: its rank among the warp's elements of its digit (low 16 bits), digit above.
+  // The warp's keys and digits are loaded in one batch before the ranking, whose steps
+  // depend on each other through warp_hist: a load per step would serialize the latencies.
+  K keys[kItems];
   uint32_t packed[kItems];
 #pragma unroll
   for (int j = 0; j < kItems; ++j) {
     const int64_t i = wbase + j * 32 + lane;
-    uint32_t d = kNoDigit;
+    keys[j] = K{0};
+    packed[j] = kNoDigit;
     if (i < p.n) {
-      d = p.from_row ? pk::RadixDigit<K>(K{0}, p.idx_in[i], p)
-                     : pk::RadixDigit<K>(keys_in[i], 0, p);
+      keys[j] = keys_in[i];
+      packed[j] = p.from_row ? pk::RadixDigit<K>(K{0}, p.idx_in[i], p)
+                             : pk::RadixDigit<K>(keys[j], 0, p);
     }
+  }
+#pragma unroll
+  for (int j = 0; j < kItems; ++j) {
+    const uint32_t d = packed[j];
     const unsigned peers = __match_any_sync(0xffffffffu, d);
     const uint32_t before = __popc(peers & lanes_before);
     const uint32_t seen = d != kNoDigit ? warp_hist[warp][d] : 0;
@@ -157,7 +172,7 @@ __device__ __forceinline__ void Scatter(const pk::RadixPassParams& p) {
     const uint32_t dj = packed[j] >> 16;
     if (dj != kNoDigit) {
       const uint32_t slot = tile_start[dj] + warp_hist[warp][dj] + (packed[j] & 0xffffu);
-      stage_keys[slot] = keys_in[wbase + j * 32 + lane];
+      stage_keys[slot] = keys[j];
       digit_at[slot] = static_cast<uint8_t>(dj);
     }
   }
