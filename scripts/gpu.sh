@@ -3,7 +3,7 @@
 # Abseil / GoogleTest .debs (the machine has no network), builds for sm_90a with -j16, runs the
 # C++ and Python suites (backend parity included) with PYGPUKIT_DEVICE=cuda, python -m pygpukit and the benchmarks.
 #   steps: any of "build test test-gemm sanitize-gemm selfcheck bench bench-gemm bench-jit
-#   bench-elementwise bench-sorting
+#   bench-elementwise bench-sorting bench-rng
 #   bench-memory bench-scheduler"
 #   (default: build test selfcheck bench bench-memory bench-scheduler)
 #   test-gemm: only the matmul / gemm Python tests (fast signal on kernel work)
@@ -16,6 +16,7 @@
 #   in $OUT); extra arguments in RED_ARGS
 #   bench-sorting: benchmarks/sorting.py (sort, argsort, unique, nonzero, searchsorted beside
 #   torch and CuPy, checked against NumPy; JSON in $OUT); extra arguments in SORT_ARGS
+#   bench-rng: benchmarks/rng.py (gp.random beside torch's and CuPy's generators; JSON in $OUT)
 #   bench-memory: benchmarks/cpp/memory_bench (Google Benchmark, JSON in $OUT/memory_bench.json)
 #   and benchmarks/memory.py (JSON in $OUT)
 #   bench-scheduler: benchmarks/cpp/scheduler_bench (admission decisions), the C++ example
@@ -118,6 +119,9 @@ fi
 if has bench-sorting; then
   PYGPUKIT_DEVICE=cuda $PY benchmarks/sorting.py --out "$OUTDIR" ${SORT_ARGS:-} 2>&1 |
     tee "$OUTDIR/bench_sorting.log" || rc=1
+fi
+if has bench-rng; then
+  PYGPUKIT_DEVICE=cuda $PY benchmarks/rng.py --out "$OUTDIR" 2>&1 | tee "$OUTDIR/bench_rng.log" || rc=1
 fi
 if has bench-memory; then
   PYGPUKIT_DEVICE=cuda $BUILD/benchmarks/cpp/memory_bench --benchmark_out="$OUTDIR/memory_bench.json" \
