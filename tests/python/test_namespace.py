@@ -8,6 +8,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 from helpers import ALL, FLOATS, INTS, NATIVE, gpdt, npdt
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pygpukit as gp
 
@@ -127,6 +129,44 @@ def test_result_type_bfloat16_and_weak_scalars():
         gp.result_type(gp.int8, object())
     with pytest.raises(TypeError, match="expected a dtype or an array"):
         gp.can_cast(1, gp.int8)
+
+
+_SCALARS = st.one_of(
+    st.booleans(),
+    st.integers(-100, 100),
+    st.floats(-1e3, 1e3, allow_nan=False),
+    st.complex_numbers(max_magnitude=1e3, allow_nan=False, allow_infinity=False),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(a=st.sampled_from(NATIVE), b=st.sampled_from(NATIVE), scalar=_SCALARS)
+def test_operator_promotion_property(a, b, scalar):
+    # Arrays promote as NumPy's result_type; a Python scalar is weak (NEP 50), so only its
+    # kind counts. Each real operator result agrees with result_type and with NumPy's value.
+    ha = np.arange(1, 4).astype(a)
+    hb = np.arange(2, 5).astype(b)
+    x, y = gp.asarray(ha), gp.asarray(hb)
+    want = np.result_type(ha, hb)
+    got = x * y
+    assert str(got.dtype) == want.name == str(gp.result_type(x, y)), (a, b)
+    np.testing.assert_array_equal(got.get(), (ha * hb).astype(want))
+    if a == "bool" and isinstance(scalar, bool):
+        return  # bool * bool is and; checked above
+    try:
+        ref = ha * scalar
+    except (OverflowError, TypeError):  # NumPy 2 rejects the scalar for this dtype
+        with pytest.raises((OverflowError, TypeError)):
+            x * scalar
+        return
+    want = ref.dtype.name
+    if a == "bool" or np.issubdtype(a, np.integer):
+        # An integer array with a Python float / complex takes the default float32 /
+        # complex64 here (documented; NumPy takes float64 / complex128).
+        want = {"float64": "float32", "complex128": "complex64"}.get(want, want)
+    got = x * scalar
+    assert str(got.dtype) == want == str(gp.result_type(x, scalar)), (a, scalar)
+    np.testing.assert_allclose(got.get(), ref.astype(want), rtol=2e-3)
 
 
 def test_namespace_info():

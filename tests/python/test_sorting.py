@@ -74,9 +74,7 @@ def test_many_rows_and_tiles(rng, dtype, shape):
         check_equal(gp.sort(x, axis=axis), np.take_along_axis(h, want_idx, axis=axis))
 
 
-@pytest.mark.parametrize(
-    "dtype", ["int8", "int16", "int32", "int64", "uint8", "uint32", "uint64"]
-)
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8", "uint32", "uint64"])
 def test_integer_extremes(rng, dtype):
     info = np.iinfo(dtype)
     h = rng.integers(info.min, info.max, 5000, dtype=dtype, endpoint=True)
