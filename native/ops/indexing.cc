@@ -400,9 +400,6 @@ absl::StatusOr<GPUArray> Owners(const GPUArray& counts, int64_t total, Device de
 
 }  // namespace
 
-// Compaction keeps tile offsets in uint32.
-constexpr int64_t kCompactMaxElements = (int64_t{1} << 32) - kernels::kRadixTile;
-
 absl::StatusOr<std::vector<GPUArray>> Nonzero(const GPUArray& x) {
   if (x.ndim() == 0) {
     return ValueError("nonzero: a 0-d array has no axes to give indices for (use x[None])");
@@ -413,7 +410,7 @@ absl::StatusOr<std::vector<GPUArray>> Nonzero(const GPUArray& x) {
   }
   PGK_ASSIGN_OR_RETURN(GPUArray flat, Reshape(mask, {-1}));
   GPUArray where;
-  if (flat.size() <= kCompactMaxElements) {
+  if (flat.size() <= kernels::kRadixMaxElements) {
     PGK_ASSIGN_OR_RETURN(where, LaunchCompact(flat));  // stream compaction
   } else {
     // Past uint32 tile offsets: a scan of the mask, then the owner of each nonzero.

@@ -48,18 +48,6 @@ absl::Status BuildParams(const GPUArray& out, const GPUArray* a, const GPUArray*
   return absl::OkStatus();
 }
 
-KeepAlive Keep(std::initializer_list<const GPUArray*> arrays) {
-  KeepAlive k;
-  for (const GPUArray* a : arrays) {
-    if (a != nullptr) k.push_back(a->buffer());
-  }
-  return k;
-}
-
-absl::StatusOr<hal::Stream*> StreamOf(const GPUArray& a) {
-  return Runtime::Get().stream(a.device());
-}
-
 template <typename T>
 bool FitsInteger(int64_t v) {
   if constexpr (std::is_same_v<T, uint64_t>) {
@@ -71,6 +59,18 @@ bool FitsInteger(int64_t v) {
 }
 
 }  // namespace
+
+KeepAlive Keep(std::initializer_list<const GPUArray*> arrays) {
+  KeepAlive k;
+  for (const GPUArray* a : arrays) {
+    if (a != nullptr) k.push_back(a->buffer());
+  }
+  return k;
+}
+
+absl::StatusOr<hal::Stream*> StreamOf(const GPUArray& a) {
+  return Runtime::Get().stream(a.device());
+}
 
 absl::StatusOr<ResidencyPin> Resident(absl::Span<const GPUArray* const> arrays) {
   ResidencyPin pin;
@@ -303,169 +303,6 @@ absl::Status LaunchMerge(const GPUArray& keys_in, const GPUArray& keys_out, cons
     return cpu_kernels::Merge(*s, keys_in.dtype(), p, std::move(keep));
   }
   return cuda_kernels::Merge(*s, keys_in.dtype(), p);
-}
-
-namespace {
-
-// The transform of `dt`'s values into ordered keys (RadixKeyParams).
-absl::StatusOr<kernels::RadixKeyParams> RadixKeyFor(DType dt, const RadixFinish& f) {
-  kernels::RadixKeyParams p{};
-  p.canonical = f.canonical ? 1 : 0;
-  p.row_len = f.row_len;
-  p.reversed = f.reversed ? 1 : 0;
-  p.kind = IsFloating(dt)                    ? kernels::kRadixFloat
-           : KindOf(dt) == DTypeKind::Signed ? kernels::kRadixSigned
-                                             : kernels::kRadixUnsigned;
-  switch (dt) {
-    case DType::Float16:
-      p.magnitude = 0x7c00;
-      break;
-    case DType::BFloat16:
-      p.magnitude = 0x7f80;
-      break;
-    case DType::Float32:
-      p.magnitude = 0x7f800000;
-      break;
-    case DType::Float64:
-      p.magnitude = 0x7ff0000000000000;
-      break;
-    default:
-      if (IsComplex(dt)) return NotImplementedError("sort: complex values have no radix key");
-  }
-  return p;
-}
-
-// keys (valid or not) / idx (valid or not) through the transform or the finish.
-absl::Status RadixElementwise(const GPUArray* src, const GPUArray& keys, const GPUArray& idx,
-                              DType dt, const RadixFinish& f, bool finish) {
-  const GPUArray& shape_of = keys.valid() ? keys : idx;
-  if (shape_of.size() == 0) return absl::OkStatus();
-  PGK_ASSIGN_OR_RETURN(kernels::RadixKeyParams p, RadixKeyFor(dt, f));
-  // Unsigned keys are the bits: nothing to do in place.
-  if (p.kind == kernels::kRadixUnsigned && !idx.valid() && src == nullptr) {
-    return absl::OkStatus();
-  }
-  PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({src, keys.valid() ? &keys : nullptr,
-                                                   idx.valid() ? &idx : nullptr}));
-  p.n = shape_of.size();
-  KeepAlive keep;
-  if (src != nullptr) {
-    p.src = src->data();
-    keep.push_back(src->buffer());
-  }
-  if (keys.valid()) {
-    p.keys = keys.data();
-    keep.push_back(keys.buffer());
-  }
-  if (idx.valid()) {
-    p.idx = static_cast<int64_t*>(idx.data());
-    keep.push_back(idx.buffer());
-  }
-  const int key_bytes = keys.valid() ? static_cast<int>(keys.itemsize()) : 8;
-  PGK_ASSIGN_OR_RETURN(hal::Stream * s, StreamOf(shape_of));
-  if (shape_of.device().is_cpu()) {
-    return cpu_kernels::RadixKey(*s, key_bytes, p, finish, std::move(keep));
-  }
-  return cuda_kernels::RadixKey(*s, key_bytes, p, finish);
-}
-
-}  // namespace
-
-absl::Status LaunchRadixKey(const GPUArray& src, const GPUArray& keys, const GPUArray& idx,
-                            bool canonical) {
-  RadixFinish f;
-  f.canonical = canonical;
-  const bool in_place = src.buffer() == keys.buffer() && src.offset() == keys.offset();
-  return RadixElementwise(in_place ? nullptr : &src, keys, idx, keys.dtype(), f, false);
-}
-
-absl::Status LaunchRadixFinish(const GPUArray& keys, const GPUArray& idx, DType dtype,
-                               const RadixFinish& f) {
-  return RadixElementwise(nullptr, keys, idx, dtype, f, true);
-}
-
-absl::Status LaunchRadixPass(const GPUArray& keys_in, const GPUArray& keys_out,
-                             const GPUArray& idx_in, const GPUArray& idx_out,
-                             const GPUArray& counts, const GPUArray& totals, int shift, int bits,
-                             bool from_row, int64_t row_len, const RadixFinish* finish) {
-  if (keys_in.size() == 0) return absl::OkStatus();
-  const GPUArray* out = keys_out.valid() ? &keys_out : nullptr;
-  PGK_ASSIGN_OR_RETURN(ResidencyPin pin,
-                       Resident({&keys_in, out, idx_in.valid() ? &idx_in : nullptr,
-                                 idx_out.valid() ? &idx_out : nullptr, &counts, &totals}));
-  kernels::RadixPassParams p{};
-  if (finish != nullptr) {
-    PGK_ASSIGN_OR_RETURN(p.key, RadixKeyFor(keys_in.dtype(), *finish));
-    p.key.n = keys_in.size();
-    p.finish = 1;
-  }
-  p.n = keys_in.size();
-  p.row_len = row_len;
-  p.tiles = (p.n + kernels::kRadixTile - 1) / kernels::kRadixTile;
-  p.shift = shift;
-  p.bits = bits;
-  p.from_row = from_row ? 1 : 0;
-  p.keys_in = keys_in.data();
-  p.counts = static_cast<uint32_t*>(counts.data());
-  p.totals = static_cast<uint32_t*>(totals.data());
-  KeepAlive keep = {keys_in.buffer(), counts.buffer(), totals.buffer()};
-  if (out != nullptr) {
-    p.keys_out = keys_out.data();
-    keep.push_back(keys_out.buffer());
-  }
-  if (idx_in.valid()) {
-    p.idx_in = static_cast<const int64_t*>(idx_in.data());
-    keep.push_back(idx_in.buffer());
-  }
-  if (idx_out.valid()) {
-    p.idx_out = static_cast<int64_t*>(idx_out.data());
-    keep.push_back(idx_out.buffer());
-  }
-  const int key_bytes = static_cast<int>(keys_in.itemsize());
-  PGK_ASSIGN_OR_RETURN(hal::Stream * s, StreamOf(keys_in));
-  if (keys_in.device().is_cpu()) {
-    return cpu_kernels::RadixPass(*s, key_bytes, p, std::move(keep));
-  }
-  return cuda_kernels::RadixPass(*s, key_bytes, p);
-}
-
-absl::StatusOr<GPUArray> LaunchCompact(const GPUArray& mask) {
-  const Device dev = mask.device();
-  kernels::CompactParams p{};
-  p.n = mask.size();
-  p.tiles = (p.n + kernels::kRadixTile - 1) / kernels::kRadixTile;
-  if (p.n == 0) return NewArray({0}, DType::Int64, dev, "nonzero");
-  PGK_ASSIGN_OR_RETURN(GPUArray counts, NewArray({p.tiles}, DType::UInt32, dev, "nonzero"));
-  PGK_ASSIGN_OR_RETURN(GPUArray total, NewArray({}, DType::UInt32, dev, "nonzero"));
-  {
-    PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&mask, &counts, &total}));
-    p.mask = static_cast<const uint8_t*>(mask.data());
-    p.counts = static_cast<uint32_t*>(counts.data());
-    p.totals = static_cast<uint32_t*>(total.data());
-    PGK_ASSIGN_OR_RETURN(hal::Stream * s, StreamOf(mask));
-    if (dev.is_cpu()) {
-      PGK_RETURN_IF_ERROR(cpu_kernels::CompactCount(
-          *s, p, KeepAlive{mask.buffer(), counts.buffer(), total.buffer()}));
-    } else {
-      PGK_RETURN_IF_ERROR(cuda_kernels::CompactCount(*s, p));
-    }
-  }
-  PGK_ASSIGN_OR_RETURN(Scalar found, Item(total));
-  PGK_ASSIGN_OR_RETURN(GPUArray out, NewArray({found.i}, DType::Int64, dev, "nonzero"));
-  if (found.i == 0) return out;
-  PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&mask, &counts, &out}));
-  p.mask = static_cast<const uint8_t*>(mask.data());
-  p.counts = static_cast<uint32_t*>(counts.data());
-  p.totals = nullptr;
-  p.out = static_cast<int64_t*>(out.data());
-  PGK_ASSIGN_OR_RETURN(hal::Stream * s, StreamOf(out));
-  if (dev.is_cpu()) {
-    PGK_RETURN_IF_ERROR(
-        cpu_kernels::CompactWrite(*s, p, KeepAlive{mask.buffer(), counts.buffer(), out.buffer()}));
-  } else {
-    PGK_RETURN_IF_ERROR(cuda_kernels::CompactWrite(*s, p));
-  }
-  return out;
 }
 
 absl::Status LaunchRandom(const GPUArray& dst, const kernels::RandomParams& params) {

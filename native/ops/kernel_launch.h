@@ -200,6 +200,11 @@ absl::Status LaunchMatmul(const MatmulProblem& problem, Device device, KeepAlive
 /// out like the output. CUDA only: the CPU backend always fuses.
 absl::Status LaunchGemmEpilogue(const MatmulProblem& problem, const GPUArray& src);
 
+/// The buffers of `arrays` (nulls skipped), for a CPU task to hold while it runs.
+KeepAlive Keep(std::initializer_list<const GPUArray*> arrays);
+/// The stream work on a's device is queued on (Runtime::stream).
+absl::StatusOr<hal::Stream*> StreamOf(const GPUArray& a);
+
 /// Holds the arrays' buffers resident (paging spilled ones back in) while the caller reads
 /// their device addresses and enqueues work on them.
 absl::StatusOr<ResidencyPin> Resident(absl::Span<const GPUArray* const> arrays);

@@ -25,6 +25,7 @@ class PhiloxGenerator {
   /// Counter 0 (NumPy's initial state).
   PhiloxGenerator(uint64_t key0, uint64_t key1) : key_{key0, key1} {}
 
+  /// The Philox key (low word first, as np.random.Philox(key=...)).
   std::array<uint64_t, 2> key() const { return key_; }
   /// The counter, little-endian words (NumPy's state['state']['counter']).
   std::array<uint64_t, 4> counter() const;

@@ -21,9 +21,6 @@ struct Rows {
   GPUArray idx;   // the same shape, int64 positions along the sorted axis (when asked)
 };
 
-// Radix passes keep slot offsets in uint32 (ops/kernels/radix.h).
-constexpr int64_t kRadixMaxElements = (int64_t{1} << 32) - kernels::kRadixTile;
-
 // The stable LSD radix sort of the rows of v (the sorted axis last; every dtype but complex):
 // keys made from the values (a copy first when v is not dense), one pass per 8 key bits, then
 // (several rows) passes over each element's row, carried in its flat index, so rows come out
@@ -135,7 +132,7 @@ absl::StatusOr<Rows> SortRows(const GPUArray& x, int axis, bool descending, bool
     PGK_ASSIGN_OR_RETURN(v, Flip(v, absl::MakeConstSpan(last)));
   }
   const int64_t n = x.shape()[axis];
-  if (v.size() > 0 && !IsComplex(x.dtype()) && v.size() <= kRadixMaxElements) {
+  if (v.size() > 0 && !IsComplex(x.dtype()) && v.size() <= kernels::kRadixMaxElements) {
     return RadixSortRows(v, descending, with_idx, canonical, want_keys);
   }
   Rows r;

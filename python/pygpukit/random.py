@@ -99,7 +99,8 @@ class Generator:
 
     def permutation(self, x, *, device=None):
         """An int: a random ordering of ``arange(x)`` (int64). An array (or anything
-        ``gp.asarray`` takes): a copy with its first axis shuffled, on the array's device."""
+        ``gp.asarray`` takes): a copy with its first axis shuffled, on ``device`` when given,
+        else on the array's device."""
         if not isinstance(x, _core.GPUArray):
             try:
                 x = _operator.index(x)  # ints and NumPy integers
@@ -107,6 +108,8 @@ class Generator:
                 from . import asarray
 
                 x = asarray(x, device=self._on(device))
+        elif device is not None:
+            x = x.to_device(device)  # the shuffled copy lives where it is asked for
         return _r.permutation(self._bit_generator, x, self._on(device))
 
 

@@ -218,6 +218,15 @@ pyb::object NumpyDType(DType dt) {
   return np.attr("dtype")(std::string(DTypeName(dt)));
 }
 
+bool BoolArg(const pyb::handle& x, absl::string_view name, absl::string_view op) {
+  if (PyBool_Check(x.ptr())) return x.ptr() == Py_True;
+  if (pyb::isinstance(x, pyb::module_::import("numpy").attr("bool_"))) {
+    return PyObject_IsTrue(x.ptr()) == 1;
+  }
+  throw pyb::type_error(absl::StrCat(op, ": ", name, " must be a bool, got ",
+                                     pyb::str(pyb::type::handle_of(x)).cast<std::string>()));
+}
+
 double RealArg(const pyb::handle& x, absl::string_view name, absl::string_view op) {
   auto type_name = [&] { return pyb::str(pyb::type::handle_of(x)).cast<std::string>(); };
   const bool numpy_complex =

@@ -45,6 +45,9 @@ struct PyDType {
   DType dtype;
 };
 
+/// A Python (or NumPy) bool; anything else is a TypeError naming the function, so that a
+/// stray 1 or "off" is not silently taken for a truth value.
+bool BoolArg(const pyb::handle& x, absl::string_view name, absl::string_view op);
 /// Accepts a pygpukit dtype, a name, a NumPy dtype / scalar type or a Python type.
 DType ToDType(const pyb::handle& obj, absl::string_view op);
 /// None -> `dflt`; else ToDType.

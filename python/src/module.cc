@@ -99,17 +99,6 @@ ops::Activation ParseActivation(const pyb::handle& act, absl::string_view op) {
                                       "' (expected None, 'relu', 'gelu' or 'silu')"));
 }
 
-// A Python (or NumPy) bool; anything else is a TypeError naming the function, so that a stray
-// 1 or "off" is not silently taken for a truth value.
-bool BoolArg(const pyb::handle& x, absl::string_view name, absl::string_view op) {
-  if (PyBool_Check(x.ptr())) return x.ptr() == Py_True;
-  if (pyb::isinstance(x, pyb::module_::import("numpy").attr("bool_"))) {
-    return PyObject_IsTrue(x.ptr()) == 1;
-  }
-  throw pyb::type_error(absl::StrCat(op, ": ", name, " must be a bool, got ",
-                                     pyb::str(pyb::type::handle_of(x)).cast<std::string>()));
-}
-
 pyb::object StrOrNone(const std::string& s) {
   return s.empty() ? pyb::object(pyb::none()) : pyb::object(pyb::str(s));
 }

@@ -142,13 +142,14 @@ void BindRandom(pyb::module_& m) {
   r.def(
       "integers",
       [](ops::PhiloxGenerator& g, const pyb::handle& low, const pyb::handle& high,
-         const pyb::handle& size, const pyb::handle& dtype, bool endpoint,
+         const pyb::handle& size, const pyb::handle& dtype, const pyb::handle& endpoint,
          const pyb::handle& device) {
         const DType dt = ToDType(dtype, "integers");
         // One bound: [0, low).
         const absl::int128 lo = high.is_none() ? absl::int128(0) : BoundOf(low, "low", dt);
         const absl::int128 hi = BoundOf(high.is_none() ? low : high, "high", dt);
-        return Unwrap(ops::RandomIntegers(g, SizeOf(size, "integers"), dt, lo, hi, endpoint,
+        return Unwrap(ops::RandomIntegers(g, SizeOf(size, "integers"), dt, lo, hi,
+                                          BoolArg(endpoint, "endpoint", "integers"),
                                           ToDevice(device, "integers")));
       },
       pyb::arg("gen"), pyb::arg("low"), pyb::arg("high"), pyb::arg("size"), pyb::arg("dtype"),

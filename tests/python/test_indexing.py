@@ -307,6 +307,8 @@ def test_nonzero_across_tiles(rng, n, density):
     for g, w in zip(gp.nonzero(_g(m)), np.nonzero(m)):
         check_equal(g, w.astype(np.int64))
     check_equal(gp.count_nonzero(_g(h)), np.int64(h.sum()))
+    # A dense bool view that starts inside its buffer is compacted in place.
+    check_equal(gp.nonzero(_g(h)[7:])[0], np.nonzero(h[7:])[0].astype(np.int64))
 
 
 @pytest.mark.parametrize("dtype", ["bool", "int16", "bfloat16", "float64", "complex64"])

@@ -267,6 +267,10 @@ def test_permutation(device):
     from_list = gp.random.Generator(4, device=device).permutation(x.tolist())
     np.testing.assert_array_equal(host(from_list), x[order])
     np.testing.assert_array_equal(host(gp.random.Generator(4).permutation(np.int64(20))), order)
+    cpu = gp.Device("cpu")
+    moved = gp.random.Generator(4).permutation(gp.asarray(x, device=device), device=cpu)
+    assert moved.device == cpu  # device= moves the shuffled copy
+    np.testing.assert_array_equal(host(moved), x[order])
 
 
 # ---- CPU / CUDA bit equality ----
@@ -327,6 +331,7 @@ def test_bad_arguments(device):
         (lambda: g.integers(0, 5, dtype=gp.float32), TypeError, "integers: unsupported dtype"),
         (lambda: g.integers(5, 5), ValueError, r"integers: low >= high \(low=5, high=5\)"),
         (lambda: g.integers(5, 4, endpoint=True), ValueError, "integers: low > high"),
+        (lambda: g.integers(0, 4, endpoint=1), TypeError, "integers: endpoint must be a bool"),
         (lambda: g.integers(0), ValueError, "low >= high"),
         (
             lambda: g.integers(-1, 5, dtype=gp.uint8),

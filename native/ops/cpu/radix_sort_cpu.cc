@@ -95,7 +95,7 @@ void CompactWriteTile(const kernels::CompactParams& p, int64_t t) {
   const int64_t end = std::min(p.n, (t + 1) * kRadixTile);
   uint32_t at = p.counts[t];
   for (int64_t i = t * kRadixTile; i < end; ++i) {
-    if (p.mask[i] != 0) p.out[at++] = i;
+    if (p.mask[i] != 0 && at < p.limit) p.out[at++] = i;
   }
 }
 

@@ -5,46 +5,32 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
+#include "ops/cuda/launch_cuda.h"
 #include "ops/kernel_launch.h"
 #include "ops/kernels/philox.h"
 #include "runtime/runtime.h"
 
 namespace pygpukit::ops::cuda_kernels {
-namespace {
-
-constexpr unsigned kBlock = 256;
-constexpr int64_t kMaxBlocks = 1 << 16;  // grid-stride loops cover the rest
-
-template <typename Params>
-absl::Status Launch(hal::Stream& s, const std::string& kernel, int64_t n, const Params& p) {
-  hal::LaunchDims dims;
-  dims.block[0] = kBlock;
-  dims.grid[0] =
-      static_cast<unsigned>(std::clamp<int64_t>((n + kBlock - 1) / kBlock, 1, kMaxBlocks));
-  void* args[] = {const_cast<Params*>(&p)};
-  return Runtime::Get().dispatcher().LaunchDevice(s, kernel, dims, args);
-}
-
-}  // namespace
 
 absl::Status Copy(hal::Stream& s, DType, DType dst, const kernels::ElementwiseParams& p) {
-  return Launch(s, absl::StrCat("pgk_copy_", DTypeCode(dst)), p.n, p);
+  return LaunchGridStride(s, absl::StrCat("pgk_copy_", DTypeCode(dst)), p.n, p);
 }
 
 absl::Status Fill(hal::Stream& s, int itemsize, const kernels::ElementwiseParams& p) {
-  return Launch(s, absl::StrCat("pgk_fill_", itemsize), p.n, p);
+  return LaunchGridStride(s, absl::StrCat("pgk_fill_", itemsize), p.n, p);
 }
 
 absl::Status Gather(hal::Stream& s, int itemsize, const kernels::GatherParams& p, bool scatter) {
-  return Launch(s, absl::StrCat(scatter ? "pgk_scatter_" : "pgk_gather_", itemsize), p.n, p);
+  return LaunchGridStride(s, absl::StrCat(scatter ? "pgk_scatter_" : "pgk_gather_", itemsize), p.n,
+                          p);
 }
 
 absl::Status SearchSorted(hal::Stream& s, DType dtype, const kernels::SearchParams& p) {
-  return Launch(s, absl::StrCat("pgk_searchsorted_", DTypeCode(dtype)), p.n, p);
+  return LaunchGridStride(s, absl::StrCat("pgk_searchsorted_", DTypeCode(dtype)), p.n, p);
 }
 
 absl::Status Merge(hal::Stream& s, DType dtype, const kernels::MergeParams& p) {
-  return Launch(s, absl::StrCat("pgk_merge_", DTypeCode(dtype)), p.total, p);
+  return LaunchGridStride(s, absl::StrCat("pgk_merge_", DTypeCode(dtype)), p.total, p);
 }
 
 absl::Status Random(hal::Stream& s, DType dtype, const kernels::RandomParams& p) {
@@ -53,14 +39,15 @@ absl::Status Random(hal::Stream& s, DType dtype, const kernels::RandomParams& p)
   }
   // One thread per Philox block.
   const int64_t per = kernels::RandomPerBlock(p.kind, ItemSize(dtype));
-  return Launch(s, absl::StrCat("pgk_random_", DTypeCode(dtype)), (p.n + per - 1) / per, p);
+  return LaunchGridStride(s, absl::StrCat("pgk_random_", DTypeCode(dtype)), (p.n + per - 1) / per,
+                          p);
 }
 
 absl::Status Arange(hal::Stream& s, DType dtype, const kernels::ArangeParams& p) {
   if (IsComplex(dtype) || dtype == DType::Bool) {
     return TypeError(absl::StrCat("arange: unsupported dtype ", DTypeName(dtype)));
   }
-  return Launch(s, absl::StrCat("pgk_arange_", DTypeCode(dtype)), p.n, p);
+  return LaunchGridStride(s, absl::StrCat("pgk_arange_", DTypeCode(dtype)), p.n, p);
 }
 
 absl::Status Binary(hal::Stream& s, ElementwiseOp op, DType dtype,
@@ -68,14 +55,15 @@ absl::Status Binary(hal::Stream& s, ElementwiseOp op, DType dtype,
   if (op == ElementwiseOp::kDivide && (IsInteger(dtype) || dtype == DType::Bool)) {
     return TypeError("divide: integer operands must be promoted before the kernel");
   }
-  return Launch(s, absl::StrCat("pgk_", ElementwiseOpName(op), "_", DTypeCode(dtype)), p.n, p);
+  return LaunchGridStride(s, absl::StrCat("pgk_", ElementwiseOpName(op), "_", DTypeCode(dtype)),
+                          p.n, p);
 }
 
 absl::Status Negative(hal::Stream& s, DType dtype, const kernels::ElementwiseParams& p) {
   if (dtype == DType::Bool) {
     return TypeError("negative: boolean operands are rejected before kernels");
   }
-  return Launch(s, absl::StrCat("pgk_negative_", DTypeCode(dtype)), p.n, p);
+  return LaunchGridStride(s, absl::StrCat("pgk_negative_", DTypeCode(dtype)), p.n, p);
 }
 
 }  // namespace pygpukit::ops::cuda_kernels

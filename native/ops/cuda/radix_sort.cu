@@ -132,8 +132,8 @@ __device__ __forceinline__ void Scatter(const pk::RadixPassParams& p) {
     packed[j] = kNoDigit;
     if (i < p.n) {
       keys[j] = keys_in[i];
-      packed[j] = p.from_row ? pk::RadixDigit<K>(K{0}, p.idx_in[i], p)
-                             : pk::RadixDigit<K>(keys[j], 0, p);
+      packed[j] =
+          p.from_row ? pk::RadixDigit<K>(K{0}, p.idx_in[i], p) : pk::RadixDigit<K>(keys[j], 0, p);
     }
   }
 #pragma unroll
@@ -244,8 +244,8 @@ __device__ __forceinline__ void CompactWrite(const pk::CompactParams& p) {
   const unsigned lanes_before = (1u << lane) - 1;
 #pragma unroll
   for (int j = 0; j < kItems; ++j) {
-    if (ballots[j] & (1u << lane))
-      p.out[at + __popc(ballots[j] & lanes_before)] = wbase + j * 32 + lane;
+    const int64_t slot = at + __popc(ballots[j] & lanes_before);
+    if ((ballots[j] & (1u << lane)) && slot < p.limit) p.out[slot] = wbase + j * 32 + lane;
     at += __popc(ballots[j]);
   }
 }

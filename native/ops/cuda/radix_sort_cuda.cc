@@ -4,31 +4,17 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
+#include "ops/cuda/launch_cuda.h"
 #include "ops/kernel_launch.h"
 #include "ops/kernels/radix.h"
 #include "runtime/runtime.h"
 
 namespace pygpukit::ops::cuda_kernels {
-namespace {
-
-template <typename Params>
-absl::Status LaunchBlocks(hal::Stream& s, const std::string& kernel, int64_t blocks,
-                          unsigned threads, const Params& p) {
-  hal::LaunchDims dims;
-  dims.grid[0] = static_cast<unsigned>(blocks);
-  dims.block[0] = threads;
-  void* args[] = {const_cast<Params*>(&p)};
-  return Runtime::Get().dispatcher().LaunchDevice(s, kernel, dims, args);
-}
-
-}  // namespace
 
 absl::Status RadixKey(hal::Stream& s, int key_bytes, const kernels::RadixKeyParams& p,
                       bool inverse) {
-  constexpr int64_t kBlock = 256, kMaxBlocks = 1 << 16;  // grid-stride loops cover the rest
-  const int64_t blocks = std::clamp<int64_t>((p.n + kBlock - 1) / kBlock, 1, kMaxBlocks);
-  return LaunchBlocks(s, absl::StrCat(inverse ? "pgk_radix_finish_" : "pgk_radix_key_", key_bytes),
-                      blocks, kBlock, p);
+  return LaunchGridStride(
+      s, absl::StrCat(inverse ? "pgk_radix_finish_" : "pgk_radix_key_", key_bytes), p.n, p);
 }
 
 absl::Status RadixPass(hal::Stream& s, int key_bytes, const kernels::RadixPassParams& p) {

@@ -15,6 +15,8 @@ namespace pygpukit::kernels {
 inline constexpr int kRadixThreads = 256;
 inline constexpr int kRadixItems = 16;
 inline constexpr int64_t kRadixTile = int64_t{kRadixThreads} * kRadixItems;
+/// Most elements a radix sort or a compaction takes: slot offsets are uint32.
+inline constexpr int64_t kRadixMaxElements = (int64_t{1} << 32) - kRadixTile;
 /// Digit bits per pass (256 buckets).
 inline constexpr int kRadixBits = 8;
 inline constexpr int kRadixBuckets = 1 << kRadixBits;
@@ -80,9 +82,10 @@ struct CompactParams {
   int64_t* out;         // positions of the true elements
   uint32_t* counts;     // [tiles]
   uint32_t* totals;     // [1]
+  int64_t limit;        // the write: the size of out
 };
 
-static_assert(sizeof(CompactParams) == 48, "CompactParams layout changed");
+static_assert(sizeof(CompactParams) == 56, "CompactParams layout changed");
 
 /// The ordered key of the value with bits `b` (K: the unsigned word of the dtype's size).
 template <typename K>
