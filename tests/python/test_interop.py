@@ -358,6 +358,9 @@ def test_torch_round_trips(cuda, rng):
         t = torch.from_dlpack(x)
         assert t.is_cuda and tuple(t.shape) == (3, 4)
         t[0, 0] = t[1, 1]
+        # DLPack orders the exchange only: later writes on torch's stream are the writer's to
+        # publish before another stream reads them.
+        torch.cuda.current_stream().synchronize()
         assert host(x)[0, 0] == h[1, 1]
         g = gp.from_dlpack(t.T)
         check_equal(g, host(x).T)
@@ -381,6 +384,7 @@ def test_cupy_round_trips(cuda, rng):
     c = cp.asarray(x)  # through __cuda_array_interface__
     np.testing.assert_array_equal(cp.asnumpy(c), h)
     c[0, 0] = -1.0
+    cp.cuda.get_current_stream().synchronize()  # CuPy's write, seen by our stream
     assert host(x)[0, 0] == -1.0
     d = cp.from_dlpack(x)
     np.testing.assert_array_equal(cp.asnumpy(d), host(x))
@@ -397,4 +401,5 @@ def test_cupy_round_trips(cuda, rng):
     check_equal(gp.asarray(c[:, ::-1]), host(x)[:, ::-1])
     g2 = gp.asarray(c)
     g2[1, 1] = 7.0
+    gp.synchronize(cuda)  # our write, seen by CuPy's stream
     assert float(c[1, 1]) == 7.0
