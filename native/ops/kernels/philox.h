@@ -33,6 +33,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "core/scalar_types.h"
@@ -261,6 +262,44 @@ PGK_HD double UniformOf32(uint32_t h) {
   }
 }
 
+/// Stores the first `count` of a block's K outputs at dst. On CUDA a whole, aligned block
+/// goes out in vector stores: a thread's scalar stores, 32 bytes apart across a warp, would
+/// each touch a sector of their own (the store traffic, not Philox, bounded the first version).
+template <typename T, int K>
+PGK_HD void StoreBlock(T* dst, const T (&vals)[K], int64_t count) {
+#if defined(__CUDA_ARCH__)
+  constexpr int kBytes = K * static_cast<int>(sizeof(T));
+  const uintptr_t at = reinterpret_cast<uintptr_t>(dst);
+  if (count >= K) {
+    if constexpr (kBytes % 16 == 0) {
+      if (at % 16 == 0) {
+        for (int c = 0; c < kBytes / 16; ++c) {
+          uint4 v;
+          memcpy(&v, reinterpret_cast<const char*>(vals) + 16 * c, 16);
+          reinterpret_cast<uint4*>(dst)[c] = v;
+        }
+        return;
+      }
+    } else if constexpr (kBytes == 8) {
+      if (at % 8 == 0) {
+        uint2 v;
+        memcpy(&v, vals, 8);
+        *reinterpret_cast<uint2*>(dst) = v;
+        return;
+      }
+    } else if constexpr (kBytes == 4) {
+      if (at % 4 == 0) {
+        uint32_t v;
+        memcpy(&v, vals, 4);
+        *reinterpret_cast<uint32_t*>(dst) = v;
+        return;
+      }
+    }
+  }
+#endif
+  for (int j = 0; j < K && j < count; ++j) dst[j] = vals[j];
+}
+
 /// Writes the outputs of Philox block `block` (see RandomParams).
 template <typename T>
 PGK_HD void RandomBlock(const RandomParams& p, int64_t block) {
@@ -273,35 +312,37 @@ PGK_HD void RandomBlock(const RandomParams& p, int64_t block) {
       double z[4];
       rnd::BoxMuller(r[0], r[1], z[0], z[1]);
       rnd::BoxMuller(r[2], r[3], z[2], z[3]);
-      const int64_t first = block * 4;
-      for (int j = 0; j < 4 && first + j < p.n; ++j) {
-        out[first + j] = Cast<T>(rnd::Add(p.a, rnd::Mul(p.b, z[j])));
-      }
+      T vals[4];
+      for (int j = 0; j < 4; ++j) vals[j] = Cast<T>(rnd::Add(p.a, rnd::Mul(p.b, z[j])));
+      StoreBlock(out + block * 4, vals, p.n - block * 4);
     } else if constexpr (sizeof(T) == 8) {
-      const int64_t first = block * 4;
-      for (int j = 0; j < 4 && first + j < p.n; ++j) {
+      T vals[4];
+      for (int j = 0; j < 4; ++j) {
         const double u = rnd::Mul(static_cast<double>(r[j] >> 11), 0x1p-53);
-        out[first + j] = rnd::Add(p.a, rnd::Mul(p.b, u));
+        vals[j] = rnd::Add(p.a, rnd::Mul(p.b, u));
       }
+      StoreBlock(out + block * 4, vals, p.n - block * 4);
     } else {
-      const int64_t first = block * 8;
-      for (int j = 0; j < 8 && first + j < p.n; ++j) {
+      T vals[8];
+      for (int j = 0; j < 8; ++j) {
         const uint64_t word = r[j / 2];
         const uint32_t half = static_cast<uint32_t>((j & 1) != 0 ? word >> 32 : word);
-        out[first + j] = Cast<T>(rnd::Add(p.a, rnd::Mul(p.b, UniformOf32<T>(half))));
+        vals[j] = Cast<T>(rnd::Add(p.a, rnd::Mul(p.b, UniformOf32<T>(half))));
       }
+      StoreBlock(out + block * 8, vals, p.n - block * 8);
     }
   } else {
-    const int64_t first = block * 4;
-    for (int j = 0; j < 4 && first + j < p.n; ++j) {
+    T vals[4];
+    for (int j = 0; j < 4; ++j) {
       const uint64_t offset = p.range == 0 ? r[j] : rnd::MulHi(r[j], p.range);
       const uint64_t v = p.low + offset;  // the value in two's complement: it fits T
       if constexpr (std::is_same_v<T, bool>) {
-        out[first + j] = v != 0;
+        vals[j] = v != 0;
       } else {
-        out[first + j] = static_cast<T>(v);
+        vals[j] = static_cast<T>(v);
       }
     }
+    StoreBlock(out + block * 4, vals, p.n - block * 4);
   }
 }
 
