@@ -77,8 +77,15 @@ absl::StatusOr<ResidencyPin> Resident(absl::Span<const GPUArray* const> arrays) 
   // The thread's current stream, looked up once per device (ops pass arrays of one device).
   std::optional<Device> stream_device;
   hal::Stream* s = nullptr;
-  for (const GPUArray* a : arrays) {
+  for (size_t k = 0; k < arrays.size(); ++k) {
+    const GPUArray* a = arrays[k];
     if (a == nullptr) continue;
+    // A buffer named twice (x + x, views of one array) is pinned and recorded once.
+    bool seen = false;
+    for (size_t j = 0; j < k && !seen; ++j) {
+      seen = arrays[j] != nullptr && arrays[j]->buffer() == a->buffer();
+    }
+    if (seen) continue;
     PGK_RETURN_IF_ERROR(pin.Add(a->buffer()));
     // Work is about to be queued on the thread's current stream (a scheduled task's own stream
     // differs from the one the buffer came from): its memory must not be reused before then.

@@ -3,6 +3,8 @@
 // nor hashes source text.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -15,11 +17,47 @@ namespace pygpukit::ops::cuda_kernels {
 
 /// Entries by key; `build` runs outside the lock on a miss (two threads missing the same key
 /// both build it: the JitEngine compiles a source once, so that only repeats a lookup).
+/// Instances live for the process (function-local statics, never destroyed): each thread keeps
+/// its recent hits in a small table in front of the shared map, trusted while the owner and the
+/// key match, since an entry never changes once made. A cached launch then takes no lock.
 template <class Entry>
 class JitKernelCache {
  public:
   template <class Build>
   absl::StatusOr<Entry> Get(const std::string& key, Build&& build) {
+    Slot& slot = Recent()[SlotOf(key)];
+    if (slot.owner == this && slot.key == key) return slot.entry;
+    absl::StatusOr<Entry> e = Lookup(key, std::forward<Build>(build));
+    if (e.ok()) {
+      slot.owner = this;
+      slot.key = key;
+      slot.entry = *e;
+    }
+    return e;
+  }
+
+ private:
+  struct Slot {
+    const JitKernelCache* owner = nullptr;
+    std::string key;
+    Entry entry{};
+  };
+  static constexpr size_t kSlots = 16;
+
+  static std::array<Slot, kSlots>& Recent() {
+    thread_local std::array<Slot, kSlots> recent;
+    return recent;
+  }
+
+  // FNV-1a over the short key (a few dozen bytes).
+  static size_t SlotOf(const std::string& key) {
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned char c : key) h = (h ^ c) * 1099511628211ull;
+    return static_cast<size_t>(h ^ (h >> 29)) % kSlots;
+  }
+
+  template <class Build>
+  absl::StatusOr<Entry> Lookup(const std::string& key, Build&& build) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (auto it = entries_.find(key); it != entries_.end()) return it->second;
@@ -29,7 +67,6 @@ class JitKernelCache {
     return entries_.emplace(key, e).first->second;
   }
 
- private:
   std::mutex mu_;
   absl::flat_hash_map<std::string, Entry> entries_;
 };
