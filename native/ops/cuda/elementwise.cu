@@ -3,6 +3,7 @@
 // are the shared per-element functions of ops/kernels/elementwise.h; launches use a grid-stride
 // loop over the (coalesced) output index space, one element per thread per iteration.
 #include "core/dtype_list.h"
+#include "ops/cuda/grid_stride.h"
 #include "ops/kernels/elementwise.h"
 #include "ops/kernels/gather.h"
 #include "ops/kernels/search.h"
@@ -18,10 +19,6 @@ enum DTypeOrdinal : int {
   PGK_FOR_EACH_DTYPE(PGK_ORDINAL)
 #undef PGK_ORDINAL
 };
-
-#define PGK_GRID_STRIDE_LOOP(i, n)                                                       \
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
 
 // Copy into Dst from a source whose dtype is picked at run time: the branch is uniform across
 // the grid, and it keeps the kernel count at one per destination dtype.

@@ -13,6 +13,7 @@
 // pgk_compact_count and pgk_compact_write (ranks from warp ballots).
 #include <cstdint>
 
+#include "ops/cuda/grid_stride.h"
 #include "ops/kernels/radix.h"
 
 namespace pk = pygpukit::kernels;
@@ -249,10 +250,6 @@ __device__ __forceinline__ void CompactWrite(const pk::CompactParams& p) {
     at += __popc(ballots[j]);
   }
 }
-
-#define PGK_GRID_STRIDE_LOOP(i, n)                                                       \
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
 
 }  // namespace
 

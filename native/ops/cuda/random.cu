@@ -1,6 +1,7 @@
 // CUDA random kernels: one thread per Philox block (ops/kernels/philox.h, shared with the CPU
 // loop) in a grid-stride loop; pgk_random_<dtype code> per real dtype.
 #include "core/dtype_list.h"
+#include "ops/cuda/grid_stride.h"
 #include "ops/kernels/philox.h"
 
 namespace pk = pygpukit::kernels;
@@ -12,10 +13,7 @@ __device__ __forceinline__ void RandomBlocks(const pk::RandomParams& p) {
   if constexpr (!pk::IsComplexT<T>::value) {  // complex dtypes have no kernel body
     const int64_t per = pk::RandomPerBlock(p.kind, sizeof(T));
     const int64_t blocks = (p.n + per - 1) / per;
-    for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < blocks;
-         i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-      pk::RandomBlock<T>(p, i);
-    }
+    PGK_GRID_STRIDE_LOOP(i, blocks) pk::RandomBlock<T>(p, i);
   }
 }
 
