@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <random>
+#include <sstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -15,15 +16,11 @@
 namespace pygpukit::ops {
 namespace {
 
+// Abseil's own decimal formatting (StrCat takes no int128 in the Debian release).
 std::string Int128String(absl::int128 v) {
-  const bool negative = v < 0;
-  absl::uint128 u = negative ? -static_cast<absl::uint128>(v) : static_cast<absl::uint128>(v);
-  std::string digits;
-  do {
-    digits.insert(digits.begin(), static_cast<char>('0' + static_cast<int>(u % 10)));
-    u /= 10;
-  } while (u != 0);
-  return negative ? "-" + digits : digits;
+  std::ostringstream os;
+  os << v;
+  return os.str();
 }
 
 // n outputs of `p.kind` into a new array: takes the blocks they need from `gen` and launches.
