@@ -2,7 +2,7 @@
 per-call Python overhead on tiny ones, with torch and CuPy measured in the same process.
 
 Bandwidth cases (n elements, default 2^28): copy, astype (float32 -> float16, bfloat16 ->
-float32), add, mul, exp, sin for float32 and bfloat16 (CuPy has no bfloat16), plus add with a
+float32), add, mul, exp, sin, cos for float32 and bfloat16 (CuPy has no bfloat16), plus add with a
 transposed operand (strided), with a row vector (broadcast) and with a column vector
 (broadcast-column). GB/s counts the bytes each op must read and write once (a broadcast operand
 once).
@@ -40,6 +40,7 @@ def ew_fn(lib, op):
             "mul": lambda a, b: a * b,
             "exp": gp.exp,
             "sin": gp.sin,
+            "cos": gp.cos,
         }[op]
     m = lib.m
     if lib.name == "torch":
@@ -53,6 +54,7 @@ def ew_fn(lib, op):
         "mul": lambda a, b: a * b,
         "exp": m.exp,
         "sin": m.sin,
+        "cos": m.cos,
     }[op]
 
 
@@ -101,7 +103,7 @@ def bandwidth(lib, op, layout, dtype, n, iters, reps, rng):
         else:
             b = lib.array(host_data(rng, side, "row"), dtype).reshape(side, 1)
     f = ew_fn(lib, op)
-    arity = 1 if op in ("copy", "astype", "exp", "sin") else 2
+    arity = 1 if op in ("copy", "astype", "exp", "sin", "cos") else 2
     call = (lambda: f(a)) if arity == 1 else (lambda: f(a, b))
     bytes_moved = elems * itemsize * (arity + 1)
     if op == "astype":
@@ -158,7 +160,7 @@ def main():
     n = 1 << args.log2n
 
     rows = []
-    cases = [(op, "contiguous") for op in ("copy", "astype", "add", "mul", "exp", "sin")]
+    cases = [(op, "contiguous") for op in ("copy", "astype", "add", "mul", "exp", "sin", "cos")]
     cases += [("add", "strided"), ("add", "broadcast"), ("add", "broadcast-column")]
     for dtype in ("float32", "bfloat16"):
         for op, layout in cases:

@@ -118,6 +118,27 @@ PGK_HD uint16_t FloatToBFloat16Bits(float f) {
   return static_cast<uint16_t>(x >> 16);
 }
 PGK_HD float BFloat16BitsToFloat(uint16_t b) { return BitsFloat(static_cast<uint32_t>(b) << 16); }
+
+// The conversions above for a value known not to be NaN: on the GPU one instruction, without
+// the NaN test and branch (the same bits for every non-NaN value).
+PGK_HD uint16_t NonNanToHalfBits(float f) {
+#if defined(__CUDA_ARCH__)
+  unsigned short r;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(f));
+  return r;
+#else
+  return FloatToHalfBits(f);
+#endif
+}
+PGK_HD uint16_t NonNanToBFloat16Bits(float f) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  unsigned short r;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(f));
+  return r;
+#else
+  return FloatToBFloat16Bits(f);
+#endif
+}
 }  // namespace detail
 
 // 16-bit IEEE half precision storage type; arithmetic goes through float.
@@ -131,6 +152,8 @@ struct float16 {
     h.bits = b;
     return h;
   }
+  /// From a float that is not NaN (the caller knows): as the constructor, cheaper on the GPU.
+  PGK_HD static float16 FromNonNan(float f) { return FromBits(detail::NonNanToHalfBits(f)); }
 };
 
 // bfloat16 storage type (8-bit exponent, 7-bit mantissa); arithmetic goes through float.
@@ -144,6 +167,8 @@ struct bfloat16 {
     h.bits = b;
     return h;
   }
+  /// From a float that is not NaN (the caller knows): as the constructor, cheaper on the GPU.
+  PGK_HD static bfloat16 FromNonNan(float f) { return FromBits(detail::NonNanToBFloat16Bits(f)); }
 };
 
 // Complex number with the memory layout of std::complex / cuComplex (real, imag).

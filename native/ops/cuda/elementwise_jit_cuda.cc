@@ -26,8 +26,14 @@ namespace {
 // Measurement knobs, read once: PYGPUKIT_EW_UNROLL (1, 2, 4 or 8, for every layout),
 // PYGPUKIT_EW_BLOCKS_PER_SM (a cap on the grid, 0 = none) and PYGPUKIT_EW_FMAD=1 (table
 // functions with multiply-add contraction). Invalid values keep the defaults.
+// Dense kernels of math-library functions (sin, exp, atan2, ...: a long body per element) on
+// 16-bit operands (8 elements per access) move 2 vectors per thread: with one, the threads'
+// computing leaves too few loads in flight (H100, bfloat16 sin of 2^28: 2.78 TB/s; 2 vectors:
+// 2.93, torch 2.99; cos 2.82 -> 2.96).
 struct Tuning {
+  bool unroll_fixed = false;  // PYGPUKIT_EW_UNROLL given: it applies to every kernel
   int unroll_contiguous = 1;
+  int unroll_heavy16 = 2;
   int unroll_strided = 4;
   int unroll_runs = 1;  // strided with vec > 1: runs of 16 bytes, like dense accesses
   int blocks_per_sm = 0;
@@ -40,7 +46,8 @@ const Tuning& Knobs() {
     if (const char* u = std::getenv("PYGPUKIT_EW_UNROLL")) {
       const int v = std::atoi(u);
       if (v == 1 || v == 2 || v == 4 || v == 8) {
-        t.unroll_contiguous = t.unroll_strided = t.unroll_runs = v;
+        t.unroll_contiguous = t.unroll_heavy16 = t.unroll_strided = t.unroll_runs = v;
+        t.unroll_fixed = true;
       }
     }
     if (const char* f = std::getenv("PYGPUKIT_EW_FMAD")) t.contract = std::string(f) == "1";
@@ -126,6 +133,7 @@ bool RunsOf(const CoalescedLayout& c, absl::Span<const GPUArray* const> arrays,
 // (for inputs that are not arrays).
 struct EwJitKernel {
   absl::string_view name;
+  bool heavy;  // a math-library function: a long body per element (see Tuning)
   std::string head;
   absl::FunctionRef<EwKernelSpec(const EwLayout&)> spec;  // called on a cache miss only
   absl::Span<const DType> scalar_dtypes;
@@ -209,7 +217,8 @@ absl::Status LaunchEwJit(hal::Stream& s, const EwJitKernel& kernel, absl::Span<c
       }
     }
   }
-  layout.unroll = layout.contiguous ? Knobs().unroll_contiguous
+  layout.unroll = layout.contiguous ? (kernel.heavy && layout.vec >= 8 ? Knobs().unroll_heavy16
+                                                                       : Knobs().unroll_contiguous)
                   : layout.vec > 1  ? Knobs().unroll_runs
                                     : Knobs().unroll_strided;
   const std::string key =
@@ -256,6 +265,30 @@ absl::Status LaunchEwJit(hal::Stream& s, const EwJitKernel& kernel, absl::Span<c
                                                     params.data());
 }
 
+// Whether the function's body calls the math library (a long body per element).
+bool CallsMathLibrary(ElementwiseOp op) {
+  switch (op) {
+    case ElementwiseOp::kAtan2:
+    case ElementwiseOp::kHypot:
+    case ElementwiseOp::kLogaddexp:
+    case ElementwiseOp::kPow:
+      return true;
+    case ElementwiseOp::kReciprocal:  // one division
+      return false;
+    default:
+      break;
+  }
+  // The other floating-point functions of one operand (sin, exp, log1p, ...).
+  switch (op) {
+#define PGK_EW_MATH(E, name, F, arity, domain, result) \
+  case ElementwiseOp::k##E:                            \
+    return arity == 1 && EwDomain::domain == EwDomain::kInexact;
+    PGK_FOR_EACH_ELEMENTWISE_OP(PGK_EW_MATH)
+#undef PGK_EW_MATH
+  }
+  return false;
+}
+
 }  // namespace
 
 absl::Status ElementwiseJit(hal::Stream& s, const EwLaunch& l, const GPUArray& out,
@@ -275,7 +308,7 @@ absl::Status ElementwiseJit(hal::Stream& s, const EwLaunch& l, const GPUArray& o
     k.contract = Knobs().contract;
     return k;
   };
-  EwJitKernel kernel{l.name, std::move(head), spec, scalar_dtypes, scalars};
+  EwJitKernel kernel{l.name, CallsMathLibrary(l.op), std::move(head), spec, scalar_dtypes, scalars};
   return LaunchEwJit(s, kernel, absl::MakeConstSpan(&out, 1), inputs);
 }
 
@@ -285,7 +318,7 @@ absl::Status CopyJit(hal::Stream& s, const GPUArray& src, const GPUArray& dst) {
   };
   const DType dtypes[] = {src.dtype()};
   const unsigned char* const no_scalars[] = {nullptr};
-  EwJitKernel kernel{"copy", "cast", spec, dtypes, no_scalars};
+  EwJitKernel kernel{"copy", false, "cast", spec, dtypes, no_scalars};
   return LaunchEwJit(s, kernel, absl::MakeConstSpan(&dst, 1), absl::MakeConstSpan(&src, 1));
 }
 
@@ -301,7 +334,7 @@ absl::Status UserElementwiseJit(hal::Stream& s, const UserEwLaunch& l,
     k.layout = layout;
     return k;
   };
-  EwJitKernel kernel{l.spec.name, std::move(head), spec, l.scalar_dtypes, scalars};
+  EwJitKernel kernel{l.spec.name, false, std::move(head), spec, l.scalar_dtypes, scalars};
   return LaunchEwJit(s, kernel, outs, inputs);
 }
 

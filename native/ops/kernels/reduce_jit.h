@@ -211,8 +211,20 @@ __device__ __forceinline__ void ReduceFinal(const ReduceParams& p) {
   const long long o = (long long)blockIdx.x * 8 + ty;
   Acc acc = R::Init();
   if (o < p.n_out) {
+    // Eight small states loaded before they are combined (in the same order as one at a time): a
+    // full reduction has about a thousand slices, which one at a time cost 33 dependent L2
+    // round trips per thread.
+    constexpr int kAhead = sizeof(Acc) <= 8 ? 8 : sizeof(Acc) <= 24 ? 2 : 1;  // registers
     const Acc* part = static_cast<const Acc*>(p.partial) + o * p.slices;
-    for (long long j = tx; j < p.slices; j += 32) acc = R::Combine(acc, part[j]);
+    long long j = tx;
+    for (; j + (kAhead - 1) * 32 < p.slices; j += kAhead * 32) {
+      Acc t[kAhead];
+#pragma unroll
+      for (int k = 0; k < kAhead; ++k) t[k] = part[j + k * 32];
+#pragma unroll
+      for (int k = 0; k < kAhead; ++k) acc = R::Combine(acc, t[k]);
+    }
+    for (; j < p.slices; j += 32) acc = R::Combine(acc, part[j]);
   }
   const int self = ty * 32 + tx;
   sm[self] = acc;
