@@ -23,6 +23,10 @@ class TextProgress:
             self.stream.write("\r" + line.ljust(80))
             self.stream.flush()
 
+    def skip(self, area, why):
+        self.done += 1
+        self._print(f"[{self.done}/{self.total}] {area}: skipped ({why})")
+
     def finish(self, status, seconds, message=""):
         self.done += 1
         if self.tty:
@@ -48,6 +52,10 @@ class TqdmProgress:
 
     def update(self, last_line):
         self.bar.set_postfix_str(last_line[:60], refresh=True)
+
+    def skip(self, area, why):
+        self.bar.write(f"{area}: skipped ({why})")
+        self.bar.update(1)
 
     def finish(self, status, seconds, message=""):
         tail = f": {message}" if message else ""

@@ -56,17 +56,18 @@ class RunConfig:
 
 def command(adapter, cfg):
     """(argv, "") to run the area, or (None, why it is skipped)."""
+    if adapter.script:
+        path = os.path.join(BENCH_DIR, adapter.script)  # an absolute script stays as is
+    else:
+        path = os.path.join(cfg.build_dir, "benchmarks", "cpp", adapter.binary)
+    if not os.path.exists(path):
+        built = "" if adapter.script else " (build with -DPYGPUKIT_BUILD_BENCHMARKS=ON)"
+        return None, f"{path} is not present{built}"
     args = adapter.args(cfg.quick, cfg.cpu)
     if args is None:
         return None, "needs a CUDA device"
     if adapter.script:
-        path = os.path.join(BENCH_DIR, adapter.script)  # an absolute script stays as is
-        if not os.path.exists(path):
-            return None, f"{adapter.script} is not present"
         return [cfg.python, path, *args, "--out", cfg.work_dir], ""
-    path = os.path.join(cfg.build_dir, "benchmarks", "cpp", adapter.binary)
-    if not os.path.exists(path):
-        return None, f"{path} not built (cmake -DPYGPUKIT_BUILD_BENCHMARKS=ON)"
     out = os.path.join(cfg.work_dir, f"{cfg.stem}-{adapter.area}.json")
     return [path, *args, f"--benchmark_out={out}", "--benchmark_out_format=json"], ""
 
@@ -106,14 +107,14 @@ def run_area(adapter, cfg, progress):
     """Runs one area: {"status": ok | failed | timeout | skipped, "seconds", "files",
     "message", "log"}; files are the JSON paths the run wrote (failed runs included)."""
     cmd, why = command(adapter, cfg)
-    progress.start(adapter.area)
     if cmd is None:
-        progress.finish("skipped", 0.0, why)
+        progress.skip(adapter.area, why)
         return {"status": "skipped", "seconds": 0.0, "files": [], "message": why, "log": None}
     os.makedirs(os.path.join(cfg.work_dir, "logs"), exist_ok=True)
     log_path = os.path.join(cfg.work_dir, "logs", f"{adapter.area}.log")
     env = dict(cfg.env if cfg.env is not None else os.environ, PYTHONUNBUFFERED="1")
     before = _snapshot(cfg.work_dir)
+    progress.start(adapter.area)
     t0, limit, timed_out = time.monotonic(), cfg.timeout_for(adapter), False
     with open(log_path, "w") as log:
         log.write("$ " + " ".join(cmd) + "\n")

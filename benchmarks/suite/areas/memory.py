@@ -27,7 +27,8 @@ def frag_rows(frag):
             ("ratio", "live/reserved at peak", "x"),
             ("us_per_op", "host time per op", "us"),
         ):
-            peers = {name: r.get(field) for name, r in libs.items() if name != "pygpukit"}
+            # our other pool policies ("pygpukit compact", ...) are in the raw JSON, not peers
+            peers = {n: r.get(field) for n, r in libs.items() if not n.startswith("pygpukit")}
             ours = libs.get("pygpukit", {}).get(field)
             rows.append(make_row(f"fragmentation, {dist} sizes", metric, unit, ours, peers))
     return rows
