@@ -122,7 +122,7 @@ def run_areas(args, adapters):
         stem=stem,
         quick=args.quick,
         cpu=cpu,
-        build_dir=args.build_dir,
+        build_dir=os.path.abspath(args.build_dir),
         timeout=args.timeout,
         env=env,
     )

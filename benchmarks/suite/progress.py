@@ -68,8 +68,9 @@ class TqdmProgress:
 
 
 def make(total, plain=False):
-    """A tqdm bar if importable (and not `plain`), else text lines."""
-    if not plain:
+    """A tqdm bar if importable, asked for (not `plain`) and drawn on a terminal (a bar's
+    redraws would flood a log), else text lines."""
+    if not plain and sys.stderr.isatty():
         try:
             from tqdm import tqdm
 
