@@ -2,6 +2,7 @@
 benchmark (the median aggregate where repetitions were asked for), time per iteration in us,
 items/s or bytes/s as throughput. Ours only: these time runtime internals."""
 
+from .registry import Adapter
 from .rows import make_row
 
 TO_US = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
@@ -24,3 +25,9 @@ def gbench_rows(raw):
         us = b["real_time"] * TO_US[b.get("time_unit", "ns")]
         rows.append(make_row(name, "time", "us", us, throughput=tput, throughput_unit=unit))
     return rows
+
+
+def gbench_adapter(area, binary, order):
+    """The adapter of a Google Benchmark binary in <build dir>/benchmarks/cpp/ (run as it is,
+    on the CPU backend too)."""
+    return Adapter(area=area, normalize=gbench_rows, binary=binary, cpu_args=(), order=order)
