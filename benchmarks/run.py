@@ -222,11 +222,10 @@ def main(argv=None):
     failed = [a for a, s in status.items() if s["status"] in ("failed", "timeout")]
     for area in failed:
         log = status[area].get("log")
-        print(
-            f"\n{area} {status[area]['status']}: {status[area]['message']}"
-            + (f" (log: {log})" if log else ""),
-            file=sys.stderr,
-        )
+        print(f"\n{area} {status[area]['status']}: {status[area]['message']}", file=sys.stderr)
+        if log:
+            tail = "\n".join("  | " + line for line in runner.log_tail(log, 15))
+            print(f"  last lines of {log}:\n{tail}", file=sys.stderr)
     rc = 1 if failed else 0
     if args.fail_on_regression and comparison and comparison["regressions"]:
         rc |= 2

@@ -23,8 +23,10 @@
 #   service on the GPU, and benchmarks/scheduler.py (co-location; JSON in $OUT); extra
 #   arguments for it in SCHED_ARGS
 #   bench-suite: benchmarks/run.py --quick (every area, tables, the combined
-#   <gpu>-sm<XY>-quick.json, per-area JSON, logs and charts in $OUT); extra arguments in
-#   SUITE_ARGS (e.g. "--compare benchmarks/results/<gpu>-sm90-quick.json --fail-on-regression")
+#   <gpu>-sm<XY>-quick.json in $OUT with every area's raw JSON; the scripts' own files and logs
+#   in /tmp/pgk-suite, the failing ones' log tails in bench_suite.log; charts are drawn here from
+#   the combined file: run.py --from-results FILE --out DIR); extra arguments in SUITE_ARGS
+#   (e.g. "--compare benchmarks/results/<gpu>-sm90-quick.json --fail-on-regression")
 set -uo pipefail
 cd "$(dirname "$0")/.."
 STEPS=${*:-build test selfcheck bench bench-memory bench-scheduler}
@@ -141,7 +143,7 @@ if has bench-scheduler; then
     tee "$OUTDIR/bench_scheduler.log" || rc=1
 fi
 if has bench-suite; then
-  PYGPUKIT_DEVICE=cuda $PY benchmarks/run.py --quick --out "$OUTDIR" --build-dir $BUILD \
-    ${SUITE_ARGS:-} 2>&1 | tee "$OUTDIR/bench_suite.log" || rc=1
+  PYGPUKIT_DEVICE=cuda $PY benchmarks/run.py --quick --out "$OUTDIR" --work-dir /tmp/pgk-suite \
+    --build-dir $BUILD --no-charts ${SUITE_ARGS:-} 2>&1 | tee "$OUTDIR/bench_suite.log" || rc=1
 fi
 exit $rc

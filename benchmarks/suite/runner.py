@@ -80,13 +80,16 @@ def _snapshot(folder):
     }
 
 
-def last_line(path, limit=4096):
-    """The last non-empty line of a log (carriage returns count as line ends)."""
+def log_tail(path, n=1, limit=16384):
+    """The last `n` non-empty lines of a log (carriage returns count as line ends)."""
     with open(path, "rb") as f:
         f.seek(max(0, os.path.getsize(path) - limit))
         text = f.read().decode("utf-8", "replace").replace("\r", "\n")
-    lines = [x.strip() for x in text.split("\n") if x.strip()]
-    return lines[-1] if lines else ""
+    return [x.rstrip() for x in text.split("\n") if x.strip()][-n:]
+
+
+def last_line(path):
+    return (log_tail(path, 1) or [""])[0].strip()
 
 
 def _kill(p):

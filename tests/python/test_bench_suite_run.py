@@ -330,6 +330,7 @@ def test_run_goes_on_after_a_failure(tmp_path, monkeypatch, capsys):
     assert {(r["area"], r["ours"]) for r in data["rows"]} == {("fake-ok", 2.5), ("fake-fail", 4.0)}
     err = capsys.readouterr().err
     assert "fake-fail failed: exit status 1: boom: 3 wrong" in err and "fake-slow timeout" in err
+    assert "  | measuring\n  | boom: 3 wrong" in err and "  | sleeping" in err  # log tails
 
 
 def test_detect_reads_the_device_from_a_child():
