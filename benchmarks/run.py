@@ -32,7 +32,12 @@ def parse_args(argv):
     )
     p.add_argument("--areas", default=None, help="comma list (default: all; see --list)")
     p.add_argument("--list", action="store_true", help="list the areas and exit")
-    p.add_argument("--quick", action="store_true", help="each script's small / quick options")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="each script's small / quick options (the output is then <stem>-quick.json; "
+        "with --from-results a quick combined file names it so by itself)",
+    )
     p.add_argument("--device", default=None, help="'cpu' for a smoke run (default: the GPU)")
     p.add_argument("--arch", default=None, help="SM arch for the file name, e.g. 90 (detected)")
     p.add_argument(
@@ -108,7 +113,7 @@ def run_areas(args, adapters):
     sm = args.arch or info["sm"]
     stem = file_stem(info["gpu"], sm, cuda=not cpu)
     meta = {"gpu": info["gpu"], "sm": sm, "device": info["device"], "driver": info["driver"]}
-    meta["pygpukit"] = info["pygpukit"]
+    meta.update(pygpukit=info["pygpukit"], quick=args.quick)
     temporary = not (args.work_dir or args.out)
     work = args.work_dir or args.out or tempfile.mkdtemp(prefix="pgk-suite-")
     os.makedirs(work, exist_ok=True)
@@ -205,7 +210,8 @@ def main(argv=None):
 
     cuda = src.meta.get("device") != "cpu"
     out = args.out or (RESULTS_DIR if cuda else None)
-    name = src.stem + ("-quick" if args.quick else "")
+    src.meta["quick"] = bool(args.quick or src.meta.get("quick"))
+    name = src.stem + ("-quick" if src.meta["quick"] else "")
     if out:
         settings = {"quick": args.quick, "areas": [a.area for a in adapters], "argv": sys.argv}
         data = results.combined(src.meta, src.stem, status, rows, src.raw, comparison, settings)

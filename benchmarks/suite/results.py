@@ -13,6 +13,7 @@ from . import registry
 from .rows import key, summarize
 
 FORMAT = 1  # the combined file's "suite" field; bump when its layout changes meaning
+META_KEYS = ("gpu", "sm", "device", "driver", "pygpukit", "quick")  # a combined file's device
 AREA_FILE = re.compile(r"^(?P<stem>.+-sm\d+[a-z]?|cpu)-(?P<rest>.+)\.json$")
 
 
@@ -67,7 +68,7 @@ def _entries(paths, table, notes):
             with open(f) as fh:
                 data = json.load(fh)
             if isinstance(data, dict) and "suite" in data:
-                meta = {k: data.get(k) for k in ("gpu", "sm", "device", "driver", "pygpukit")}
+                meta = {k: data.get(k) for k in META_KEYS}
                 for area, files in data.get("raw", {}).items():
                     out += [(data["stem"], area, n, d, meta) for n, d in files.items()]
                 continue
@@ -111,9 +112,10 @@ def load(paths, gpu=None, areas=None):
 
 
 def device_meta(stem, raw):
-    """gpu / sm / driver / pygpukit version as the per-area files record them."""
+    """gpu / sm / driver / pygpukit version as the per-area files record them (quick: False;
+    the scripts do not all say)."""
     meta = {"gpu": None, "sm": None, "device": "cpu" if stem == "cpu" else "cuda"}
-    meta.update(driver=None, pygpukit=None)
+    meta.update(driver=None, pygpukit=None, quick=False)
     for files in raw.values():
         for d in files.values():
             versions = d.get("versions") or {}
@@ -124,7 +126,7 @@ def device_meta(stem, raw):
                 "pygpukit": d.get("pygpukit", versions.get("pygpukit")),
             }
             for k, v in found.items():
-                if meta[k] is None and v is not None:
+                if meta.get(k) is None and v is not None:
                     meta[k] = v
     if meta["gpu"] is None:
         meta["gpu"] = stem.rsplit("-sm", 1)[0].replace("-", " ")

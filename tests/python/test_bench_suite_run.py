@@ -49,14 +49,16 @@ def test_combined_round_trip(tmp_path):
         "device": "cuda",
         "driver": None,
         "pygpukit": None,
+        "quick": False,
     }
+    meta["quick"] = True
     areas = {"gemm": {"status": "loaded"}}
     data = results.combined(meta, H100, areas, rs, raw, settings={"quick": True})
     assert data["suite"] == results.FORMAT and data["stem"] == H100
     assert data["summary"]["gemm"]["with_baseline"] == 2
     path = results.write(json.loads(json.dumps(data)), str(tmp_path), f"{H100}.json")
     src = results.load([path])
-    assert src.stem == H100 and src.meta["gpu"] == "NVIDIA H100 80GB HBM3"
+    assert src.stem == H100 and src.meta["gpu"] == "NVIDIA H100 80GB HBM3" and src.meta["quick"]
     again, _ = results.normalize(src.raw)
     assert again == rs
 
@@ -219,6 +221,17 @@ def test_run_compare_and_fail_on_regression(tmp_path, capsys):
     r = subprocess.run(cmd + ["--fail-on-regression"], capture_output=True, text=True)
     assert r.returncode == 2, r.stderr
     assert "1 regression(s)" in r.stdout
+
+
+def test_run_keeps_a_quick_run_quick(tmp_path):
+    run = load_run_module()
+    first, again = tmp_path / "first", tmp_path / "again"
+    args = ["--from-results", results_dir(tmp_path), "--out", str(first), "--no-charts"]
+    assert run.main(args + ["--quick"]) == 0
+    quick = first / f"{H100}-quick.json"
+    assert json.loads(quick.read_text())["quick"] is True
+    assert run.main(["--from-results", str(quick), "--out", str(again), "--no-charts"]) == 0
+    assert [p.name for p in again.iterdir()] == [f"{H100}-quick.json"]
 
 
 def test_run_bad_arguments(tmp_path, capsys):
