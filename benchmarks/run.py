@@ -203,7 +203,11 @@ def main(argv=None):
 
     comparison = None
     if args.compare:
-        prev = results.load([args.compare], areas={a.area for a in adapters})
+        try:
+            prev = results.load([args.compare], areas={a.area for a in adapters})
+        except (OSError, ValueError) as e:
+            print(f"run.py: --compare {args.compare}: {e}", file=sys.stderr)
+            return 2
         comparison = compare.compare(rows, results.normalize(prev.raw)[0], args.noise)
         comparison["against"] = args.compare
     print_report(rows, status, src.notes, adapters, comparison, args.compare)
@@ -213,7 +217,8 @@ def main(argv=None):
     src.meta["quick"] = bool(args.quick or src.meta.get("quick"))
     name = src.stem + ("-quick" if src.meta["quick"] else "")
     if out:
-        settings = {"quick": args.quick, "areas": [a.area for a in adapters], "argv": sys.argv}
+        argv = sys.argv[1:] if argv is None else argv
+        settings = {"quick": args.quick, "areas": [a.area for a in adapters], "argv": argv}
         data = results.combined(src.meta, src.stem, status, rows, src.raw, comparison, settings)
         print(f"\nwrote {results.write(data, out, name + '.json')}")
         if not args.no_charts:

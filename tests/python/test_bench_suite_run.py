@@ -194,6 +194,7 @@ def test_run_from_results_writes_the_combined_file(tmp_path, capsys):
     assert data["areas"]["gemm"] == {"status": "loaded", "files": [f"{H100}-gemm.json"]}
     assert data["areas"]["trace-overhead"]["status"] == "missing"
     assert len(data["rows"]) == 5 and data["compare"] is None
+    assert data["settings"]["argv"][:1] == ["--from-results"]
     assert data["raw"]["gemm"][f"{H100}-gemm.json"] == gemm_raw()
     assert data["summary"]["reduction"]["min_case"] == "sum full float32 n=2^28 (GB/s)"
 
@@ -240,6 +241,10 @@ def test_run_bad_arguments(tmp_path, capsys):
     assert "unknown area(s) nope" in capsys.readouterr().err
     assert run.main(["--from-results", str(tmp_path)]) == 2
     assert "no benchmark results" in capsys.readouterr().err
+    folder = results_dir(tmp_path)
+    missing = str(tmp_path / "missing.json")
+    assert run.main(["--from-results", folder, "--no-charts", "--compare", missing]) == 2
+    assert f"--compare {missing}: [Errno 2]" in capsys.readouterr().err
 
 
 def test_run_reports_a_file_its_adapter_cannot_read(tmp_path, capsys):
