@@ -76,6 +76,7 @@ def _barh(plt, labels, series, title, xlabel, ref_lines, log):
 
 
 def _save(plt, fig, path):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
@@ -187,7 +188,6 @@ def render(rows, out_dir, stem, gpu, rooflines):
         plt = _pyplot()
     except ImportError as e:
         return [], f"charts skipped: matplotlib is not importable ({e})"
-    os.makedirs(out_dir, exist_ok=True)
     paths = [overview_chart(plt, rows, gpu, os.path.join(out_dir, f"{stem}-overview.png"))]
     for area in dict.fromkeys(r["area"] for r in rows):
         rs = [r for r in rows if r["area"] == area]
@@ -197,4 +197,6 @@ def render(rows, out_dir, stem, gpu, rooflines):
             kind = rooflines[area]
             paths.append(roofline_chart(plt, area, kind, rs, rows, gpu, base + "-roofline.png"))
     paths = [p for p in paths if p]
+    if not paths:
+        return [], "no charts: no row has a baseline or a roofline"
     return paths, f"{len(paths)} chart(s) in {out_dir}"

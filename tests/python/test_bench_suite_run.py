@@ -404,3 +404,10 @@ def test_charts_rendered_with_matplotlib(tmp_path):
         with open(p, "rb") as f:
             assert f.read(8) == b"\x89PNG\r\n\x1a\n"
     assert message == f"5 chart(s) in {tmp_path}"
+    lonely = [rows.make_row("x", "ms", "ms", 1.0)]
+    lonely[0]["area"] = "a"
+    assert charts.render(lonely, str(tmp_path / "none"), "x", "NVIDIA H200", {}) == (
+        [],
+        "no charts: no row has a baseline or a roofline",
+    )
+    assert not (tmp_path / "none").exists()
