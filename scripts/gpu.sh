@@ -4,7 +4,7 @@
 # C++ and Python suites (backend parity included) with PYGPUKIT_DEVICE=cuda, python -m pygpukit and the benchmarks.
 #   steps: any of "build test test-gemm sanitize-gemm selfcheck bench bench-gemm bench-jit
 #   bench-elementwise bench-sorting bench-rng
-#   bench-memory bench-scheduler"
+#   bench-memory bench-scheduler bench-suite"
 #   (default: build test selfcheck bench bench-memory bench-scheduler)
 #   test-gemm: only the matmul / gemm Python tests (fast signal on kernel work)
 #   sanitize-gemm: scripts/gemm_sanitize.py under compute-sanitizer memcheck
@@ -22,6 +22,11 @@
 #   bench-scheduler: benchmarks/cpp/scheduler_bench (admission decisions), the C++ example
 #   service on the GPU, and benchmarks/scheduler.py (co-location; JSON in $OUT); extra
 #   arguments for it in SCHED_ARGS
+#   bench-suite: benchmarks/run.py --quick (every area, tables, the combined
+#   <gpu>-sm<XY>-quick.json in $OUT with every area's raw JSON; the scripts' own files and logs
+#   in /tmp/pgk-suite, the failing ones' log tails in bench_suite.log; charts are drawn here from
+#   the combined file: run.py --from-results FILE --out DIR); extra arguments in SUITE_ARGS
+#   (e.g. "--compare benchmarks/results/<gpu>-sm90-quick.json --fail-on-regression")
 set -uo pipefail
 cd "$(dirname "$0")/.."
 STEPS=${*:-build test selfcheck bench bench-memory bench-scheduler}
@@ -136,5 +141,9 @@ if has bench-scheduler; then
     tee "$OUTDIR/inference_service.log" || rc=1
   PYGPUKIT_DEVICE=cuda $PY benchmarks/scheduler.py --out "$OUTDIR" ${SCHED_ARGS:-} 2>&1 |
     tee "$OUTDIR/bench_scheduler.log" || rc=1
+fi
+if has bench-suite; then
+  PYGPUKIT_DEVICE=cuda $PY benchmarks/run.py --quick --out "$OUTDIR" --work-dir /tmp/pgk-suite \
+    --build-dir $BUILD --no-charts ${SUITE_ARGS:-} 2>&1 | tee "$OUTDIR/bench_suite.log" || rc=1
 fi
 exit $rc

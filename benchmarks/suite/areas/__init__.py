@@ -1,0 +1,1 @@
+"""One module per benchmark area, each defining ADAPTER (a registry.Adapter)."""
