@@ -199,6 +199,38 @@ def test_max_min(op, dt, axis, rng):
     check_equal(got, getattr(np, op)(x, axis=np_axis(axis), keepdims=axis == 0), dt)
 
 
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")
+@pytest.mark.parametrize("dt", FLOATS)
+def test_max_min_signed_zeros_infinities_and_nan_signs(dt, rng):
+    # -0 orders below +0 (max of mixed zeros is +0, min -0); a NaN of either sign anywhere, also
+    # beside infinities and in a range split across blocks, makes the result NaN.
+    f = npdt(dt)
+    z = np.array([[-0.0, 0.0, -0.0], [0.0, -0.0, 0.0], [-0.0, -0.0, -0.0], [0.0, 0.0, 0.0]], f)
+    signs = {op: np.signbit(gp.to_numpy(getattr(gp, op)(arr(z), axis=1)).astype(np.float32))
+             for op in ("max", "min")}
+    assert signs["max"].tolist() == [False, False, True, False]
+    assert signs["min"].tolist() == [True, True, True, False]
+    inf = np.array([[-np.inf, -np.inf], [np.inf, np.inf], [-np.inf, np.inf]], f)
+    check_equal(gp.max(arr(inf), axis=1), np.array([-np.inf, np.inf, np.inf], f), dt)
+    check_equal(gp.min(arr(inf), axis=1), np.array([-np.inf, np.inf, -np.inf], f), dt)
+    n = 1 << 18
+    x = rng.standard_normal(n).astype(f)
+    neg_nan = np.array(-np.nan, np.float32).astype(f)
+    assert np.signbit(neg_nan.astype(np.float32))
+    for pos in (0, n // 3, n - 1):
+        for nan in (np.array(np.nan, f), neg_nan):
+            y = x.copy()
+            y[pos] = nan
+            y[(pos + 1) % n] = np.inf
+            y[(pos + 2) % n] = -np.inf
+            for op in ("max", "min"):
+                got = gp.to_numpy(getattr(gp, op)(arr(y)))
+                assert np.isnan(got.astype(np.float32)), (op, pos, nan)
+                rows = gp.to_numpy(getattr(gp, op)(arr(y.reshape(64, -1)), axis=1))
+                want = getattr(np, op)(y.reshape(64, -1).astype(np.float64), axis=1)
+                np.testing.assert_array_equal(rows.astype(np.float64), want)
+
+
 @pytest.mark.parametrize("dt", REAL)
 @pytest.mark.parametrize("axis", [None, 0, 1, -1])
 @pytest.mark.parametrize("op", ["argmax", "argmin"])

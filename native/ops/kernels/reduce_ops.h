@@ -103,6 +103,45 @@ PGK_HD bool Truthy(T x) {
     return x != T(0);
   }
 }
+// Integer keys of the IEEE values of F (float or double) whose signed order is the values'
+// order, -0 below +0: the magnitude bits of negative values flip (a map that is its own
+// inverse). Every NaN takes kNanHigh (max folds) or kNanLow (min folds), beyond every other key,
+// so a max / min fold is one integer max / min per element: MaximumOp's chain of NaN and
+// signed-zero tests compiled to branches per element and made the fold, not memory, the limit
+// of bfloat16 max on an H100. Only NaN bit patterns flip to kNanHigh / kNanLow themselves.
+template <typename T>
+struct FloatKey {
+  using F = T;
+  using U = std::conditional_t<sizeof(T) == 8, uint64_t, uint32_t>;
+  using K = std::conditional_t<sizeof(T) == 8, int64_t, int32_t>;
+  static constexpr U kMagnitude = ~U(0) >> 1;
+  static constexpr U kInfBits = sizeof(T) == 8 ? U(0x7ff0000000000000ull) : U(0x7f800000u);
+  static constexpr K kNanHigh = static_cast<K>(kMagnitude);
+  static constexpr K kNanLow = -kNanHigh - 1;
+  PGK_HD static U Bits(T x) {
+    if constexpr (sizeof(T) == 8) {
+      return ::pygpukit::detail::DoubleBits(x);
+    } else {
+      return ::pygpukit::detail::FloatBits(x);
+    }
+  }
+  PGK_HD static U Flip(U u) { return u ^ ((U(0) - (u >> (sizeof(U) * 8 - 1))) & kMagnitude); }
+  template <bool kHigh = true>
+  PGK_HD static K Of(T x) {
+    const U u = Bits(x);
+    if ((u & kMagnitude) > kInfBits) return kHigh ? kNanHigh : kNanLow;
+    return static_cast<K>(Flip(u));
+  }
+  PGK_HD static T Value(K k) {
+    if (k == kNanHigh || k == kNanLow) return QuietNan<T>();
+    const U u = Flip(static_cast<U>(k));
+    if constexpr (sizeof(T) == 8) {
+      return ::pygpukit::detail::BitsDouble(u);
+    } else {
+      return ::pygpukit::detail::BitsFloat(u);
+    }
+  }
+};
 // The wide accumulator of sums and products of C.
 template <typename C>
 using WideOf = std::conditional_t<IsComplexT<C>::value, Complex<double>,
@@ -182,25 +221,43 @@ struct MeanReducer : SumReducer<C> {
   }
 };
 
-/// max / min: NaN propagates (the first NaN met), as NumPy's; of equal zeros max keeps +0 and
-/// min -0 (MaximumOp / MinimumOp). Real C only. 16-bit floats compare as float (exact), so the
-/// state is a float: no conversion of the running value per element.
+/// max / min: NaN propagates (the result is the quiet NaN of the result dtype), as NumPy's; of
+/// equal zeros max gives +0 and min -0. Integers compare as themselves; floating values fold as
+/// ordered integer keys (detail::FloatKey): one integer max / min per element, no branches.
 template <typename C, bool kMax>
 struct ExtremumReducer {
   using Compute = C;
-  using Acc = std::conditional_t<IsHalfT<C>::value, float, C>;
-  PGK_HD static Acc Init() { return kMax ? detail::Lowest<Acc>() : detail::Highest<Acc>(); }
-  PGK_HD static void Update(Acc& a, C x, int64_t) { a = Combine(a, Cast<Acc>(x)); }
+  static constexpr bool kFloat = !std::is_integral_v<C>;
+  using Key = detail::FloatKey<decltype(detail::Wide(C{}))>;
+  using Acc = std::conditional_t<kFloat, typename Key::K, C>;
+  PGK_HD static Acc Init() {
+    if constexpr (kFloat) {
+      return Key::Of(kMax ? detail::Lowest<typename Key::F>() : detail::Highest<typename Key::F>());
+    } else {
+      return kMax ? detail::Lowest<C>() : detail::Highest<C>();
+    }
+  }
+  PGK_HD static void Update(Acc& a, C x, int64_t) {
+    if constexpr (kFloat) {
+      a = Combine(a, Key::template Of<kMax>(detail::Wide(x)));
+    } else {
+      a = Combine(a, x);
+    }
+  }
   PGK_HD static Acc Combine(Acc a, Acc b) {
     if constexpr (kMax) {
-      return MaximumOp::Apply(a, b);
+      return a > b ? a : b;
     } else {
-      return MinimumOp::Apply(a, b);
+      return a < b ? a : b;
     }
   }
   template <typename Out>
   PGK_HD static Out Finalize(Acc a, int64_t, double) {
-    return Cast<Out>(a);
+    if constexpr (kFloat) {
+      return Cast<Out>(Key::Value(a));
+    } else {
+      return Cast<Out>(a);
+    }
   }
 };
 
