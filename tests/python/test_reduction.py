@@ -206,8 +206,10 @@ def test_max_min_signed_zeros_infinities_and_nan_signs(dt, rng):
     # beside infinities and in a range split across blocks, makes the result NaN.
     f = npdt(dt)
     z = np.array([[-0.0, 0.0, -0.0], [0.0, -0.0, 0.0], [-0.0, -0.0, -0.0], [0.0, 0.0, 0.0]], f)
-    signs = {op: np.signbit(gp.to_numpy(getattr(gp, op)(arr(z), axis=1)).astype(np.float32))
-             for op in ("max", "min")}
+    signs = {
+        op: np.signbit(gp.to_numpy(getattr(gp, op)(arr(z), axis=1)).astype(np.float32))
+        for op in ("max", "min")
+    }
     assert signs["max"].tolist() == [False, False, True, False]
     assert signs["min"].tolist() == [True, True, True, False]
     inf = np.array([[-np.inf, -np.inf], [np.inf, np.inf], [-np.inf, np.inf]], f)
