@@ -231,6 +231,15 @@ def test_max_min_signed_zeros_infinities_and_nan_signs(dt, rng):
                 rows = gp.to_numpy(getattr(gp, op)(arr(y.reshape(64, -1)), axis=1))
                 want = getattr(np, op)(y.reshape(64, -1).astype(np.float64), axis=1)
                 np.testing.assert_array_equal(rows.astype(np.float64), want)
+            # The first of two NaNs (either sign) is the argmax / argmin; without them the
+            # infinities are.
+            y[(pos + 5) % n] = -nan
+            first = min(pos, (pos + 5) % n)
+            for op in ("argmax", "argmin"):
+                assert int(gp.to_numpy(getattr(gp, op)(arr(y)))) == first, (op, pos, nan)
+            y[[pos, (pos + 5) % n]] = 0
+            assert int(gp.to_numpy(gp.argmax(arr(y)))) == (pos + 1) % n
+            assert int(gp.to_numpy(gp.argmin(arr(y)))) == (pos + 2) % n
 
 
 @pytest.mark.parametrize("dt", REAL)

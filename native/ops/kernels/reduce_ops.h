@@ -6,7 +6,8 @@
 //   Acc           the running state (trivially copyable: kernels move it through shared memory
 //                 and a global workspace);
 //   Init()        the state of no elements;
-//   Update(a, x, i)  folds element x, whose flat index within the reduced axes is i;
+//   Update(a, x, i)  folds element x, whose flat index within the reduced axes is i (a state
+//                 receives its elements in increasing i: argmax keeps the first of ties);
 //   Combine(a, b) merges two states, in no particular order of their elements (kernels fold
 //                 interleaved subsets and merge them by trees); every reducer here gives the
 //                 same result for any order up to floating-point rounding (argmax / argmin
@@ -103,12 +104,13 @@ PGK_HD bool Truthy(T x) {
     return x != T(0);
   }
 }
-// Integer keys of the IEEE values of F (float or double) whose signed order is the values'
+// Integer keys of the IEEE values of T (float or double) whose signed order is the values'
 // order, -0 below +0: the magnitude bits of negative values flip (a map that is its own
-// inverse). Every NaN takes kNanHigh (max folds) or kNanLow (min folds), beyond every other key,
-// so a max / min fold is one integer max / min per element: MaximumOp's chain of NaN and
-// signed-zero tests compiled to branches per element and made the fold, not memory, the limit
-// of bfloat16 max on an H100. Only NaN bit patterns flip to kNanHigh / kNanLow themselves.
+// inverse). NaNs flip to keys beyond the infinities' (above for a positive sign, below for a
+// negative one), so max / min folds keep the range of keys seen and find NaNs at the end: two
+// integer max / min per element and no branches. (MaximumOp's chain of NaN and signed-zero
+// tests compiled to branches per element and made the fold, not memory, the limit of bfloat16
+// max on an H100.)
 template <typename T>
 struct FloatKey {
   using F = T;
@@ -116,8 +118,8 @@ struct FloatKey {
   using K = std::conditional_t<sizeof(T) == 8, int64_t, int32_t>;
   static constexpr U kMagnitude = ~U(0) >> 1;
   static constexpr U kInfBits = sizeof(T) == 8 ? U(0x7ff0000000000000ull) : U(0x7f800000u);
-  static constexpr K kNanHigh = static_cast<K>(kMagnitude);
-  static constexpr K kNanLow = -kNanHigh - 1;
+  static constexpr K kPosInf = static_cast<K>(kInfBits);  // the keys of +inf and -inf
+  static constexpr K kNegInf = -kPosInf - 1;
   PGK_HD static U Bits(T x) {
     if constexpr (sizeof(T) == 8) {
       return ::pygpukit::detail::DoubleBits(x);
@@ -126,14 +128,11 @@ struct FloatKey {
     }
   }
   PGK_HD static U Flip(U u) { return u ^ ((U(0) - (u >> (sizeof(U) * 8 - 1))) & kMagnitude); }
-  template <bool kHigh = true>
-  PGK_HD static K Of(T x) {
-    const U u = Bits(x);
-    if ((u & kMagnitude) > kInfBits) return kHigh ? kNanHigh : kNanLow;
-    return static_cast<K>(Flip(u));
-  }
+  PGK_HD static K Of(T x) { return static_cast<K>(Flip(Bits(x))); }
+  PGK_HD static bool IsNan(K k) { return k > kPosInf || k < kNegInf; }
+  /// The value of a key; NaN keys give the quiet NaN.
   PGK_HD static T Value(K k) {
-    if (k == kNanHigh || k == kNanLow) return QuietNan<T>();
+    if (IsNan(k)) return QuietNan<T>();
     const U u = Flip(static_cast<U>(k));
     if constexpr (sizeof(T) == 8) {
       return ::pygpukit::detail::BitsDouble(u);
@@ -222,30 +221,38 @@ struct MeanReducer : SumReducer<C> {
 };
 
 /// max / min: NaN propagates (the result is the quiet NaN of the result dtype), as NumPy's; of
-/// equal zeros max gives +0 and min -0. Integers compare as themselves; floating values fold as
-/// ordered integer keys (detail::FloatKey): one integer max / min per element, no branches.
+/// equal zeros max gives +0 and min -0. Integers compare as themselves; floating values fold
+/// the range of their keys (detail::FloatKey), whose ends also tell whether a NaN was met.
 template <typename C, bool kMax>
 struct ExtremumReducer {
   using Compute = C;
   static constexpr bool kFloat = !std::is_integral_v<C>;
   using Key = detail::FloatKey<decltype(detail::Wide(C{}))>;
-  using Acc = std::conditional_t<kFloat, typename Key::K, C>;
+  using K = typename Key::K;
+  struct Range {
+    K hi, lo;
+  };
+  using Acc = std::conditional_t<kFloat, Range, C>;
   PGK_HD static Acc Init() {
     if constexpr (kFloat) {
-      return Key::Of(kMax ? detail::Lowest<typename Key::F>() : detail::Highest<typename Key::F>());
+      return Range{Key::kNegInf, Key::kPosInf};
     } else {
       return kMax ? detail::Lowest<C>() : detail::Highest<C>();
     }
   }
   PGK_HD static void Update(Acc& a, C x, int64_t) {
     if constexpr (kFloat) {
-      a = Combine(a, Key::template Of<kMax>(detail::Wide(x)));
+      const K k = Key::Of(detail::Wide(x));
+      a.hi = a.hi > k ? a.hi : k;
+      a.lo = a.lo < k ? a.lo : k;
     } else {
       a = Combine(a, x);
     }
   }
   PGK_HD static Acc Combine(Acc a, Acc b) {
-    if constexpr (kMax) {
+    if constexpr (kFloat) {
+      return Range{a.hi > b.hi ? a.hi : b.hi, a.lo < b.lo ? a.lo : b.lo};
+    } else if constexpr (kMax) {
       return a > b ? a : b;
     } else {
       return a < b ? a : b;
@@ -254,7 +261,9 @@ struct ExtremumReducer {
   template <typename Out>
   PGK_HD static Out Finalize(Acc a, int64_t, double) {
     if constexpr (kFloat) {
-      return Cast<Out>(Key::Value(a));
+      // A NaN key lies beyond an infinity's, so the range holds it at one end.
+      const K k = Key::IsNan(a.hi) ? a.hi : Key::IsNan(a.lo) ? a.lo : kMax ? a.hi : a.lo;
+      return Cast<Out>(Key::Value(k));
     } else {
       return Cast<Out>(a);
     }
@@ -262,30 +271,45 @@ struct ExtremumReducer {
 };
 
 /// argmax / argmin: the flat index (within the reduced axes) of the first extreme element; a
-/// NaN counts as the extreme (the first NaN wins), as in NumPy. Real C only.
+/// NaN counts as the extreme (the first NaN wins) and signed zeros are equal, as in NumPy. Real
+/// C only. Floating values compare by key (detail::FloatKey) with every NaN moved to the winning
+/// end, so an update is one integer compare and selects.
 template <typename C, bool kMax>
 struct ArgReducer {
   using Compute = C;
+  static constexpr bool kFloat = !std::is_integral_v<C>;
+  using Key = detail::FloatKey<decltype(detail::Wide(C{}))>;
+  using V = std::conditional_t<kFloat, typename Key::K, C>;  // what is compared
   struct Acc {
-    C value;
+    V value;
     int64_t index;  // -1: no element yet
   };
-  PGK_HD static Acc Init() { return Acc{C(0), -1}; }
-  // Whether (x, i) wins over (y, j), both present.
-  PGK_HD static bool Wins(C x, int64_t i, C y, int64_t j) {
-    const bool xn = detail::IsNan(x), yn = detail::IsNan(y);
-    if (xn || yn) return xn && yn ? i < j : xn;
-    const auto a = detail::Wide(x), b = detail::Wide(y);
-    if (a != b) return kMax ? a > b : a < b;
-    return i < j;
+  // Float keys: a NaN's is one past the winning infinity's; no element's key is as far as
+  // the start state's at the losing end, so every element beats it.
+  static constexpr V kNanKey = kFloat ? (kMax ? Key::kPosInf + 1 : Key::kNegInf - 1) : V(0);
+  PGK_HD static Acc Init() {
+    return Acc{kFloat ? (kMax ? Key::kNegInf - 1 : Key::kPosInf + 1) : V(0), -1};
   }
+  // Whether value x beats y (strictly).
+  PGK_HD static bool Beats(V x, V y) { return kMax ? x > y : x < y; }
   PGK_HD static void Update(Acc& a, C x, int64_t i) {
-    if (a.index < 0 || Wins(x, i, a.value, a.index)) a = Acc{x, i};
+    // Updates come in increasing i, so a tie keeps the earlier element.
+    if constexpr (kFloat) {
+      // Signed zeros are equal here: -0's key (-1, the first below +0's) joins +0's, and the
+      // negative keys move up one.
+      V k = Key::Of(detail::Wide(x));
+      k += V(k < 0);
+      const V v = k > Key::kPosInf || k <= Key::kNegInf ? kNanKey : k;
+      if (Beats(v, a.value)) a = Acc{v, i};
+    } else {
+      if (a.index < 0 || Beats(x, a.value)) a = Acc{x, i};
+    }
   }
   PGK_HD static Acc Combine(Acc a, Acc b) {
     if (b.index < 0) return a;
     if (a.index < 0) return b;
-    return Wins(b.value, b.index, a.value, a.index) ? b : a;
+    const bool b_wins = Beats(b.value, a.value) || (b.value == a.value && b.index < a.index);
+    return b_wins ? b : a;
   }
   template <typename Out>
   PGK_HD static Out Finalize(Acc a, int64_t, double) {
