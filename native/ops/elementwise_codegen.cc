@@ -69,6 +69,22 @@ void AppendEwBody(const EwKernelSpec& spec, absl::string_view qualifiers, std::s
   }
   if (spec.pass_index) absl::StrAppend(&s, ", const long long i");
   absl::StrAppend(&s, ") {\n  ", spec.body, "\n}\n\n");
+  if (spec.fast_body.empty()) return;
+  // The fast variant (table functions only: default names, no index).
+  absl::StrAppend(&s, qualifiers, " bool pgk_fast_ok(");
+  for (size_t i = 0; i < spec.inputs.size(); ++i) {
+    absl::StrAppend(&s, i > 0 ? ", " : "", "const ", EwTypeName(spec.inputs[i].storage), " ",
+                    In(i));
+  }
+  absl::StrAppend(&s, ") {\n  return ", spec.fast_check, ";\n}\n\n", qualifiers,
+                  " void pgk_body_fast(");
+  for (size_t i = 0; i < spec.inputs.size(); ++i) {
+    absl::StrAppend(&s, "const ", EwTypeName(spec.inputs[i].storage), " ", In(i), ", ");
+  }
+  for (size_t j = 0; j < spec.outputs.size(); ++j) {
+    absl::StrAppend(&s, j > 0 ? ", " : "", EwTypeName(spec.outputs[j]), "& ", Out(j));
+  }
+  absl::StrAppend(&s, ") {\n  ", spec.fast_body, "\n}\n\n");
 }
 
 namespace {
@@ -102,14 +118,37 @@ void AppendContiguous(const EwKernelSpec& spec, std::string& s) {
     absl::StrAppend(&s, "        ", Out(j), "v[u] = reinterpret_cast<const Vec<V, ",
                     EwTypeName(spec.outputs[j]), ">*>(", Out(j), "p)[j];\n");
   }
-  absl::StrAppend(
-      &s, "      }\n    }\n", "#pragma unroll\n", "    for (int u = 0; u < U; ++u) {\n",
-      "#pragma unroll\n", "      for (int k = 0; k < V; ++k) pgk_body(",
-      BodyArgs(
-          spec, [](size_t i) { return absl::StrCat(In(i), "v[u].v[k]"); },
-          [](size_t j) { return absl::StrCat(Out(j), "v[u].v[k]"); }, "(base + u * step) * V + k"),
-      ");\n    }\n", "#pragma unroll\n", "    for (int u = 0; u < U; ++u) {\n",
-      "      const long long j = base + u * step;\n", "      if (j < nvec) {\n");
+  absl::StrAppend(&s, "      }\n    }\n");
+  auto vector_args = [](size_t i) { return absl::StrCat(In(i), "v[u].v[k]"); };
+  auto vector_outs = [](size_t j) { return absl::StrCat(Out(j), "v[u].v[k]"); };
+  const std::string body_args =
+      BodyArgs(spec, vector_args, vector_outs, "(base + u * step) * V + k");
+  auto each_element = [&](absl::string_view indent, absl::string_view body) {
+    absl::StrAppend(&s, indent, "#pragma unroll\n", indent, "for (int u = 0; u < U; ++u) {\n",
+                    indent, "#pragma unroll\n", indent, "  for (int k = 0; k < V; ++k) ", body, "(",
+                    body_args, ");\n", indent, "}\n");
+  };
+  if (spec.fast_body.empty()) {
+    each_element("    ", "pgk_body");
+  } else {
+    // One test for the thread's U * V elements (the lanes past nvec test stale values: at worst
+    // the exact body runs), then branch-free bodies whose arithmetic can interleave.
+    std::string check_args;
+    for (size_t i = 0; i < spec.inputs.size(); ++i) {
+      absl::StrAppend(&check_args, i > 0 ? ", " : "",
+                      spec.inputs[i].scalar ? In(i) : vector_args(i));
+    }
+    absl::StrAppend(&s, "    bool fast = true;\n", "#pragma unroll\n",
+                    "    for (int u = 0; u < U; ++u) {\n", "#pragma unroll\n",
+                    "      for (int k = 0; k < V; ++k) fast = fast & pgk_fast_ok(", check_args,
+                    ");\n    }\n", "    if (fast) {\n");
+    each_element("      ", "pgk_body_fast");
+    absl::StrAppend(&s, "    } else {\n");
+    each_element("      ", "pgk_body");
+    absl::StrAppend(&s, "    }\n");
+  }
+  absl::StrAppend(&s, "#pragma unroll\n", "    for (int u = 0; u < U; ++u) {\n",
+                  "      const long long j = base + u * step;\n", "      if (j < nvec) {\n");
   for (size_t j = 0; j < spec.outputs.size(); ++j) {
     absl::StrAppend(&s, "        reinterpret_cast<Vec<V, ", EwTypeName(spec.outputs[j]), ">*>(",
                     Out(j), "p)[j] = ", Out(j), "v[u];\n");
@@ -260,6 +299,15 @@ EwKernelSpec OpKernelSpec(ElementwiseOp op, absl::string_view name,
   }
   spec.body =
       absl::StrCat("o0 = Cast<", EwTypeName(out), ">(", EwFunctorName(op), "::Apply(", args, "));");
+  // sin / cos of 16-bit floats: a branch-free evaluation for all but huge, inf and NaN values
+  // (math_ops.h, PGK_TRIG).
+  const bool half =
+      compute.size() == 1 && (compute[0] == DType::Float16 || compute[0] == DType::BFloat16);
+  if (half && (op == ElementwiseOp::kSin || op == ElementwiseOp::kCos)) {
+    spec.fast_check = absl::StrCat(EwFunctorName(op), "::InFastRange(", args, ")");
+    spec.fast_body = absl::StrCat("o0 = Cast<", EwTypeName(out), ">(", EwFunctorName(op),
+                                  "::ApplyFast(", args, "));");
+  }
   return spec;
 }
 
@@ -277,7 +325,8 @@ EwKernelSpec CastKernelSpec(DType in, DType out, const EwLayout& layout) {
 std::string EwSpecKey(const EwKernelSpec& spec) {
   // '\x01' separates the text fields (none contains it: names are identifiers, and a body
   // with it still gives a distinct key since the field count is fixed).
-  std::string k = absl::StrCat(spec.name, "\x01", spec.body, "\x01", spec.needs_complex ? 1 : 0,
+  std::string k = absl::StrCat(spec.name, "\x01", spec.body, "\x01", spec.fast_check, "\x01",
+                               spec.fast_body, "\x01", spec.needs_complex ? 1 : 0,
                                spec.read_outputs ? 1 : 0, spec.pass_index ? 1 : 0);
   for (const EwInput& in : spec.inputs) {
     k.push_back(static_cast<char>(in.storage));

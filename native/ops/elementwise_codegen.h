@@ -65,6 +65,11 @@ struct EwKernelSpec {
   bool read_outputs = false;
   /// The body sees `const long long i`, the element's index in C order (user kernels, as CuPy's).
   bool pass_index = false;
+  /// Optional branch-free variant of `body` (statements) that is exact where `fast_check` (a
+  /// bool expression of the inputs) holds: a contiguous kernel evaluates the check for every
+  /// element a thread holds and, when it holds for all, runs `fast_body` on them instead of
+  /// `body` (whose rare paths would branch per element). Both empty: `body` alone.
+  std::string fast_check, fast_body;
   /// Let NVRTC contract multiplies and adds into FMAs (a measurement knob: results then may
   /// differ from the CPU backend's bits).
   bool contract = false;

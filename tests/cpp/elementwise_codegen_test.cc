@@ -40,6 +40,35 @@ TEST(ElementwiseCodegen, ContiguousSourceMovesVectors) {
   EXPECT_FALSE(absl::StrContains(src, "complex_math.h")) << src;
 }
 
+TEST(ElementwiseCodegen, HalfSinCosTestTheThreadsElementsOnceForTheFastBody) {
+  EwLayout layout;
+  layout.vec = 8;
+  for (DType dt : {DType::BFloat16, DType::Float16, DType::Float32}) {
+    const EwInput in[] = {{dt, false}};
+    const DType compute[] = {dt};
+    const EwKernelSpec spec = OpKernelSpec(ElementwiseOp::kCos, "cos", in, compute, dt, layout);
+    const std::string src = GenerateElementwiseSource(spec);
+    const bool half = dt != DType::Float32;
+    EXPECT_EQ(absl::StrContains(src, "fast = fast & pgk_fast_ok(i0v[u].v[k])"), half) << src;
+    EXPECT_EQ(absl::StrContains(src, "CosOp::ApplyFast("), half) << src;
+    EXPECT_TRUE(absl::StrContains(src, "pgk_body(i0v[u].v[k], o0v[u].v[k])")) << src;
+    // The exact body serves the tail and strided layouts.
+    EwLayout strided = layout;
+    strided.contiguous = false;
+    strided.vec = 1;
+    EwKernelSpec s2 = spec;
+    s2.layout = strided;
+    EXPECT_FALSE(absl::StrContains(GenerateElementwiseSource(s2), "if (fast)"));
+  }
+  // The fast variant is part of the cache key.
+  EwKernelSpec a = OpKernelSpec(ElementwiseOp::kSin, "sin", {{{DType::BFloat16, false}}},
+                                {{DType::BFloat16}}, DType::BFloat16, layout);
+  EwKernelSpec b = a;
+  b.fast_body.clear();
+  b.fast_check.clear();
+  EXPECT_NE(EwSpecKey(a), EwSpecKey(b));
+}
+
 TEST(ElementwiseCodegen, ScalarsArePassedByValue) {
   const std::string src = GenerateElementwiseSource(AddSpec(EwLayout{}, /*scalar_b=*/true));
   EXPECT_TRUE(absl::StrContains(src, ", const float i1)")) << src;

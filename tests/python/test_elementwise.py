@@ -657,3 +657,23 @@ def test_16_bit_conversions_match_the_cpu_bit_for_bit(dt, cuda):
         ).view(np.uint16),
         host(gp.negative(gp.asarray(values, device="cpu")).astype(gpdt(dt))).view(np.uint16),
     )
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+@pytest.mark.parametrize("name", ["sin", "cos"])
+def test_half_sin_cos_of_every_value(name, dt, rng):
+    # Every 16-bit pattern, in order (vectors of neighbouring values) and shuffled (vectors that
+    # mix huge values, inf and NaN, which take the library function, with the rest): results are
+    # float64's rounded to the format, NaN for inf and NaN.
+    bits = np.arange(1 << 16, dtype=np.uint16)
+    for order in (bits, rng.permutation(bits)):
+        x = order.view(npdt(dt))
+        got = host(getattr(gp, name)(gp.asarray(x))).astype(np.float64)
+        wide = x.astype(np.float64)
+        want = getattr(np, name)(wide).astype(np.float32).astype(npdt(dt)).astype(np.float64)
+        finite = np.isfinite(wide)
+        assert np.all(np.isnan(got[~finite]))
+        fast = finite & (np.abs(wide) <= 105615.0)
+        np.testing.assert_array_equal(got[fast], want[fast])
+        np.testing.assert_allclose(got[finite & ~fast], want[finite & ~fast], rtol=2.0**-7)

@@ -117,25 +117,33 @@ PGK_HD float HalfSinCos(float x) {
 }
 }  // namespace detail
 
-// sin / cos: 16-bit floats through detail::HalfSinCos (computed first, unconditionally, so the
-// compiler can overlap neighbouring elements; larger values, inf and NaN take the library
-// function instead), others as the other functions.
-#define PGK_TRIG(NAME, FN, IS_COS)                                         \
-  struct NAME {                                                            \
-    template <typename T>                                                  \
-    PGK_HD static T Apply(T x) {                                           \
-      if constexpr (IsHalfT<T>::value) {                                   \
-        const float f = static_cast<float>(x);                             \
-        const float v = detail::HalfSinCos<IS_COS>(f);                     \
-        if (std::fabs(f) <= detail::kHalfTrigMax) return T::FromNonNan(v); \
-        return T(std::FN(f));                                              \
-      } else if constexpr (IsComplexT<T>::value) {                         \
-        return ComplexMath<T>::FN(x);                                      \
-      } else {                                                             \
-        static_assert(std::is_floating_point_v<T>);                        \
-        return std::FN(x);                                                 \
-      }                                                                    \
-    }                                                                      \
+// sin / cos: 16-bit floats through detail::HalfSinCos where it applies (InFastRange; larger
+// values, inf and NaN take the library function), others as the other functions. Generated
+// contiguous kernels test InFastRange for all the elements a thread holds and then run
+// ApplyFast on all of them without a branch per element (ops/elementwise_codegen.h,
+// EwKernelSpec::fast_body), which lets the elements' arithmetic overlap.
+#define PGK_TRIG(NAME, FN, IS_COS)                                             \
+  struct NAME {                                                                \
+    template <typename T>                                                      \
+    PGK_HD static bool InFastRange(T x) {                                      \
+      return std::fabs(static_cast<float>(x)) <= detail::kHalfTrigMax;         \
+    }                                                                          \
+    template <typename T>                                                      \
+    PGK_HD static T ApplyFast(T x) {                                           \
+      return T::FromNonNan(detail::HalfSinCos<IS_COS>(static_cast<float>(x))); \
+    }                                                                          \
+    template <typename T>                                                      \
+    PGK_HD static T Apply(T x) {                                               \
+      if constexpr (IsHalfT<T>::value) {                                       \
+        if (InFastRange(x)) return ApplyFast(x);                               \
+        return T(std::FN(static_cast<float>(x)));                              \
+      } else if constexpr (IsComplexT<T>::value) {                             \
+        return ComplexMath<T>::FN(x);                                          \
+      } else {                                                                 \
+        static_assert(std::is_floating_point_v<T>);                            \
+        return std::FN(x);                                                     \
+      }                                                                        \
+    }                                                                          \
   };
 PGK_TRIG(SinOp, sin, false)
 PGK_TRIG(CosOp, cos, true)
