@@ -24,9 +24,9 @@ constexpr int kBlock = 256;  // kernels::kReduceBlock
 // slower on an H100: float32 max of 2^28 2.93 TB/s in one wave, 2.87 / 2.74 / 2.49), and each
 // thread keeps 4 16-byte loads in flight. Reductions fill the wave their compiled kernel really
 // gets (cuOccupancy...: 6 blocks for kernels under 40 registers); PYGPUKIT_RED_BLOCKS_PER_SM (1..8)
-// fixes it instead (a measurement knob, read once). The slices, and so a float result's bits,
-// follow the SM count and the compiled kernel (its registers: the NVRTC version), not the input
-// alone.
+// fixes it instead, and PYGPUKIT_RED_WAVES (1..16) sizes the slices for that many waves
+// (measurement knobs, read once). The slices, and so a float result's bits, follow the SM count
+// and the compiled kernel (its registers: the NVRTC version), not the input alone.
 constexpr int64_t kBlocksPerSm = 4;
 
 int FixedBlocksPerSm() {
@@ -36,6 +36,14 @@ int FixedBlocksPerSm() {
     return b >= 1 && b <= 8 ? b : 0;  // 8 blocks of 256 threads fill an SM
   }();
   return fixed;
+}
+int64_t SliceWaves() {
+  static const int64_t waves = [] {
+    const char* v = std::getenv("PYGPUKIT_RED_WAVES");
+    const int w = v != nullptr ? std::atoi(v) : 0;
+    return w >= 1 && w <= 16 ? int64_t{w} : int64_t{1};
+  }();
+  return waves;
 }
 // The largest reducer state (var / std of complex128); workspaces hold this much per slice.
 constexpr int64_t kMaxAcc = 48;
@@ -203,7 +211,7 @@ absl::Status ReduceJit(hal::Stream& s, const ReduceLaunch& l, DType in, DType ou
         return e;
       }));
   int64_t grid_x = 0;
-  PlanGrid(spec, p, sms * e.blocks_per_sm, &grid_x, &p.slices, &p.slice);
+  PlanGrid(spec, p, sms * e.blocks_per_sm * SliceWaves(), &grid_x, &p.slices, &p.slice);
   if (grid_x > INT32_MAX) {
     return NotImplementedError(absl::StrCat(l.name, ": ", p.n_out, " outputs need ", grid_x,
                                             " blocks; CUDA grids hold 2^31 - 1"));
