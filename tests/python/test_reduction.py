@@ -369,6 +369,8 @@ def test_sizes_that_split_the_work(dt, rng):
     # (3, 2^17) and (2000, 256) have aligned rows / runs: the vector paths with split grids.
     cases = [((3, 200_003), 1), ((4099, 37), 1), ((2000, 301), 0), ((70_001,), None)]
     cases += [((3, 1 << 17), 1), ((2000, 256), 0), ((5000, 64), 0)]
+    # Many interleaved slices with a partial last trip and a few elements past the last vector.
+    cases += [(((1 << 20) + 37,), None)]
     for shape, axis in cases:
         x = rand(rng, shape, dt, small=True)
         g = arr(x)

@@ -39,6 +39,15 @@ int FixedBlocksPerSm() {
   }();
   return fixed;
 }
+// Interleaved slices for the dense inner mode (ReduceParams::interleave); PYGPUKIT_RED_INTERLEAVE=0
+// keeps contiguous ones (a measurement knob, read once).
+bool Interleave() {
+  static const bool on = [] {
+    const char* v = std::getenv("PYGPUKIT_RED_INTERLEAVE");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  return on;
+}
 int64_t SliceWaves() {
   static const int64_t waves = [] {
     const char* v = std::getenv("PYGPUKIT_RED_WAVES");
@@ -214,6 +223,7 @@ absl::Status ReduceJit(hal::Stream& s, const ReduceLaunch& l, DType in, DType ou
       }));
   int64_t grid_x = 0;
   PlanGrid(spec, p, sms * e.blocks_per_sm * SliceWaves(), &grid_x, &p.slices, &p.slice);
+  p.interleave = p.slices > 1 && spec.inner && spec.vec > 1 && Interleave() ? 1 : 0;
   if (grid_x > INT32_MAX) {
     return NotImplementedError(absl::StrCat(l.name, ": ", p.n_out, " outputs need ", grid_x,
                                             " blocks; CUDA grids hold 2^31 - 1"));

@@ -162,10 +162,14 @@ __device__ __forceinline__ void ReduceMain(const ReduceParams& p) {
       // Two states (the even and the odd elements of each vector): two dependency chains of
       // folds per thread instead of one.
       Acc odd = R::Init();
-      const long long vend = begin + (end - begin) / V * V;
-      long long r = begin + (long long)g * V;
       constexpr long long kTrip = (long long)U * G * V;
-      for (; r + kTrip - G * V < vend; r += kTrip) {
+      // Contiguous slices: whole trips through [begin, end), then single vectors. Interleaved
+      // ones: this slice's whole trips of the range, then single vectors of the range's last,
+      // partial trip when it is this slice's (r then lies in it).
+      const long long vend = p.interleave ? p.n_red / V * V : begin + (end - begin) / V * V;
+      long long r = (p.interleave ? (long long)blockIdx.y * kTrip : begin) + (long long)g * V;
+      const long long jump = p.interleave ? (long long)p.slices * kTrip : kTrip;
+      for (; r + kTrip - G * V < vend; r += jump) {
         Vec<V, In> v[U];
 #pragma unroll
         for (int u = 0; u < U; ++u) v[u] = *reinterpret_cast<const Vec<V, In>*>(x + r + u * G * V);
@@ -182,7 +186,10 @@ __device__ __forceinline__ void ReduceMain(const ReduceParams& p) {
 #pragma unroll
         for (int k = 0; k < V; ++k) R::Update(k % 2 ? odd : acc, Cast<C>(v.v[k]), r + k);
       }
-      for (long long e = vend + g; e < end; e += G) R::Update(acc, Cast<C>(x[e]), e);
+      if (!p.interleave || blockIdx.y == 0) {  // the elements past the last whole vector
+        const long long tail_end = p.interleave ? p.n_red : end;
+        for (long long e = vend + g; e < tail_end; e += G) R::Update(acc, Cast<C>(x[e]), e);
+      }
       acc = R::Combine(acc, odd);
     } else {
       FoldStrided<R, In, NR, U>(acc, x, p, begin + g, end, G);

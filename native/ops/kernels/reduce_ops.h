@@ -41,12 +41,15 @@ struct ReduceParams {
   int64_t n_red;   // elements reduced into each output
   int64_t slice;   // reduced elements per slice (a multiple of the kernel's vector width)
   int64_t slices;  // slices per output (grid.y); 1 = the kernel writes `out` itself
+  // Dense inner mode (CUDA): slice y takes the block trips y, y + slices, ... of the whole range
+  // instead of one contiguous run, so the blocks of a wave read neighbouring memory.
+  int64_t interleave;
   int64_t out_shape[kKernelMaxDims], out_stride[kKernelMaxDims];
   int64_t red_shape[kKernelMaxDims], red_stride[kKernelMaxDims];
   int64_t out_ndim, red_ndim;  // the dims in use (the JIT kernels also fix them at compile time)
   double correction;           // var / std: the divisor is n - correction
 };
-static_assert(sizeof(ReduceParams) == 336, "ReduceParams layout changed");
+static_assert(sizeof(ReduceParams) == 344, "ReduceParams layout changed");
 
 /// A scan launch: along each of `n_lines` lines of `length` elements (line l's first input
 /// element at the offset of l's coordinates over the other dims), out = the running reduction,
