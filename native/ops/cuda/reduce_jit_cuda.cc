@@ -39,8 +39,10 @@ int FixedBlocksPerSm() {
   }();
   return fixed;
 }
-// Interleaved slices for the dense inner mode (ReduceParams::interleave); PYGPUKIT_RED_INTERLEAVE=0
-// keeps contiguous ones (a measurement knob, read once).
+// Interleaved slices for the dense inner mode (ReduceParams::interleave): the blocks of a wave
+// read neighbouring memory (H100, 2^28 elements, same run: float32 sum 2.99 -> 3.07 TB/s,
+// bfloat16 sum 2.90 -> 3.00). PYGPUKIT_RED_INTERLEAVE=0 keeps contiguous ones (a measurement
+// knob, read once).
 bool Interleave() {
   static const bool on = [] {
     const char* v = std::getenv("PYGPUKIT_RED_INTERLEAVE");
