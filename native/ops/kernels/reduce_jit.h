@@ -11,7 +11,8 @@
 // (the kept dims are fast), and the BY rows cooperate. Each
 // thread folds its elements in order (U accesses issued before their folds), the block combines
 // the G = BX or BY states of an output with a shared-memory tree, and grid.y splits the reduced
-// range into slices whose states go to a workspace that ReduceFinal combines in slice order.
+// range into slices (contiguous runs, or in the dense inner mode every slices-th block trip)
+// whose states go to a workspace that ReduceFinal combines in slice order.
 //
 // Scan: the serial mode gives each thread one line (the lines are the fast dimension); the block
 // mode scans chunks of a line with a whole block: tiles of 256 x K elements (16-byte accesses
