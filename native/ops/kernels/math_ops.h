@@ -118,11 +118,13 @@ PGK_HD float HalfSinCos(float x) {
 }  // namespace detail
 
 // sin / cos: 16-bit floats through detail::HalfSinCos where it applies (InFastRange; larger
-// values, inf and NaN take the library function), others as the other functions. Generated
-// contiguous kernels test InFastRange for all the elements a thread holds and then run
-// ApplyFast on all of them without a branch per element (ops/elementwise_codegen.h,
-// EwKernelSpec::fast_body), which lets the elements' arithmetic overlap.
+// values, inf and NaN take the library function: SinOpLibrary, CosOpLibrary), others as the
+// other functions. Generated contiguous kernels test InFastRange for all the elements a thread
+// holds and then run ApplyFast on all of them without a branch per element
+// (ops/elementwise_codegen.h, EwKernelSpec::fast_body), which lets the elements' arithmetic
+// overlap.
 #define PGK_TRIG(NAME, FN, IS_COS)                                             \
+  PGK_FLOAT_UNARY(NAME##Library, FN)                                           \
   struct NAME {                                                                \
     template <typename T>                                                      \
     PGK_HD static bool InFastRange(T x) {                                      \
@@ -136,13 +138,8 @@ PGK_HD float HalfSinCos(float x) {
     PGK_HD static T Apply(T x) {                                               \
       if constexpr (IsHalfT<T>::value) {                                       \
         if (InFastRange(x)) return ApplyFast(x);                               \
-        return T(std::FN(static_cast<float>(x)));                              \
-      } else if constexpr (IsComplexT<T>::value) {                             \
-        return ComplexMath<T>::FN(x);                                          \
-      } else {                                                                 \
-        static_assert(std::is_floating_point_v<T>);                            \
-        return std::FN(x);                                                     \
       }                                                                        \
+      return NAME##Library::Apply(x);                                          \
     }                                                                          \
   };
 PGK_TRIG(SinOp, sin, false)
