@@ -53,6 +53,13 @@ std::string BodyArgs(const EwKernelSpec& spec, A&& array, O&& out, absl::string_
   return s;
 }
 
+// Whether the kernel runs spec.fast_body: contiguous layouts, table functions (default names, no
+// element index).
+bool UsesFastBody(const EwKernelSpec& spec) {
+  return !spec.fast_body.empty() && spec.layout.contiguous && !spec.pass_index &&
+         spec.names.empty();
+}
+
 }  // namespace
 
 void AppendEwBody(const EwKernelSpec& spec, absl::string_view qualifiers, std::string& s) {
@@ -69,8 +76,7 @@ void AppendEwBody(const EwKernelSpec& spec, absl::string_view qualifiers, std::s
   }
   if (spec.pass_index) absl::StrAppend(&s, ", const long long i");
   absl::StrAppend(&s, ") {\n  ", spec.body, "\n}\n\n");
-  if (spec.fast_body.empty()) return;
-  // The fast variant (table functions only: default names, no index).
+  if (!UsesFastBody(spec)) return;
   absl::StrAppend(&s, qualifiers, " bool pgk_fast_ok(");
   for (size_t i = 0; i < spec.inputs.size(); ++i) {
     absl::StrAppend(&s, i > 0 ? ", " : "", "const ", EwTypeName(spec.inputs[i].storage), " ",
@@ -128,7 +134,7 @@ void AppendContiguous(const EwKernelSpec& spec, std::string& s) {
                     indent, "#pragma unroll\n", indent, "  for (int k = 0; k < V; ++k) ", body, "(",
                     body_args, ");\n", indent, "}\n");
   };
-  if (spec.fast_body.empty()) {
+  if (!UsesFastBody(spec)) {
     each_element("    ", "pgk_body");
   } else {
     // One test for the thread's U * V elements (the lanes past nvec test stale values: at worst

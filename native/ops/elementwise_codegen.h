@@ -68,7 +68,8 @@ struct EwKernelSpec {
   /// Optional branch-free variant of `body` (statements) that is exact where `fast_check` (a
   /// bool expression of the inputs) holds: a contiguous kernel evaluates the check for every
   /// element a thread holds and, when it holds for all, runs `fast_body` on them instead of
-  /// `body` (whose rare paths would branch per element). Both empty: `body` alone.
+  /// `body` (whose rare paths would branch per element). Both empty: `body` alone. Table
+  /// functions only: ignored with `names` or `pass_index`, and in strided layouts.
   std::string fast_check, fast_body;
   /// Let NVRTC contract multiplies and adds into FMAs (a measurement knob: results then may
   /// differ from the CPU backend's bits).

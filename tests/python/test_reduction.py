@@ -202,25 +202,37 @@ def test_max_min(op, dt, axis, rng):
 @pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")
 @pytest.mark.parametrize("dt", FLOATS)
 def test_max_min_signed_zeros_infinities_and_nan_signs(dt, rng):
-    # -0 orders below +0 (max of mixed zeros is +0, min -0); a NaN of either sign anywhere, also
-    # beside infinities and in a range split across blocks, makes the result NaN.
+    # -0 orders below +0 (max of mixed zeros is +0, min -0); a NaN of either sign anywhere (the
+    # encodings next to the infinities too), also beside infinities, in a range split across
+    # blocks and among the elements past the last whole vector, makes the result NaN. Rows are
+    # long enough for the vector paths.
     f = npdt(dt)
     z = np.array([[-0.0, 0.0, -0.0], [0.0, -0.0, 0.0], [-0.0, -0.0, -0.0], [0.0, 0.0, 0.0]], f)
+    z = np.repeat(z, 32, axis=1)
     signs = {
         op: np.signbit(gp.to_numpy(getattr(gp, op)(arr(z), axis=1)).astype(np.float32))
         for op in ("max", "min")
     }
     assert signs["max"].tolist() == [False, False, True, False]
     assert signs["min"].tolist() == [True, True, True, False]
-    inf = np.array([[-np.inf, -np.inf], [np.inf, np.inf], [-np.inf, np.inf]], f)
+    inf = np.repeat(np.array([[-np.inf, -np.inf], [np.inf, np.inf], [-np.inf, np.inf]], f), 48, 1)
     check_equal(gp.max(arr(inf), axis=1), np.array([-np.inf, np.inf, np.inf], f), dt)
     check_equal(gp.min(arr(inf), axis=1), np.array([-np.inf, np.inf, -np.inf], f), dt)
-    n = 1 << 18
+    # NaNs with the smallest payloads (one past the infinities' bits) and the usual ones.
+    bits = {"float16": (0x7C01, 0xFC01), "bfloat16": (0x7F81, 0xFF81)}.get(dt)
+    if bits is not None:
+        edge = np.array(bits, np.uint16).view(f)
+    else:
+        wide = f.itemsize == 8
+        ints = (0x7FF0000000000001, 0xFFF0000000000001) if wide else (0x7F800001, 0xFF800001)
+        edge = np.array(ints, np.uint64 if wide else np.uint32).view(f)
+    nans = [np.array(np.nan, f), np.array(-np.nan, np.float32).astype(f), edge[0], edge[1]]
+    assert all(np.isnan(v.astype(np.float32)) for v in nans)
+    assert np.signbit(nans[1].astype(np.float32)) and np.signbit(edge[1].astype(np.float32))
+    n = (1 << 18) + 5
     x = rng.standard_normal(n).astype(f)
-    neg_nan = np.array(-np.nan, np.float32).astype(f)
-    assert np.signbit(neg_nan.astype(np.float32))
     for pos in (0, n // 3, n - 1):
-        for nan in (np.array(np.nan, f), neg_nan):
+        for nan in nans:
             y = x.copy()
             y[pos] = nan
             y[(pos + 1) % n] = np.inf
@@ -228,8 +240,9 @@ def test_max_min_signed_zeros_infinities_and_nan_signs(dt, rng):
             for op in ("max", "min"):
                 got = gp.to_numpy(getattr(gp, op)(arr(y)))
                 assert np.isnan(got.astype(np.float32)), (op, pos, nan)
-                rows = gp.to_numpy(getattr(gp, op)(arr(y.reshape(64, -1)), axis=1))
-                want = getattr(np, op)(y.reshape(64, -1).astype(np.float64), axis=1)
+                r = y[: 1 << 18].reshape(64, -1)
+                rows = gp.to_numpy(getattr(gp, op)(arr(r), axis=1))
+                want = getattr(np, op)(r.astype(np.float64), axis=1)
                 np.testing.assert_array_equal(rows.astype(np.float64), want)
             # The first of two NaNs (either sign) is the argmax / argmin; without them the
             # infinities are.
