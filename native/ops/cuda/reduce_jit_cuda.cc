@@ -31,32 +31,31 @@ constexpr int kBlock = 256;  // kernels::kReduceBlock
 // not the input alone.
 constexpr int64_t kBlocksPerSm = 4;
 
-int FixedBlocksPerSm() {
-  static const int fixed = [] {
-    const char* v = std::getenv("PYGPUKIT_RED_BLOCKS_PER_SM");
-    const int b = v != nullptr ? std::atoi(v) : 0;
-    return b >= 1 && b <= 8 ? b : 0;  // 8 blocks of 256 threads fill an SM
+// The measurement knobs above, read once; invalid values keep the defaults.
+struct Tuning {
+  int fixed_blocks_per_sm = 0;  // PYGPUKIT_RED_BLOCKS_PER_SM (1..8; 8 blocks of 256 fill an SM)
+  int64_t waves = 1;            // PYGPUKIT_RED_WAVES (1..16)
+  // Interleaved slices for the dense inner mode (ReduceParams::interleave): the blocks of a wave
+  // read neighbouring memory (H100, 2^28 elements, same run: float32 sum 2.99 -> 3.07 TB/s,
+  // bfloat16 sum 2.90 -> 3.00). PYGPUKIT_RED_INTERLEAVE=0 keeps contiguous slices.
+  bool interleave = true;
+};
+
+const Tuning& Knobs() {
+  static const Tuning t = [] {
+    Tuning t;
+    auto int_in = [](const char* name, int lo, int hi, int fallback) {
+      const char* v = std::getenv(name);
+      const int x = v != nullptr ? std::atoi(v) : 0;
+      return x >= lo && x <= hi ? x : fallback;
+    };
+    t.fixed_blocks_per_sm = int_in("PYGPUKIT_RED_BLOCKS_PER_SM", 1, 8, 0);
+    t.waves = int_in("PYGPUKIT_RED_WAVES", 1, 16, 1);
+    if (const char* v = std::getenv("PYGPUKIT_RED_INTERLEAVE"))
+      t.interleave = std::string(v) != "0";
+    return t;
   }();
-  return fixed;
-}
-// Interleaved slices for the dense inner mode (ReduceParams::interleave): the blocks of a wave
-// read neighbouring memory (H100, 2^28 elements, same run: float32 sum 2.99 -> 3.07 TB/s,
-// bfloat16 sum 2.90 -> 3.00). PYGPUKIT_RED_INTERLEAVE=0 keeps contiguous ones (a measurement
-// knob, read once).
-bool Interleave() {
-  static const bool on = [] {
-    const char* v = std::getenv("PYGPUKIT_RED_INTERLEAVE");
-    return v == nullptr || std::string(v) != "0";
-  }();
-  return on;
-}
-int64_t SliceWaves() {
-  static const int64_t waves = [] {
-    const char* v = std::getenv("PYGPUKIT_RED_WAVES");
-    const int w = v != nullptr ? std::atoi(v) : 0;
-    return w >= 1 && w <= 16 ? int64_t{w} : int64_t{1};
-  }();
-  return waves;
+  return t;
 }
 // The largest reducer state (var / std of complex128); workspaces hold this much per slice.
 constexpr int64_t kMaxAcc = 48;
@@ -214,8 +213,8 @@ absl::Status ReduceJit(hal::Stream& s, const ReduceLaunch& l, DType in, DType ou
         ReduceEntry e;
         PGK_ASSIGN_OR_RETURN(e.main, rt.jit().Function(src, kReduceKernelName, device.index));
         PGK_ASSIGN_OR_RETURN(e.final, rt.jit().Function(src, kReduceFinalKernelName, device.index));
-        if (FixedBlocksPerSm() > 0) {
-          e.blocks_per_sm = FixedBlocksPerSm();
+        if (Knobs().fixed_blocks_per_sm > 0) {
+          e.blocks_per_sm = Knobs().fixed_blocks_per_sm;
         } else if (absl::StatusOr<int> b =
                        rt.dispatcher().ResidentBlocks(e.main, device.index, kBlock);
                    b.ok() && *b >= kBlocksPerSm) {
@@ -224,8 +223,8 @@ absl::Status ReduceJit(hal::Stream& s, const ReduceLaunch& l, DType in, DType ou
         return e;
       }));
   int64_t grid_x = 0;
-  PlanGrid(spec, p, sms * e.blocks_per_sm * SliceWaves(), &grid_x, &p.slices, &p.slice);
-  p.interleave = p.slices > 1 && spec.inner && spec.vec > 1 && Interleave() ? 1 : 0;
+  PlanGrid(spec, p, sms * e.blocks_per_sm * Knobs().waves, &grid_x, &p.slices, &p.slice);
+  p.interleave = p.slices > 1 && spec.inner && spec.vec > 1 && Knobs().interleave ? 1 : 0;
   if (grid_x > INT32_MAX) {
     return NotImplementedError(absl::StrCat(l.name, ": ", p.n_out, " outputs need ", grid_x,
                                             " blocks; CUDA grids hold 2^31 - 1"));

@@ -116,7 +116,6 @@ PGK_HD bool Truthy(T x) {
 // max on an H100.)
 template <typename T>
 struct FloatKey {
-  using F = T;
   using U = std::conditional_t<sizeof(T) == 8, uint64_t, uint32_t>;
   using K = std::conditional_t<sizeof(T) == 8, int64_t, int32_t>;
   static constexpr U kMagnitude = ~U(0) >> 1;
