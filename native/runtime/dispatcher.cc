@@ -1,5 +1,7 @@
 #include "runtime/dispatcher.h"
 
+#include <array>
+#include <atomic>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -31,16 +33,33 @@ LaunchGateScope::LaunchGateScope(LaunchGate* gate) : previous_(std::exchange(cur
 LaunchGateScope::~LaunchGateScope() { current_gate = previous_; }
 LaunchGate* LaunchGateScope::Current() { return current_gate; }
 
-Dispatcher::Dispatcher(cpu::CpuBackend* cpu, cuda::CudaBackend* cuda) : cpu_(cpu), cuda_(cuda) {}
+namespace {
+std::atomic<uint64_t> next_dispatcher_id{1};
+
+// A thread's recently counted kernels: the name as stored in the map (compared in full, so a
+// name at a reused address or two names at one address count right) and its counter.
+struct CounterSlot {
+  uint64_t dispatcher = 0;
+  const std::string* name = nullptr;
+  std::atomic<int64_t>* counter = nullptr;
+};
+thread_local std::array<CounterSlot, 16> counter_slots;
+}  // namespace
+
+Dispatcher::Dispatcher(cpu::CpuBackend* cpu, cuda::CudaBackend* cuda)
+    : cpu_(cpu), cuda_(cuda), id_(next_dispatcher_id.fetch_add(1)) {}
 Dispatcher::~Dispatcher() = default;
 
 void Dispatcher::Count(absl::string_view kernel) {
-  auto it = stats_.per_kernel.find(kernel);
-  if (it == stats_.per_kernel.end()) {
-    stats_.per_kernel.emplace(std::string(kernel), 1);
-  } else {
-    ++it->second;
+  // Names are mostly literals: their address picks the slot.
+  CounterSlot& slot =
+      counter_slots[(reinterpret_cast<uintptr_t>(kernel.data()) >> 3) % counter_slots.size()];
+  if (slot.dispatcher != id_ || *slot.name != kernel) {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = counters_.try_emplace(std::string(kernel), 0).first;
+    slot = CounterSlot{id_, &it->first, &it->second};
   }
+  slot.counter->fetch_add(1, std::memory_order_relaxed);
 }
 
 absl::Status Dispatcher::LaunchHost(hal::Stream& stream, absl::string_view kernel,
@@ -49,11 +68,8 @@ absl::Status Dispatcher::LaunchHost(hal::Stream& stream, absl::string_view kerne
     return ValueError(absl::StrCat("dispatch ", kernel, ": host kernel on ",
                                    stream.device().ToString(), " stream"));
   }
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    ++stats_.host_tasks;
-    Count(kernel);
-  }
+  host_tasks_.fetch_add(1, std::memory_order_relaxed);
+  Count(kernel);
   return Gated(stream, [&] { return cpu_->Enqueue(stream, std::move(task)); });
 }
 
@@ -127,18 +143,16 @@ absl::Status Dispatcher::LaunchFunction(hal::Stream& stream, absl::string_view k
     return ValueError(absl::StrCat("dispatch ", kernel, ": device kernel on ",
                                    stream.device().ToString(), " stream"));
   }
-  {
+  device_kernels_.fetch_add(1, std::memory_order_relaxed);
+  Count(kernel);
+  constexpr unsigned kDefaultSharedLimit = 48 * 1024;
+  if (dims.shared_bytes > kDefaultSharedLimit) {
     std::lock_guard<std::mutex> l(mu_);
-    ++stats_.device_kernels;
-    Count(kernel);
-    constexpr unsigned kDefaultSharedLimit = 48 * 1024;
-    if (dims.shared_bytes > kDefaultSharedLimit) {
-      unsigned& limit = shared_limit_[function];
-      if (limit < dims.shared_bytes) {
-        PGK_RETURN_IF_ERROR(cuda_->SetMaxDynamicSharedMemory(function, stream.device().index,
-                                                             static_cast<int>(dims.shared_bytes)));
-        limit = dims.shared_bytes;
-      }
+    unsigned& limit = shared_limit_[function];
+    if (limit < dims.shared_bytes) {
+      PGK_RETURN_IF_ERROR(cuda_->SetMaxDynamicSharedMemory(function, stream.device().index,
+                                                           static_cast<int>(dims.shared_bytes)));
+      limit = dims.shared_bytes;
     }
   }
   return Gated(stream, [&] { return cuda_->Launch(function, dims, stream, args); });
@@ -153,22 +167,29 @@ absl::Status Dispatcher::LaunchFunction(hal::Stream& stream, absl::string_view k
 
 absl::Status Dispatcher::LaunchLibrary(hal::Stream& stream, absl::string_view what,
                                        const std::function<absl::Status()>& call) {
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    ++stats_.library_calls;
-    Count(what);
-  }
+  library_calls_.fetch_add(1, std::memory_order_relaxed);
+  Count(what);
   return Gated(stream, call);
 }
 
 DispatchStats Dispatcher::stats() const {
+  DispatchStats s;
+  s.host_tasks = host_tasks_.load(std::memory_order_relaxed);
+  s.device_kernels = device_kernels_.load(std::memory_order_relaxed);
+  s.library_calls = library_calls_.load(std::memory_order_relaxed);
   std::lock_guard<std::mutex> l(mu_);
-  return stats_;
+  for (const auto& [name, counter] : counters_) {
+    if (int64_t n = counter.load(std::memory_order_relaxed); n > 0) s.per_kernel.emplace(name, n);
+  }
+  return s;
 }
 
 void Dispatcher::ResetStats() {
+  host_tasks_.store(0, std::memory_order_relaxed);
+  device_kernels_.store(0, std::memory_order_relaxed);
+  library_calls_.store(0, std::memory_order_relaxed);
   std::lock_guard<std::mutex> l(mu_);
-  stats_ = DispatchStats{};
+  for (auto& [name, counter] : counters_) counter.store(0, std::memory_order_relaxed);
 }
 
 }  // namespace pygpukit

@@ -28,7 +28,7 @@ namespace cuda {
 class CudaBackend;
 }
 
-/// Launch counters, per kernel name.
+/// Launch counters, per kernel name (kernels launched at least once since the last reset).
 struct DispatchStats {
   int64_t host_tasks = 0;
   int64_t device_kernels = 0;
@@ -93,10 +93,13 @@ class Dispatcher {
 
  private:
   absl::StatusOr<void*> DeviceFunction(absl::string_view kernel, int device);
+  /// Counts one launch of `kernel` (lock-free once this thread has counted it).
   void Count(absl::string_view kernel);
+  std::atomic<int64_t>* CounterSlow(absl::string_view kernel);
 
   cpu::CpuBackend* cpu_;
   cuda::CudaBackend* cuda_;
+  const uint64_t id_;  // distinguishes dispatchers in the threads' counter caches
   mutable std::mutex mu_;
   std::vector<void*> libraries_;  // loaded lazily, once
   bool libraries_loaded_ = false;
@@ -104,7 +107,11 @@ class Dispatcher {
   absl::flat_hash_map<std::pair<std::string, int>, void*> functions_;
   // Dynamic shared-memory limit raised so far per function (launches above 48 KiB need it).
   absl::flat_hash_map<void*, unsigned> shared_limit_;
-  DispatchStats stats_;
+  std::atomic<int64_t> host_tasks_{0}, device_kernels_{0}, library_calls_{0};
+  // Per-kernel counters. Map nodes never move and are never erased (a reset zeroes them), so
+  // threads keep pointers to them (Count's cache) and bump them without the lock; the lock
+  // guards insertion and iteration.
+  std::map<std::string, std::atomic<int64_t>, std::less<>> counters_;
 };
 
 }  // namespace pygpukit

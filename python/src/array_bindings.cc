@@ -158,12 +158,19 @@ pyb::object AsTypeOf(const pyb::object& self, const pyb::object& dtype, bool cop
   return pyb::cast(Unwrap(ops::AsType(a, dt, copy)));
 }
 
+const GPUArray* ArrayOrNull(const pyb::handle& obj) {
+  pyb::detail::make_caster<GPUArray> caster;
+  if (!caster.load(obj, /*convert=*/false)) return nullptr;
+  return &pyb::detail::cast_op<const GPUArray&>(caster);
+}
+
 const GPUArray& AsArray(const pyb::handle& obj, absl::string_view op) {
-  if (!pyb::isinstance<GPUArray>(obj)) {
+  const GPUArray* a = ArrayOrNull(obj);
+  if (a == nullptr) {
     throw pyb::type_error(absl::StrCat(op, ": expected a GPUArray, got ",
                                        std::string(pyb::repr(pyb::type::handle_of(obj)))));
   }
-  return obj.cast<const GPUArray&>();
+  return *a;
 }
 
 pyb::array ToNumpy(const GPUArray& a, const pyb::object& out_obj, bool blocking) {

@@ -56,5 +56,7 @@ absl::StatusOr<pyb::array> PinnedArray(const Shape& shape, DType dtype, DeviceTy
                                        absl::string_view op);
 /// The GPUArray `obj` is, or TypeError naming `op`.
 const GPUArray& AsArray(const pyb::handle& obj, absl::string_view op);
+/// The GPUArray `obj` is, or null (one type check: the per-call path of every op).
+const GPUArray* ArrayOrNull(const pyb::handle& obj);
 
 }  // namespace pygpukit::py

@@ -11,7 +11,7 @@ namespace pygpukit::py {
 
 // An operand: a GPUArray (referenced, so it must outlive the call) or a Python scalar.
 ops::EwOperand Operand(const pyb::handle& obj, absl::string_view op) {
-  if (pyb::isinstance<GPUArray>(obj)) return ops::EwOperand(obj.cast<const GPUArray&>());
+  if (const GPUArray* a = ArrayOrNull(obj)) return ops::EwOperand(*a);
   if (IsScalar(obj)) return ops::EwOperand(ToScalar(obj));
   if (pyb::hasattr(obj, "_pgk_fuse_apply")) throw FuseTrace{};
   RaiseStatus(
@@ -54,21 +54,79 @@ const GPUArray* OutOf(const pyb::object& out, absl::string_view op) {
 // Python scalars, so Python can try the reflected operation (and then raise TypeError).
 pyb::object BinaryOperator(ElementwiseOp op, const GPUArray& a, const pyb::object& other,
                            bool reflected) {
-  if (!pyb::isinstance<GPUArray>(other) && !IsScalar(other)) {
+  const GPUArray* b = ArrayOrNull(other);
+  if (b == nullptr && !IsScalar(other)) {
     return pyb::reinterpret_borrow<pyb::object>(Py_NotImplemented);
   }
-  EwOperand x(a), y = Operand(other, ops::ElementwiseOpName(op));
+  EwOperand x(a), y = b != nullptr ? EwOperand(*b) : Operand(other, ops::ElementwiseOpName(op));
   return pyb::cast(Unwrap(reflected ? ops::Binary(op, y, x) : ops::Binary(op, x, y)));
 }
 
 // a op= other: computed into a itself (its dtype must hold the result: same kind or higher).
 pyb::object InPlaceOperator(ElementwiseOp op, const pyb::object& self, const pyb::object& other) {
-  if (!pyb::isinstance<GPUArray>(other) && !IsScalar(other)) {
+  if (ArrayOrNull(other) == nullptr && !IsScalar(other)) {
     return pyb::reinterpret_borrow<pyb::object>(Py_NotImplemented);
   }
   const GPUArray& a = self.cast<const GPUArray&>();
   Unwrap(ops::Binary(op, EwOperand(a), Operand(other, ops::ElementwiseOpName(op)), &a));
   return self;
+}
+
+// ---- operator slots ----
+// `a + b` on a pybind11 class runs Python's generic slot: a lookup of __add__ on the type, a
+// bound call, then pybind11's dispatcher (argument loading, overload resolution). A tiny op's
+// whole cost is a few microseconds, most of it the driver's launch, so the binding's share
+// matters: the binary operators get direct slots that do what those methods do.
+
+// Runs `f` (returning a new reference), turning C++ exceptions into the Python error pybind11
+// would raise for them.
+template <typename F>
+PyObject* CallingPython(F&& f) {
+  try {
+    return f();
+  } catch (pyb::error_already_set& e) {
+    e.restore();
+  } catch (pyb::builtin_exception& e) {
+    e.set_error();
+  } catch (const std::bad_alloc&) {
+    PyErr_SetString(PyExc_MemoryError, "out of host memory");
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+  return nullptr;
+}
+
+// a op b for the number protocol: Python calls the slot of either operand's type, with the
+// operands in their written order; whichever is the array decides (b's: the reflected form).
+template <ElementwiseOp kOp>
+PyObject* BinarySlot(PyObject* a, PyObject* b) {
+  return CallingPython([&] {
+    if (const GPUArray* x = ArrayOrNull(a)) {
+      return BinaryOperator(kOp, *x, pyb::reinterpret_borrow<pyb::object>(b), false)
+          .release()
+          .ptr();
+    }
+    const GPUArray* y = ArrayOrNull(b);
+    if (y == nullptr)
+      return pyb::reinterpret_borrow<pyb::object>(Py_NotImplemented).release().ptr();
+    return BinaryOperator(kOp, *y, pyb::reinterpret_borrow<pyb::object>(a), true).release().ptr();
+  });
+}
+
+void InstallOperatorSlots(PyTypeObject* type) {
+  PyNumberMethods* n = type->tp_as_number;
+  n->nb_add = BinarySlot<ElementwiseOp::kAdd>;
+  n->nb_subtract = BinarySlot<ElementwiseOp::kSubtract>;
+  n->nb_multiply = BinarySlot<ElementwiseOp::kMultiply>;
+  n->nb_true_divide = BinarySlot<ElementwiseOp::kDivide>;
+  n->nb_floor_divide = BinarySlot<ElementwiseOp::kFloorDivide>;
+  n->nb_remainder = BinarySlot<ElementwiseOp::kRemainder>;
+  n->nb_and = BinarySlot<ElementwiseOp::kBitwiseAnd>;
+  n->nb_or = BinarySlot<ElementwiseOp::kBitwiseOr>;
+  n->nb_xor = BinarySlot<ElementwiseOp::kBitwiseXor>;
+  n->nb_lshift = BinarySlot<ElementwiseOp::kBitwiseLeftShift>;
+  n->nb_rshift = BinarySlot<ElementwiseOp::kBitwiseRightShift>;
+  PyType_Modified(type);
 }
 
 std::string Doc(absl::string_view name, int arity) {
@@ -148,20 +206,21 @@ void BindElementwise(pyb::module_& m, pyb::class_<GPUArray>& cls) {
     const char *name, *rname, *iname;
     ElementwiseOp op;
   };
-  for (OpDef d : {
-           OpDef{"__add__", "__radd__", "__iadd__", ElementwiseOp::kAdd},
-           OpDef{"__sub__", "__rsub__", "__isub__", ElementwiseOp::kSubtract},
-           OpDef{"__mul__", "__rmul__", "__imul__", ElementwiseOp::kMultiply},
-           OpDef{"__truediv__", "__rtruediv__", "__itruediv__", ElementwiseOp::kDivide},
-           OpDef{"__floordiv__", "__rfloordiv__", "__ifloordiv__", ElementwiseOp::kFloorDivide},
-           OpDef{"__mod__", "__rmod__", "__imod__", ElementwiseOp::kRemainder},
-           OpDef{"__pow__", "__rpow__", "__ipow__", ElementwiseOp::kPow},
-           OpDef{"__and__", "__rand__", "__iand__", ElementwiseOp::kBitwiseAnd},
-           OpDef{"__or__", "__ror__", "__ior__", ElementwiseOp::kBitwiseOr},
-           OpDef{"__xor__", "__rxor__", "__ixor__", ElementwiseOp::kBitwiseXor},
-           OpDef{"__lshift__", "__rlshift__", "__ilshift__", ElementwiseOp::kBitwiseLeftShift},
-           OpDef{"__rshift__", "__rrshift__", "__irshift__", ElementwiseOp::kBitwiseRightShift},
-       }) {
+  const OpDef arithmetic[] = {
+      OpDef{"__add__", "__radd__", "__iadd__", ElementwiseOp::kAdd},
+      OpDef{"__sub__", "__rsub__", "__isub__", ElementwiseOp::kSubtract},
+      OpDef{"__mul__", "__rmul__", "__imul__", ElementwiseOp::kMultiply},
+      OpDef{"__truediv__", "__rtruediv__", "__itruediv__", ElementwiseOp::kDivide},
+      OpDef{"__floordiv__", "__rfloordiv__", "__ifloordiv__", ElementwiseOp::kFloorDivide},
+      OpDef{"__mod__", "__rmod__", "__imod__", ElementwiseOp::kRemainder},
+      OpDef{"__pow__", "__rpow__", "__ipow__", ElementwiseOp::kPow},
+      OpDef{"__and__", "__rand__", "__iand__", ElementwiseOp::kBitwiseAnd},
+      OpDef{"__or__", "__ror__", "__ior__", ElementwiseOp::kBitwiseOr},
+      OpDef{"__xor__", "__rxor__", "__ixor__", ElementwiseOp::kBitwiseXor},
+      OpDef{"__lshift__", "__rlshift__", "__ilshift__", ElementwiseOp::kBitwiseLeftShift},
+      OpDef{"__rshift__", "__rrshift__", "__irshift__", ElementwiseOp::kBitwiseRightShift},
+  };
+  for (OpDef d : arithmetic) {
     const ElementwiseOp op = d.op;
     cls.def(d.name, [op](const GPUArray& a, const pyb::object& o) {
       return BinaryOperator(op, a, o, false);
@@ -173,6 +232,9 @@ void BindElementwise(pyb::module_& m, pyb::class_<GPUArray>& cls) {
       return InPlaceOperator(op, self, o);
     });
   }
+  // The methods above stay for explicit calls (x.__add__(y)); the operators themselves call
+  // direct slots (defining the methods made Python install its generic ones).
+  InstallOperatorSlots(reinterpret_cast<PyTypeObject*>(cls.ptr()));
   for (OpDef d : {
            OpDef{"__lt__", nullptr, nullptr, ElementwiseOp::kLess},
            OpDef{"__le__", nullptr, nullptr, ElementwiseOp::kLessEqual},

@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "test_util.h"
 
@@ -80,6 +83,44 @@ TEST(Runtime, ParseDevice) {
     EXPECT_FALSE(d.ok()) << bad;
     EXPECT_EQ(ErrorTypeOf(d.status()), ErrorType::kValue) << bad;
   }
+}
+
+// Launch counters are bumped without the lock through per-thread caches of the counters: every
+// launch of every thread must still be counted under its own name, including names that live at
+// one reused address with different contents, and a reset must zero them.
+TEST(Dispatcher, CountsEveryLaunchPerKernelAcrossThreads) {
+  Dispatcher& d = Runtime::Get().dispatcher();
+  ASSERT_OK_AND_ASSIGN(hal::Stream * cpu, Runtime::Get().stream(Device{DeviceType::kCPU, 0}));
+  d.ResetStats();
+  constexpr int kThreads = 4, kRounds = 200;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::string name;  // one buffer, several names: the cache must compare contents
+      for (int i = 0; i < kRounds; ++i) {
+        name = i % 2 == 0 ? "count_even" : "count_odd";
+        EXPECT_TRUE(d.LaunchHost(*cpu, name, [] {}).ok());
+        EXPECT_TRUE(d.LaunchHost(*cpu, t % 2 == 0 ? "count_a" : "count_b", [] {}).ok());
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  ASSERT_OK(Runtime::Get().Synchronize(Device{DeviceType::kCPU, 0}));
+  DispatchStats s = d.stats();
+  EXPECT_EQ(s.host_tasks, 2 * kThreads * kRounds);
+  EXPECT_EQ(s.per_kernel["count_even"], kThreads * kRounds / 2);
+  EXPECT_EQ(s.per_kernel["count_odd"], kThreads * kRounds / 2);
+  EXPECT_EQ(s.per_kernel["count_a"], kThreads / 2 * kRounds);
+  EXPECT_EQ(s.per_kernel["count_b"], kThreads / 2 * kRounds);
+  EXPECT_EQ(s.per_kernel.size(), 4u);
+  d.ResetStats();
+  s = d.stats();
+  EXPECT_EQ(s.host_tasks, 0);
+  EXPECT_TRUE(s.per_kernel.empty());
+  // Counted again after the reset, through the same cached counters.
+  ASSERT_OK(d.LaunchHost(*cpu, "count_a", [] {}));
+  ASSERT_OK(Runtime::Get().Synchronize(Device{DeviceType::kCPU, 0}));
+  EXPECT_EQ(d.stats().per_kernel["count_a"], 1);
 }
 
 }  // namespace

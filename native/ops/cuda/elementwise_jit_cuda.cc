@@ -62,17 +62,18 @@ const Tuning& Knobs() {
 
 // Everything the generated source depends on, as a short byte string: the kernel's own part
 // (`head`), the operands' storage dtypes and the layout.
-std::string KeyOf(absl::string_view head, absl::Span<const GPUArray> outs,
-                  absl::Span<const GPUArray> inputs, absl::Span<const DType> scalar_dtypes,
-                  const EwLayout& layout, int device) {
-  std::string k(head);
+KernelKey KeyOf(absl::string_view head, absl::Span<const GPUArray> outs,
+                absl::Span<const GPUArray> inputs, absl::Span<const DType> scalar_dtypes,
+                const EwLayout& layout, int device) {
+  KernelKey k(head.begin(), head.end());
   for (const GPUArray& o : outs) k.push_back(static_cast<char>(o.dtype()));
   k.push_back(static_cast<char>(0x7f));  // the outputs' end
   k.push_back(static_cast<char>(device));
   k.push_back(static_cast<char>(layout.contiguous ? 0 : layout.ndim));
   k.push_back(static_cast<char>(layout.vec));
   k.push_back(static_cast<char>((layout.index32 ? 1 : 0) | layout.unroll << 1));
-  k.append(reinterpret_cast<const char*>(&layout.broadcast_inner), sizeof(uint32_t));
+  const char* mask = reinterpret_cast<const char*>(&layout.broadcast_inner);
+  k.insert(k.end(), mask, mask + sizeof(uint32_t));
   for (size_t i = 0; i < inputs.size(); ++i) {
     k.push_back(static_cast<char>(inputs[i].valid() ? inputs[i].dtype() : scalar_dtypes[i]));
     k.push_back(inputs[i].valid() ? 1 : 0);
@@ -221,9 +222,9 @@ absl::Status LaunchEwJit(hal::Stream& s, const EwJitKernel& kernel, absl::Span<c
                                                                        : Knobs().unroll_contiguous)
                   : layout.vec > 1  ? Knobs().unroll_runs
                                     : Knobs().unroll_strided;
-  const std::string key =
+  const KernelKey key =
       KeyOf(kernel.head, outs, inputs, kernel.scalar_dtypes, layout, out.device().index);
-  PGK_ASSIGN_OR_RETURN(Entry e, Cache().Get(key, [&]() -> absl::StatusOr<Entry> {
+  PGK_ASSIGN_OR_RETURN(Entry e, Cache().Get(KeyView(key), [&]() -> absl::StatusOr<Entry> {
     Runtime& rt = Runtime::Get();
     const JitSource src = ElementwiseProgram(kernel.spec(layout));
     Entry e;

@@ -10,10 +10,18 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/status.h"
 
 namespace pygpukit::ops::cuda_kernels {
+
+/// A cache key being built: the short keys of the built-in families stay off the heap.
+using KernelKey = absl::InlinedVector<char, 64>;
+
+/// `key` as a string_view.
+inline absl::string_view KeyView(const KernelKey& key) { return {key.data(), key.size()}; }
 
 /// Entries by key; `build` runs outside the lock on a miss (two threads missing the same key
 /// both build it: the JitEngine compiles a source once, so that only repeats a lookup).
@@ -24,13 +32,13 @@ template <class Entry>
 class JitKernelCache {
  public:
   template <class Build>
-  absl::StatusOr<Entry> Get(const std::string& key, Build&& build) {
+  absl::StatusOr<Entry> Get(absl::string_view key, Build&& build) {
     Slot& slot = Recent()[SlotOf(key)];
     if (slot.owner == this && slot.key == key) return slot.entry;
-    absl::StatusOr<Entry> e = Lookup(key, std::forward<Build>(build));
+    absl::StatusOr<Entry> e = Lookup(std::string(key), std::forward<Build>(build));
     if (e.ok()) {
       slot.owner = this;
-      slot.key = key;
+      slot.key.assign(key.data(), key.size());
       slot.entry = *e;
     }
     return e;
@@ -50,7 +58,7 @@ class JitKernelCache {
   }
 
   // FNV-1a over the short key (a few dozen bytes).
-  static size_t SlotOf(const std::string& key) {
+  static size_t SlotOf(absl::string_view key) {
     uint64_t h = 1469598103934665603ull;
     for (unsigned char c : key) h = (h ^ c) * 1099511628211ull;
     return static_cast<size_t>(h ^ (h >> 29)) % kSlots;
