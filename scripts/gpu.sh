@@ -3,7 +3,7 @@
 # Abseil / GoogleTest .debs (the machine has no network), builds for sm_90a with -j16, runs the
 # C++ and Python suites (backend parity included) with PYGPUKIT_DEVICE=cuda, python -m pygpukit and the benchmarks.
 #   steps: any of "build test test-gemm sanitize-gemm selfcheck bench bench-gemm bench-jit
-#   bench-elementwise bench-sorting bench-rng
+#   bench-elementwise bench-sorting bench-rng bench-launch
 #   bench-memory bench-scheduler bench-suite"
 #   (default: build test selfcheck bench bench-memory bench-scheduler)
 #   test-gemm: only the matmul / gemm Python tests (fast signal on kernel work)
@@ -19,6 +19,8 @@
 #   bench-rng: benchmarks/rng.py (gp.random beside torch's and CuPy's generators; JSON in $OUT)
 #   bench-memory: benchmarks/cpp/memory_bench (Google Benchmark, JSON in $OUT/memory_bench.json)
 #   and benchmarks/memory.py (JSON in $OUT)
+#   bench-launch: benchmarks/cpp/launch_bench (a tiny add's host time: the driver's launch alone,
+#   through the dispatcher, the whole C++ op; JSON in $OUT/launch_bench.json)
 #   bench-scheduler: benchmarks/cpp/scheduler_bench (admission decisions), the C++ example
 #   service on the GPU, and benchmarks/scheduler.py (co-location; JSON in $OUT); extra
 #   arguments for it in SCHED_ARGS
@@ -132,6 +134,13 @@ if has bench-memory; then
   PYGPUKIT_DEVICE=cuda $BUILD/benchmarks/cpp/memory_bench --benchmark_out="$OUTDIR/memory_bench.json" \
     --benchmark_out_format=json 2>&1 | tee "$OUTDIR/memory_bench.log" || rc=1
   PYGPUKIT_DEVICE=cuda $PY benchmarks/memory.py --out "$OUTDIR" 2>&1 | tee "$OUTDIR/bench_memory.log" || rc=1
+fi
+if has bench-launch; then
+  # Random interleaving of the repetitions: the machines' host noise hits every layer alike.
+  PYGPUKIT_DEVICE=cuda $BUILD/benchmarks/cpp/launch_bench --benchmark_repetitions=10 \
+    --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true \
+    --benchmark_out="$OUTDIR/launch_bench.json" --benchmark_out_format=json 2>&1 |
+    tee "$OUTDIR/launch_bench.log" || rc=1
 fi
 if has bench-scheduler; then
   PYGPUKIT_DEVICE=cuda $BUILD/benchmarks/cpp/scheduler_bench \

@@ -155,7 +155,12 @@ def test_non_int_dims(op, entry):
 
 
 @pytest.mark.parametrize("op", list(SHAPE_OPS))
-@pytest.mark.parametrize("shape", [None, 2.5, "ab", {1: 2}, {2, 3}, object()], ids=repr)
+# Ids without addresses, so that pytest-xdist workers collect the same tests.
+@pytest.mark.parametrize(
+    "shape",
+    [None, 2.5, "ab", {1: 2}, {2, 3}, object()],
+    ids=lambda v: "object" if type(v) is object else repr(v),
+)
 def test_shape_not_a_sequence(op, shape):
     raises(TypeError, lambda: SHAPE_OPS[op](shape), "shape")
 

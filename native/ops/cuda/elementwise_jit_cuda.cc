@@ -147,41 +147,39 @@ absl::Status LaunchEwJit(hal::Stream& s, const EwJitKernel& kernel, absl::Span<c
                          absl::Span<const GPUArray> inputs) {
   const GPUArray& out = outs[0];
   absl::InlinedVector<const GPUArray*, 4> arrays;
-  absl::InlinedVector<absl::Span<const int64_t>, 4> strides;
   absl::InlinedVector<int, 4> input_of;  // per array operand: its input index (-1: an output)
   for (const GPUArray& o : outs) {
     arrays.push_back(&o);
-    strides.push_back(o.strides());
     input_of.push_back(-1);
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].valid()) continue;
     arrays.push_back(&inputs[i]);
-    strides.push_back(inputs[i].strides());
     input_of.push_back(static_cast<int>(i));
   }
   PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident(absl::MakeConstSpan(arrays)));
-  // Every operand dense in C order (the common case): one dimension, no coalescing to do.
+  // Every operand dense in C order (the common case, and the one whose host time matters: tiny
+  // ops): one dimension, no coalescing to do.
   bool all_dense = true;
   for (const GPUArray* a : arrays) all_dense = all_dense && a->is_contiguous();
-  CoalescedLayout coalesced;
-  if (all_dense) {
-    coalesced.shape = {out.size()};
-    coalesced.strides.assign(arrays.size(), Strides{1});
-  } else {
+  EwLayout layout;
+  CoalescedLayout coalesced;  // strided layouts only
+  int ndim = 1;
+  if (!all_dense) {
+    absl::InlinedVector<absl::Span<const int64_t>, 4> strides;
+    for (const GPUArray* a : arrays) strides.push_back(a->strides());
     coalesced = Coalesce(out.shape(), strides);
-  }
-  const int ndim = static_cast<int>(coalesced.shape.size());
-  if (ndim > kernels::kKernelMaxDims) {
-    return NotImplementedError(absl::StrCat(kernel.name, ": operand layout has ", ndim,
-                                            " non-mergeable dimensions; kernels support ",
-                                            kernels::kKernelMaxDims));
+    ndim = static_cast<int>(coalesced.shape.size());
+    if (ndim > kernels::kKernelMaxDims) {
+      return NotImplementedError(absl::StrCat(kernel.name, ": operand layout has ", ndim,
+                                              " non-mergeable dimensions; kernels support ",
+                                              kernels::kKernelMaxDims));
+    }
+    for (const auto& st : coalesced.strides) {
+      layout.contiguous = layout.contiguous && (ndim == 0 || (ndim == 1 && st[0] == 1));
+    }
   }
   const int64_t n = out.size();
-  EwLayout layout;
-  for (const auto& st : coalesced.strides) {
-    layout.contiguous = layout.contiguous && (ndim == 0 || (ndim == 1 && st[0] == 1));
-  }
   int64_t widest = 1;
   for (const GPUArray* a : arrays) widest = std::max(widest, a->itemsize());
   if (layout.contiguous) {
