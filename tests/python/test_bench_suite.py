@@ -298,7 +298,7 @@ def test_every_committed_file_has_an_adapter_or_is_legacy():
         assert rs, path
         assert all(r["ours"] is None or r["ours"] >= 0 for r in rs)
     assert {"gemm", "elementwise", "reduction", "sorting", "rng", "jit", "memory"} <= seen
-    assert {"memory-cpp", "scheduler", "scheduler-cpp"} <= seen
+    assert {"memory-cpp", "launch-cpp", "scheduler", "scheduler-cpp"} <= seen
 
 
 def test_committed_gemm_speedups_match_the_script_ratios():
