@@ -8,6 +8,7 @@
 #include "core/cpu/cpu_backend.h"
 #include "core/status.h"
 #include "runtime/embedded_kernels.h"
+#include "runtime/tracer.h"
 #if PGK_WITH_CUDA
 #include "core/cuda/cuda_backend.h"
 #endif
@@ -27,6 +28,29 @@ absl::Status Gated(hal::Stream& stream, F&& launch) {
   gate->AfterLaunch(stream, s);
   return s;
 }
+
+// Runs `launch` and records it in the trace as `kind` named `name` (with its device time from
+// an event pair on `backend`, when a profiling session is open). Failed launches leave no record.
+template <typename F>
+absl::Status Traced(TraceKind kind, const std::string* name, hal::Backend* backend,
+                    hal::Stream& stream, F&& launch) {
+  Tracer& tracer = Tracer::Get();
+  if (!tracer.enabled()) return launch();
+  TraceRecord r;
+  r.kind = kind;
+  r.name = name;
+  r.device = stream.device();
+  r.stream = reinterpret_cast<uintptr_t>(stream.native_handle());
+  r.begin_ns = Tracer::NowNs();
+  std::unique_ptr<Tracer::Timing> timing;
+  if (backend != nullptr && tracer.profiling()) timing = tracer.StartTiming(*backend, stream);
+  absl::Status s = launch();
+  if (!s.ok()) return s;
+  r.end_ns = Tracer::NowNs();
+  const uint64_t seq = tracer.Add(r);
+  if (timing != nullptr) tracer.EndTiming(std::move(timing), stream, seq);
+  return s;
+}
 }  // namespace
 
 LaunchGateScope::LaunchGateScope(LaunchGate* gate) : previous_(std::exchange(current_gate, gate)) {}
@@ -42,6 +66,7 @@ struct CounterSlot {
   uint64_t dispatcher = 0;
   const std::string* name = nullptr;
   std::atomic<int64_t>* counter = nullptr;
+  const std::string* traced = nullptr;  // the tracer's interned copy
 };
 thread_local std::array<CounterSlot, 16> counter_slots;
 }  // namespace
@@ -50,16 +75,17 @@ Dispatcher::Dispatcher(cpu::CpuBackend* cpu, cuda::CudaBackend* cuda)
     : cpu_(cpu), cuda_(cuda), id_(next_dispatcher_id.fetch_add(1)) {}
 Dispatcher::~Dispatcher() = default;
 
-void Dispatcher::Count(absl::string_view kernel) {
+const std::string* Dispatcher::Count(absl::string_view kernel) {
   // Names are mostly literals: their address picks the slot.
   CounterSlot& slot =
       counter_slots[(reinterpret_cast<uintptr_t>(kernel.data()) >> 3) % counter_slots.size()];
   if (slot.dispatcher != id_ || *slot.name != kernel) {
     std::lock_guard<std::mutex> l(mu_);
     auto it = counters_.try_emplace(std::string(kernel), 0).first;
-    slot = CounterSlot{id_, &it->first, &it->second};
+    slot = CounterSlot{id_, &it->first, &it->second, Tracer::Get().Intern(kernel)};
   }
   slot.counter->fetch_add(1, std::memory_order_relaxed);
+  return slot.traced;
 }
 
 absl::Status Dispatcher::LaunchHost(hal::Stream& stream, absl::string_view kernel,
@@ -69,8 +95,11 @@ absl::Status Dispatcher::LaunchHost(hal::Stream& stream, absl::string_view kerne
                                    stream.device().ToString(), " stream"));
   }
   host_tasks_.fetch_add(1, std::memory_order_relaxed);
-  Count(kernel);
-  return Gated(stream, [&] { return cpu_->Enqueue(stream, std::move(task)); });
+  const std::string* name = Count(kernel);
+  return Gated(stream, [&] {
+    return Traced(TraceKind::kHostTask, name, cpu_, stream,
+                  [&] { return cpu_->Enqueue(stream, std::move(task)); });
+  });
 }
 
 absl::StatusOr<void*> Dispatcher::DeviceFunction(absl::string_view kernel, int device) {
@@ -144,7 +173,7 @@ absl::Status Dispatcher::LaunchFunction(hal::Stream& stream, absl::string_view k
                                    stream.device().ToString(), " stream"));
   }
   device_kernels_.fetch_add(1, std::memory_order_relaxed);
-  Count(kernel);
+  const std::string* name = Count(kernel);
   constexpr unsigned kDefaultSharedLimit = 48 * 1024;
   if (dims.shared_bytes > kDefaultSharedLimit) {
     std::lock_guard<std::mutex> l(mu_);
@@ -155,7 +184,10 @@ absl::Status Dispatcher::LaunchFunction(hal::Stream& stream, absl::string_view k
       limit = dims.shared_bytes;
     }
   }
-  return Gated(stream, [&] { return cuda_->Launch(function, dims, stream, args); });
+  return Gated(stream, [&] {
+    return Traced(TraceKind::kKernel, name, cuda_, stream,
+                  [&] { return cuda_->Launch(function, dims, stream, args); });
+  });
 #else
   (void)function;
   (void)dims;
@@ -168,8 +200,12 @@ absl::Status Dispatcher::LaunchFunction(hal::Stream& stream, absl::string_view k
 absl::Status Dispatcher::LaunchLibrary(hal::Stream& stream, absl::string_view what,
                                        const std::function<absl::Status()>& call) {
   library_calls_.fetch_add(1, std::memory_order_relaxed);
-  Count(what);
-  return Gated(stream, call);
+  const std::string* name = Count(what);
+  hal::Backend* backend = stream.device().is_cpu() ? static_cast<hal::Backend*>(cpu_) : nullptr;
+#if PGK_WITH_CUDA
+  if (stream.device().is_cuda()) backend = cuda_;
+#endif
+  return Gated(stream, [&] { return Traced(TraceKind::kLibrary, name, backend, stream, call); });
 }
 
 DispatchStats Dispatcher::stats() const {

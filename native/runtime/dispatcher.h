@@ -1,8 +1,8 @@
 // The dispatcher: the one place kernels are launched. Every op hands its work here, either as a
 // host task (CPU backend) or as a named device kernel from the embedded images (CUDA backend), or
 // as a library call (cuBLASLt). Kernel lookup, module loading on first use, per-kernel launch
-// counters and the pacing hook (LaunchGate, installed by the scheduler around a task) live here;
-// tracing will attach here.
+// counters, the pacing hook (LaunchGate, installed by the scheduler around a task) and the
+// launch records of the tracer (runtime/tracer.h) live here.
 #pragma once
 
 #include <atomic>
@@ -93,8 +93,9 @@ class Dispatcher {
 
  private:
   absl::StatusOr<void*> DeviceFunction(absl::string_view kernel, int device);
-  /// Counts one launch of `kernel` (lock-free once this thread has counted it).
-  void Count(absl::string_view kernel);
+  /// Counts one launch of `kernel` (lock-free once this thread has counted it); returns the
+  /// tracer's interned name for it.
+  const std::string* Count(absl::string_view kernel);
   std::atomic<int64_t>* CounterSlow(absl::string_view kernel);
 
   cpu::CpuBackend* cpu_;

@@ -435,7 +435,24 @@ absl::StatusOr<std::shared_ptr<Buffer>> MemoryPool::Allocate(size_t bytes, hal::
   buffer->size_ = b->size;
   buffer->ptr_ = b->ptr;
   buffer->quota_ = quota;
+  TraceMemory(TraceKind::kAlloc, bytes, &stream);
   return buffer;
+}
+
+void MemoryPool::TraceMemory(TraceKind kind, size_t bytes, hal::Stream* stream) {
+  Tracer& tracer = Tracer::Get();
+  if (!tracer.enabled()) return;
+  static const std::string* const names[] = {tracer.Intern("alloc"), tracer.Intern("free")};
+  TraceRecord r;
+  r.kind = kind;
+  r.name = names[kind == TraceKind::kAlloc ? 0 : 1];
+  r.device = device_;
+  r.stream = stream == nullptr ? 0 : reinterpret_cast<uintptr_t>(stream->native_handle());
+  r.begin_ns = r.end_ns = Tracer::NowNs();
+  r.bytes = static_cast<int64_t>(bytes);
+  r.allocated = stats_.allocated_bytes;
+  r.reserved = stats_.reserved_bytes;
+  tracer.Add(r);
 }
 
 absl::StatusOr<PoolBlock*> MemoryPool::AllocateBlock(std::unique_lock<std::mutex>& lock,
@@ -638,6 +655,7 @@ void MemoryPool::Free(Buffer& buffer) {
   Account(-static_cast<int64_t>(b->size), -static_cast<int64_t>(buffer.requested_), -1);
   --b->segment->allocated_blocks;
   b->allocated = false;
+  TraceMemory(TraceKind::kFree, buffer.requested_, buffer.stream_);
   if (!b->events.empty()) {
     b->pending = true;
     pending_.push_back(b);

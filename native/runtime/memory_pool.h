@@ -22,6 +22,7 @@
 #include "absl/types/span.h"
 #include "core/device.h"
 #include "core/hal/backend.h"
+#include "runtime/tracer.h"
 
 namespace pygpukit {
 
@@ -336,6 +337,8 @@ class MemoryPool {
   size_t SegmentSize(size_t size, bool small) const;
   std::string Describe(size_t requested, size_t rounded) const;  // for MemoryError texts
   void Account(int64_t allocated_delta, int64_t requested_delta, int64_t blocks_delta);
+  // An alloc / free record in the trace, with the pool's bytes after it. Under mu_.
+  void TraceMemory(TraceKind kind, size_t bytes, hal::Stream* stream);
 
   hal::Backend* backend_;
   Device device_;

@@ -44,6 +44,8 @@ void BindJit(pyb::module_& m);
 void BindScheduler(pyb::module_& m);
 /// Registers pygpukit._core._random (random_bindings.cc).
 void BindRandom(pyb::module_& m);
+/// Registers pygpukit._core._trace (trace_bindings.cc).
+void BindTrace(pyb::module_& m);
 /// Copies an array into a NumPy array: a new one, or `out` (C-contiguous, writeable, same shape
 /// and dtype). Non-blocking only into pinned-pool memory. The GIL is released during the copy.
 pyb::array ToNumpy(const GPUArray& a, const pyb::object& out = pyb::none(), bool blocking = true);

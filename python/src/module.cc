@@ -196,6 +196,7 @@ PYBIND11_MODULE(_core, m) {
   BindScheduler(m);
   BindJit(m);
   BindRandom(m);
+  BindTrace(m);
 
   m.def(
       "devices", [] { return Runtime::Get().devices(); }, "All usable devices.");

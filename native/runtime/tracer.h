@@ -1,0 +1,126 @@
+// The tracer: always-on records of what the runtime does (kernel launches, host tasks, library
+// calls, allocations and frees) in per-thread ring buffers, and, while a profiling session is
+// open, the GPU time of each launch from a pair of events resolved when the session collects.
+// Recording costs two clock reads and an uncontended lock per record; it never synchronizes,
+// allocates only a thread's ring (once) and never throws. A failure (an event that cannot be
+// created or recorded) turns GPU timing off and is reported once through status().
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "core/device.h"
+#include "core/hal/backend.h"
+
+namespace pygpukit {
+
+/// What a record describes.
+enum class TraceKind : uint8_t {
+  kKernel,    // a device kernel launch (host span: the launch call)
+  kHostTask,  // a CPU-backend kernel queued on a CPU stream
+  kLibrary,   // a vendor-library call (cuBLASLt)
+  kAlloc,     // a pool allocation (bytes: requested)
+  kFree,      // a pool free (bytes: requested)
+};
+
+/// The kind's name in exports ("kernel", "host_task", "library", "alloc", "free").
+absl::string_view TraceKindName(TraceKind kind);
+
+/// One event of the trace.
+struct TraceRecord {
+  uint64_t seq = 0;                   // global order of records
+  int64_t begin_ns = 0;               // host steady clock, ns since the tracer started
+  int64_t end_ns = 0;                 // end of the host call (== begin_ns for instants)
+  const std::string* name = nullptr;  // interned: lives as long as the process
+  int64_t bytes = 0;                  // alloc / free: requested bytes
+  int64_t allocated = -1;  // alloc / free: the pool's allocated and reserved bytes after it
+  int64_t reserved = -1;
+  double gpu_ms = -1;   // launches in a profiling session: time on the device, else -1
+  uint64_t stream = 0;  // the stream's native handle, as an id
+  uint32_t thread = 0;  // small id of the recording thread, from 1
+  TraceKind kind = TraceKind::kKernel;
+  Device device;
+};
+
+/// Process-wide; thread-safe.
+class Tracer {
+ public:
+  static Tracer& Get();
+
+  /// Whether records are taken (default on; PYGPUKIT_TRACE=0 turns it off at start).
+  bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
+  void set_enabled(bool on) { enabled_.store(on, std::memory_order_relaxed); }
+  /// Records each thread's ring holds before the oldest are overwritten (default 65536;
+  /// PYGPUKIT_TRACE_CAPACITY). Applies to rings made after the change.
+  size_t capacity() const { return capacity_.load(std::memory_order_relaxed); }
+  void set_capacity(size_t records);
+
+  /// The name as a pointer that lives as long as the process (one per distinct name).
+  const std::string* Intern(absl::string_view name);
+  /// Appends a record (its seq, thread and begin time are filled in here unless set); returns
+  /// its seq, 0 when tracing is off.
+  uint64_t Add(TraceRecord r);
+  /// Host clock of the trace, ns.
+  static int64_t NowNs();
+
+  /// Profiling sessions: while at least one is open, launches are timed on the device.
+  void BeginProfiling();
+  void EndProfiling();
+  bool profiling() const { return profiling_.load(std::memory_order_relaxed) > 0; }
+  /// Event pair for timing a launch on `stream` (null when timing is off or failed).
+  struct Timing {
+    hal::Backend* backend = nullptr;
+    int device = 0;
+    std::unique_ptr<hal::Event> start, end;
+  };
+  /// Records the start event of a timed launch on `stream`; null if not profiling.
+  std::unique_ptr<Timing> StartTiming(hal::Backend& backend, hal::Stream& stream);
+  /// Records the end event and files the pair under the launch's record `seq`.
+  void EndTiming(std::unique_ptr<Timing> timing, hal::Stream& stream, uint64_t seq);
+
+  /// Every record still held with seq >= since, in seq order, with GPU times resolved (this
+  /// waits for the timed launches to finish: call it off the hot path).
+  std::vector<TraceRecord> Collect(uint64_t since);
+  /// The next record's seq (a session's start mark).
+  uint64_t next_seq() const { return next_seq_.load(std::memory_order_relaxed); }
+  /// Records lost to ring wrap-around since the process started.
+  int64_t dropped() const;
+  /// OK, or the failure that turned GPU timing off (reported once per failure).
+  absl::Status status() const;
+
+ private:
+  struct Ring;
+  Tracer();
+  Ring& ThisThread();
+  void Fail(const absl::Status& s);
+  void Recycle(std::unique_ptr<Timing> t);
+
+  std::atomic<bool> enabled_{true};
+  std::atomic<size_t> capacity_{65536};
+  std::atomic<uint64_t> next_seq_{1};
+  std::atomic<int> profiling_{0};
+  std::atomic<bool> timing_failed_{false};
+  std::atomic<uint32_t> next_thread_{1};
+
+  mutable std::mutex mu_;                     // rings_, names_, pending_, spare_, status_
+  std::vector<std::shared_ptr<Ring>> rings_;  // shared: a ring outlives its thread
+  std::deque<std::string> names_;             // interned names (stable addresses)
+  absl::flat_hash_map<absl::string_view, const std::string*> name_index_;
+  struct Pending {
+    uint64_t seq;
+    std::unique_ptr<Timing> timing;
+  };
+  std::vector<Pending> pending_;
+  std::vector<std::unique_ptr<Timing>> spare_;
+  absl::Status status_;
+};
+
+}  // namespace pygpukit

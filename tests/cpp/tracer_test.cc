@@ -1,0 +1,222 @@
+// The tracer on the CPU backend: records of launches and of the pool, their order across
+// threads, ring wrap-around, collection since a mark, device times in a profiling session, and
+// a backend whose events fail (timing turns off once, records go on).
+#include "runtime/tracer.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "test_util.h"
+
+namespace pygpukit {
+namespace {
+
+const Device kCpu{DeviceType::kCPU, 0};
+
+hal::Stream& CpuStream() { return *Runtime::Get().stream(kCpu).value(); }
+
+std::vector<TraceRecord> Since(uint64_t mark) {
+  EXPECT_TRUE(Runtime::Get().Synchronize(kCpu).ok());
+  return Tracer::Get().Collect(mark);
+}
+
+TEST(Tracer, LaunchesAndPoolOperationsAreRecordedInOrder) {
+  const uint64_t mark = Tracer::Get().next_seq();
+  ASSERT_OK_AND_ASSIGN(GPUArray a, ops::Ones({16}, DType::Float32, kCpu));
+  ASSERT_OK_AND_ASSIGN(GPUArray b, ops::Add(a, a));
+  std::vector<TraceRecord> rs = Since(mark);
+  std::vector<std::string> kinds, names;
+  std::vector<TraceRecord> mine;
+  for (const TraceRecord& r : rs) {
+    // Frees of earlier buffers may land here (CPU tasks hand theirs back at the next allocation).
+    if (r.kind == TraceKind::kFree) continue;
+    mine.push_back(r);
+    kinds.emplace_back(TraceKindName(r.kind));
+    names.push_back(*r.name);
+    EXPECT_GE(r.end_ns, r.begin_ns);
+    EXPECT_EQ(r.device, kCpu);
+    EXPECT_EQ(r.gpu_ms, -1);  // no profiling session
+  }
+  EXPECT_EQ(kinds, (std::vector<std::string>{"alloc", "host_task", "alloc", "host_task"}));
+  EXPECT_EQ(names[1], "fill");
+  EXPECT_EQ(names[3], "add");
+  for (size_t i = 1; i < rs.size(); ++i) EXPECT_LT(rs[i - 1].seq, rs[i].seq);
+  // The pool's bytes after each allocation: the second adds a block (64 bytes round to 512).
+  EXPECT_EQ(mine[0].bytes, 64);
+  EXPECT_EQ(mine[2].allocated - mine[0].allocated, 512);
+  EXPECT_GE(mine[0].reserved, mine[0].allocated);
+}
+
+TEST(Tracer, FreesCarryThePoolState) {
+  ASSERT_OK_AND_ASSIGN(GPUArray a, ops::Empty({100}, DType::Float64, kCpu));
+  const uint64_t mark = Tracer::Get().next_seq();
+  a = GPUArray();
+  std::vector<TraceRecord> rs = Since(mark);
+  ASSERT_EQ(rs.size(), 1u);
+  EXPECT_EQ(rs[0].kind, TraceKind::kFree);
+  EXPECT_EQ(rs[0].bytes, 800);
+  EXPECT_EQ(*rs[0].name, "free");
+}
+
+TEST(Tracer, ThreadsRecordIntoTheirOwnRingsInOneGlobalOrder) {
+  const uint64_t mark = Tracer::Get().next_seq();
+  constexpr int kThreads = 4, kEach = 50;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([] {
+      for (int i = 0; i < kEach; ++i) {
+        ASSERT_OK(Runtime::Get().dispatcher().LaunchHost(CpuStream(), "trace_threads", [] {}));
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  std::vector<TraceRecord> rs = Since(mark);
+  std::set<uint32_t> ids;
+  std::set<uint64_t> seqs;
+  int n = 0;
+  for (const TraceRecord& r : rs) {
+    if (*r.name != "trace_threads") continue;
+    ++n;
+    ids.insert(r.thread);
+    seqs.insert(r.seq);
+  }
+  EXPECT_EQ(n, kThreads * kEach);
+  EXPECT_EQ(ids.size(), static_cast<size_t>(kThreads));
+  EXPECT_EQ(seqs.size(), static_cast<size_t>(n));  // unique
+}
+
+TEST(Tracer, AFullRingOverwritesItsOldestRecordsAndCountsThem) {
+  Tracer& t = Tracer::Get();
+  const size_t saved = t.capacity();
+  t.set_capacity(8);  // for rings made from now on: the new thread's
+  const int64_t dropped_before = t.dropped();
+  const uint64_t mark = t.next_seq();
+  const std::string* name = t.Intern("trace_wrap");
+  std::thread([&] {
+    for (int i = 0; i < 20; ++i) {
+      TraceRecord r;
+      r.name = name;
+      r.bytes = i;
+      t.Add(r);
+    }
+  }).join();
+  t.set_capacity(saved);
+  std::vector<int64_t> kept;
+  for (const TraceRecord& r : t.Collect(mark)) {
+    if (r.name == name) kept.push_back(r.bytes);
+  }
+  EXPECT_EQ(kept, (std::vector<int64_t>{12, 13, 14, 15, 16, 17, 18, 19}));
+  EXPECT_EQ(t.dropped() - dropped_before, 12);
+}
+
+TEST(Tracer, OffMeansNoRecords) {
+  Tracer& t = Tracer::Get();
+  const uint64_t mark = t.next_seq();
+  t.set_enabled(false);
+  ASSERT_OK_AND_ASSIGN(GPUArray a, ops::Ones({4}, DType::Float32, kCpu));
+  t.set_enabled(true);
+  EXPECT_TRUE(Since(mark).empty());
+}
+
+TEST(Tracer, InternedNamesAreStableAndShared) {
+  Tracer& t = Tracer::Get();
+  std::string s = "trace_intern";
+  const std::string* a = t.Intern(s);
+  s[0] = 'X';
+  EXPECT_EQ(*a, "trace_intern");
+  EXPECT_EQ(t.Intern("trace_intern"), a);
+  EXPECT_NE(t.Intern(s), a);
+}
+
+TEST(Tracer, ProfilingTimesEachLaunchOnTheDevice) {
+  Tracer& t = Tracer::Get();
+  const uint64_t mark = t.next_seq();
+  t.BeginProfiling();
+  ASSERT_OK(Runtime::Get().dispatcher().LaunchHost(CpuStream(), "trace_sleep", [] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }));
+  ASSERT_OK(Runtime::Get().dispatcher().LaunchHost(CpuStream(), "trace_quick", [] {}));
+  t.EndProfiling();
+  double sleep_ms = -1, quick_ms = -1;
+  for (const TraceRecord& r : Since(mark)) {
+    if (*r.name == "trace_sleep") sleep_ms = r.gpu_ms;
+    if (*r.name == "trace_quick") quick_ms = r.gpu_ms;
+  }
+  EXPECT_GE(sleep_ms, 19.0);
+  EXPECT_GE(quick_ms, 0.0);
+  EXPECT_LT(quick_ms, sleep_ms);
+  EXPECT_FALSE(t.profiling());
+}
+
+// The CPU backend, except that no event can be made.
+class NoEvents final : public hal::Backend {
+ public:
+  explicit NoEvents(hal::Backend& b) : b_(b) {}
+  DeviceType type() const override { return b_.type(); }
+  int device_count() const override { return b_.device_count(); }
+  absl::StatusOr<hal::DeviceProperties> properties(int d) const override {
+    return b_.properties(d);
+  }
+  absl::StatusOr<void*> RawAllocate(int d, size_t n) override { return b_.RawAllocate(d, n); }
+  absl::Status RawFree(int d, void* p) override { return b_.RawFree(d, p); }
+  absl::StatusOr<void*> RawAllocateHost(size_t n) override { return b_.RawAllocateHost(n); }
+  absl::Status RawFreeHost(void* p) override { return b_.RawFreeHost(p); }
+  absl::StatusOr<std::pair<size_t, size_t>> MemoryInfo(int d) const override {
+    return b_.MemoryInfo(d);
+  }
+  absl::StatusOr<std::unique_ptr<hal::Stream>> CreateStream(int d, int p) override {
+    return b_.CreateStream(d, p);
+  }
+  std::pair<int, int> StreamPriorityRange() const override { return b_.StreamPriorityRange(); }
+  absl::StatusOr<std::unique_ptr<hal::Event>> CreateEvent(int, bool) override {
+    return RuntimeError("no events here");
+  }
+  absl::Status Record(hal::Event& e, hal::Stream& s) override { return b_.Record(e, s); }
+  absl::Status Wait(hal::Stream& s, hal::Event& e) override { return b_.Wait(s, e); }
+  absl::StatusOr<bool> Query(hal::Event& e) override { return b_.Query(e); }
+  absl::Status Synchronize(hal::Event& e) override { return b_.Synchronize(e); }
+  absl::Status Synchronize(hal::Stream& s) override { return b_.Synchronize(s); }
+  absl::StatusOr<float> ElapsedMs(hal::Event& a, hal::Event& b) override {
+    return b_.ElapsedMs(a, b);
+  }
+  absl::Status CopyAsync(void* d, const void* s, size_t n, hal::CopyKind k,
+                         hal::Stream& st) override {
+    return b_.CopyAsync(d, s, n, k, st);
+  }
+  absl::Status MemsetAsync(void* d, uint8_t v, size_t n, hal::Stream& s) override {
+    return b_.MemsetAsync(d, v, n, s);
+  }
+
+ private:
+  hal::Backend& b_;
+};
+
+// Last in this file (gtest keeps file order; ctest runs each test alone): GPU timing stays off for
+// the process after a failure, by design.
+TEST(Tracer, FailingEventsTurnTimingOffOnceAndRecordsGoOn) {
+  Tracer& t = Tracer::Get();
+  ASSERT_OK_AND_ASSIGN(hal::Backend * cpu, Runtime::Get().backend(DeviceType::kCPU));
+  NoEvents broken(*cpu);
+  t.BeginProfiling();
+  EXPECT_EQ(t.StartTiming(broken, CpuStream()), nullptr);
+  EXPECT_FALSE(t.status().ok());
+  EXPECT_NE(t.status().message().find("no events here"), absl::string_view::npos);
+  // Launches still work and are recorded, untimed.
+  const uint64_t mark = t.next_seq();
+  ASSERT_OK(Runtime::Get().dispatcher().LaunchHost(CpuStream(), "trace_after_failure", [] {}));
+  t.EndProfiling();
+  int seen = 0;
+  for (const TraceRecord& r : Since(mark)) {
+    if (*r.name != "trace_after_failure") continue;
+    ++seen;
+    EXPECT_EQ(r.gpu_ms, -1);
+  }
+  EXPECT_EQ(seen, 1);
+}
+
+}  // namespace
+}  // namespace pygpukit
