@@ -105,10 +105,11 @@ Tracer::Ring& Tracer::ThisThread() {
 uint64_t Tracer::Add(TraceRecord r) {
   if (!enabled()) return 0;
   Ring& ring = ThisThread();
-  r.seq = next_seq_.fetch_add(1, std::memory_order_relaxed);
   r.thread = ring.thread;
+  if (r.begin_ns == 0) r.begin_ns = NowNs();
   if (r.end_ns < r.begin_ns) r.end_ns = r.begin_ns;
   std::lock_guard<std::mutex> l(ring.mu);
+  r.seq = (uint64_t{ring.thread} << 40) | (ring.written + 1);
   if (ring.slots.size() < ring.capacity) {
     ring.slots.push_back(r);
   } else {
@@ -188,7 +189,7 @@ void Tracer::Recycle(std::unique_ptr<Timing> t) {
   if (spare_.size() < 256) spare_.push_back(std::move(t));
 }
 
-std::vector<TraceRecord> Tracer::Collect(uint64_t since) {
+std::vector<TraceRecord> Tracer::Collect(int64_t since_ns) {
   std::vector<Pending> pending;
   std::vector<std::shared_ptr<Ring>> rings;
   {
@@ -213,13 +214,14 @@ std::vector<TraceRecord> Tracer::Collect(uint64_t since) {
   for (const auto& ring : rings) {
     std::lock_guard<std::mutex> l(ring->mu);
     for (const TraceRecord& r : ring->slots) {
-      if (r.seq < since) continue;
+      if (r.begin_ns < since_ns) continue;
       out.push_back(r);
       if (auto it = gpu_ms.find(r.seq); it != gpu_ms.end()) out.back().gpu_ms = it->second;
     }
   }
-  std::sort(out.begin(), out.end(),
-            [](const TraceRecord& a, const TraceRecord& b) { return a.seq < b.seq; });
+  std::sort(out.begin(), out.end(), [](const TraceRecord& a, const TraceRecord& b) {
+    return a.begin_ns != b.begin_ns ? a.begin_ns < b.begin_ns : a.seq < b.seq;
+  });
   return out;
 }
 

@@ -65,8 +65,9 @@ class Tracer {
 
   /// The name as a pointer that lives as long as the process (one per distinct name).
   const std::string* Intern(absl::string_view name);
-  /// Appends a record (its seq, thread and begin time are filled in here unless set); returns
-  /// its seq, 0 when tracing is off.
+  /// Appends a record (its seq and thread are filled in here, and its begin time when 0);
+  /// returns its seq, 0 when tracing
+  /// is off. Touches only the thread's own ring: no state shared between threads is written.
   uint64_t Add(TraceRecord r);
   /// Host clock of the trace, ns.
   static int64_t NowNs();
@@ -86,11 +87,10 @@ class Tracer {
   /// Records the end event and files the pair under the launch's record `seq`.
   void EndTiming(std::unique_ptr<Timing> timing, hal::Stream& stream, uint64_t seq);
 
-  /// Every record still held with seq >= since, in seq order, with GPU times resolved (this
-  /// waits for the timed launches to finish: call it off the hot path).
-  std::vector<TraceRecord> Collect(uint64_t since);
-  /// The next record's seq (a session's start mark).
-  uint64_t next_seq() const { return next_seq_.load(std::memory_order_relaxed); }
+  /// Every record still held that began at or after `since_ns` (NowNs() when a session
+  /// starts), in time order (ties by seq), with GPU times resolved (this waits for the timed
+  /// launches to finish: call it off the hot path).
+  std::vector<TraceRecord> Collect(int64_t since_ns);
   /// Records lost to ring wrap-around since the process started.
   int64_t dropped() const;
   /// OK, or the failure that turned GPU timing off (reported once per failure).
@@ -105,7 +105,6 @@ class Tracer {
 
   std::atomic<bool> enabled_{true};
   std::atomic<size_t> capacity_{65536};
-  std::atomic<uint64_t> next_seq_{1};
   std::atomic<int> profiling_{0};
   std::atomic<bool> timing_failed_{false};
   std::atomic<uint32_t> next_thread_{1};

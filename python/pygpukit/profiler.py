@@ -79,7 +79,7 @@ class TraceEvent:
     """One record. Times in ms from the tracer's start; gpu_ms is the launch's time on the
     device (profiling sessions) or None; allocated / reserved: the pool after an alloc / free."""
 
-    seq: int
+    seq: int  # unique; increasing within a thread
     kind: str  # "kernel", "host_task", "library", "alloc", "free"
     name: str
     start_ms: float
@@ -137,7 +137,7 @@ class Profile:
     def __enter__(self):
         if self._since is not None:
             raise RuntimeError("profile: this session is already open (sessions do not nest)")
-        self._since = _trace.next_seq()
+        self._since = _trace.now_ns()
         if self.gpu_timing:
             _trace.begin_profiling()
         return self

@@ -20,7 +20,7 @@ void BindTrace(pyb::module_& m) {
         Tracer::Get().set_capacity(static_cast<size_t>(n));
       },
       pyb::arg("records"));
-  t.def("next_seq", [] { return Tracer::Get().next_seq(); });
+  t.def("now_ns", [] { return Tracer::NowNs(); });
   t.def("begin_profiling", [] { Tracer::Get().BeginProfiling(); });
   t.def("end_profiling", [] { Tracer::Get().EndProfiling(); });
   t.def("dropped", [] { return Tracer::Get().dropped(); });
@@ -31,8 +31,9 @@ void BindTrace(pyb::module_& m) {
   });
   t.def(
       "collect",
-      [](uint64_t since) {
-        std::vector<TraceRecord> records = WithoutGil([&] { return Tracer::Get().Collect(since); });
+      [](int64_t since_ns) {
+        std::vector<TraceRecord> records =
+            WithoutGil([&] { return Tracer::Get().Collect(since_ns); });
         pyb::list out;
         for (const TraceRecord& r : records) {
           out.append(pyb::make_tuple(r.seq, std::string(TraceKindName(r.kind)),
@@ -42,8 +43,9 @@ void BindTrace(pyb::module_& m) {
         }
         return out;
       },
-      pyb::arg("since"),
-      "Records with seq >= since as tuples (seq, kind, name, begin_ns, end_ns, gpu_ms, bytes, "
+      pyb::arg("since_ns"),
+      "Records that began at or after since_ns (now_ns() marks), in time order, as tuples (seq, "
+      "kind, name, begin_ns, end_ns, gpu_ms, bytes, "
       "allocated, reserved, device, stream, thread); waits for the timed launches.");
 }
 
