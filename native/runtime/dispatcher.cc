@@ -36,17 +36,17 @@ absl::Status Traced(TraceKind kind, const std::string* name, hal::Backend* backe
                     hal::Stream& stream, F&& launch) {
   Tracer& tracer = Tracer::Get();
   if (!tracer.enabled()) return launch();
-  TraceRecord r;
+  TraceEntry r;
   r.kind = kind;
   r.name = name;
   r.device = stream.device();
   r.stream = reinterpret_cast<uintptr_t>(stream.native_handle());
-  r.begin_ns = Tracer::NowNs();
+  r.begin = Tracer::Ticks();
   std::unique_ptr<Tracer::Timing> timing;
   if (backend != nullptr && tracer.profiling()) timing = tracer.StartTiming(*backend, stream);
   absl::Status s = launch();
   if (!s.ok()) return s;
-  r.end_ns = Tracer::NowNs();
+  r.end = Tracer::Ticks();
   const uint64_t seq = tracer.Add(r);
   if (timing != nullptr) tracer.EndTiming(std::move(timing), stream, seq);
   return s;

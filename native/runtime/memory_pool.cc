@@ -443,12 +443,12 @@ void MemoryPool::TraceMemory(TraceKind kind, size_t bytes, hal::Stream* stream) 
   Tracer& tracer = Tracer::Get();
   if (!tracer.enabled()) return;
   static const std::string* const names[] = {tracer.Intern("alloc"), tracer.Intern("free")};
-  TraceRecord r;
+  TraceEntry r;
   r.kind = kind;
   r.name = names[kind == TraceKind::kAlloc ? 0 : 1];
   r.device = device_;
   r.stream = stream == nullptr ? 0 : reinterpret_cast<uintptr_t>(stream->native_handle());
-  r.begin_ns = r.end_ns = Tracer::NowNs();
+  r.begin = Tracer::Ticks();
   r.bytes = static_cast<int64_t>(bytes);
   r.allocated = stats_.allocated_bytes;
   r.reserved = stats_.reserved_bytes;

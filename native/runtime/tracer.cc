@@ -3,25 +3,52 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#define PGK_TRACE_TSC 1
+#endif
 
 namespace pygpukit {
 
 namespace {
 // Rings of threads that have exited are kept for collection; past this many the oldest go.
 constexpr size_t kMaxDeadRings = 32;
-// Launches waiting for their GPU time; past this, the oldest are queried (without waiting) as
-// new ones come, and launches are not timed while this many are still unfinished.
+// Launches waiting for their GPU time; launches are not timed while this many wait.
 constexpr size_t kMaxPending = 1 << 16;
+
+inline void Put(uint64_t* w, uint64_t v) {
+  std::atomic_ref<uint64_t>(*w).store(v, std::memory_order_relaxed);
+}
+inline uint64_t Take(uint64_t* w) {
+  return std::atomic_ref<uint64_t>(*w).load(std::memory_order_relaxed);
+}
+int64_t SteadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+constexpr uint64_t kIndexMask = (uint64_t{1} << 40) - 1;  // a seq's record count
 }  // namespace
 
+// A thread's records: kWords 64-bit words per slot, written by the owner only (relaxed atomic
+// stores through atomic_ref, so a concurrent collection is no data race). The owner announces a
+// record in `begun` before writing its slot and publishes it in `written` after; a reader copies
+// the published slots, then keeps those that `begun` says were not overwritten meanwhile.
 struct Tracer::Ring {
-  std::mutex mu;
-  std::vector<TraceRecord> slots;  // grows to `capacity`, then wraps
-  size_t capacity = 0;
-  uint64_t written = 0;  // records ever written
+  static constexpr size_t kWords = 8;  // begin, end, name, stream, kind|device, bytes, alloc, resv
+  explicit Ring(size_t cap)
+      : capacity(cap), words(static_cast<uint64_t*>(std::calloc(cap * kWords, 8))) {}
+  ~Ring() { std::free(words); }
+  Ring(const Ring&) = delete;
+  Ring& operator=(const Ring&) = delete;
+  const size_t capacity;
+  uint64_t* const words;  // calloc: pages are touched only as the ring fills; null if it failed
+  std::atomic<uint64_t> begun{0}, written{0};
   uint32_t thread = 0;
   std::atomic<bool> dead{false};
 };
@@ -53,13 +80,33 @@ Tracer::Tracer() {
     const long long v = std::atoll(c);
     if (v > 0) capacity_ = static_cast<size_t>(v);
   }
+  tick0_ = Ticks();
+  ns0_ = SteadyNs();
+#if PGK_TRACE_TSC
+  // The counter's rate over 2 ms, until collections have a longer span since the start.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  const uint64_t t1 = Ticks();
+  const int64_t n1 = SteadyNs();
+  if (t1 > tick0_) {
+    ns_per_tick0_ = static_cast<double>(n1 - ns0_) / static_cast<double>(t1 - tick0_);
+  }
+#endif
 }
 
-int64_t Tracer::NowNs() {
-  static const auto epoch = std::chrono::steady_clock::now();
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
-                                                              epoch)
-      .count();
+uint64_t Tracer::Ticks() {
+#if PGK_TRACE_TSC
+  return __rdtsc();
+#else
+  return static_cast<uint64_t>(SteadyNs());
+#endif
+}
+
+int64_t Tracer::ToNs(uint64_t ticks, uint64_t now_ticks, int64_t now_ns) const {
+  double rate = ns_per_tick0_;
+  if (now_ns - ns0_ > 200'000'000 && now_ticks > tick0_) {  // a long span: the better rate
+    rate = static_cast<double>(now_ns - ns0_) / static_cast<double>(now_ticks - tick0_);
+  }
+  return static_cast<int64_t>(static_cast<double>(static_cast<int64_t>(ticks - tick0_)) * rate);
 }
 
 void Tracer::set_capacity(size_t records) { capacity_ = std::max<size_t>(records, 1); }
@@ -82,8 +129,7 @@ Tracer::Ring& Tracer::ThisThread() {
   };
   thread_local Holder holder;
   if (holder.ring == nullptr) {
-    auto ring = std::make_shared<Ring>();
-    ring->capacity = capacity();
+    auto ring = std::make_shared<Ring>(capacity());
     ring->thread = next_thread_.fetch_add(1);
     std::lock_guard<std::mutex> l(mu_);
     size_t dead = 0;
@@ -102,21 +148,26 @@ Tracer::Ring& Tracer::ThisThread() {
   return *holder.ring;
 }
 
-uint64_t Tracer::Add(TraceRecord r) {
+uint64_t Tracer::Add(const TraceEntry& e) {
   if (!enabled()) return 0;
   Ring& ring = ThisThread();
-  r.thread = ring.thread;
-  if (r.begin_ns == 0) r.begin_ns = NowNs();
-  if (r.end_ns < r.begin_ns) r.end_ns = r.begin_ns;
-  std::lock_guard<std::mutex> l(ring.mu);
-  r.seq = (uint64_t{ring.thread} << 40) | (ring.written + 1);
-  if (ring.slots.size() < ring.capacity) {
-    ring.slots.push_back(r);
-  } else {
-    ring.slots[ring.written % ring.capacity] = r;
-  }
-  ++ring.written;
-  return r.seq;
+  if (ring.words == nullptr) return 0;
+  const uint64_t n = ring.written.load(std::memory_order_relaxed);  // only this thread writes
+  ring.begun.store(n + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  uint64_t* w = ring.words + (n % ring.capacity) * Ring::kWords;
+  Put(w + 0, e.begin);
+  Put(w + 1, e.end < e.begin ? e.begin : e.end);
+  Put(w + 2, reinterpret_cast<uintptr_t>(e.name));
+  Put(w + 3, e.stream);
+  Put(w + 4, uint64_t{static_cast<uint8_t>(e.kind)} |
+                 uint64_t{static_cast<uint8_t>(e.device.type)} << 8 |
+                 uint64_t{static_cast<uint16_t>(e.device.index)} << 16);
+  Put(w + 5, static_cast<uint64_t>(e.bytes));
+  Put(w + 6, static_cast<uint64_t>(e.allocated));
+  Put(w + 7, static_cast<uint64_t>(e.reserved));
+  ring.written.store(n + 1, std::memory_order_release);
+  return (uint64_t{ring.thread} << 40) | (n + 1);
 }
 
 void Tracer::BeginProfiling() { profiling_.fetch_add(1); }
@@ -189,7 +240,7 @@ void Tracer::Recycle(std::unique_ptr<Timing> t) {
   if (spare_.size() < 256) spare_.push_back(std::move(t));
 }
 
-std::vector<TraceRecord> Tracer::Collect(int64_t since_ns) {
+std::vector<TraceRecord> Tracer::Collect(uint64_t since) {
   std::vector<Pending> pending;
   std::vector<std::shared_ptr<Ring>> rings;
   {
@@ -210,14 +261,45 @@ std::vector<TraceRecord> Tracer::Collect(int64_t since_ns) {
     }
     Recycle(std::move(p.timing));
   }
+  const uint64_t now_ticks = Ticks();
+  const int64_t now_ns = SteadyNs();
   std::vector<TraceRecord> out;
   for (const auto& ring : rings) {
-    std::lock_guard<std::mutex> l(ring->mu);
-    for (const TraceRecord& r : ring->slots) {
-      if (r.begin_ns < since_ns) continue;
+    if (ring->words == nullptr) continue;
+    const size_t cap = ring->capacity;
+    const uint64_t w1 = ring->written.load(std::memory_order_acquire);
+    const size_t first = out.size();
+    for (uint64_t i = w1 > cap ? w1 - cap : 0; i < w1; ++i) {
+      uint64_t* w = ring->words + (i % cap) * Ring::kWords;
+      const uint64_t begin = Take(w + 0);
+      if (begin < since) continue;
+      TraceRecord r;
+      r.seq = (uint64_t{ring->thread} << 40) | (i + 1);
+      r.begin_ns = ToNs(begin, now_ticks, now_ns);
+      r.end_ns = ToNs(Take(w + 1), now_ticks, now_ns);
+      r.name = reinterpret_cast<const std::string*>(static_cast<uintptr_t>(Take(w + 2)));
+      r.stream = Take(w + 3);
+      const uint64_t packed = Take(w + 4);
+      r.kind = static_cast<TraceKind>(packed & 0xff);
+      r.device.type = static_cast<DeviceType>((packed >> 8) & 0xff);
+      r.device.index = static_cast<int16_t>((packed >> 16) & 0xffff);
+      r.bytes = static_cast<int64_t>(Take(w + 5));
+      r.allocated = static_cast<int64_t>(Take(w + 6));
+      r.reserved = static_cast<int64_t>(Take(w + 7));
+      r.thread = ring->thread;
       out.push_back(r);
-      if (auto it = gpu_ms.find(r.seq); it != gpu_ms.end()) out.back().gpu_ms = it->second;
     }
+    // What the owner overwrote while this copy ran goes (its seq tells the record's index).
+    std::atomic_thread_fence(std::memory_order_acquire);
+    const uint64_t b2 = ring->begun.load(std::memory_order_relaxed);
+    const uint64_t keep_from = b2 > cap ? b2 - cap : 0;
+    out.erase(
+        std::remove_if(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(),
+                       [&](const TraceRecord& r) { return (r.seq & kIndexMask) - 1 < keep_from; }),
+        out.end());
+  }
+  for (TraceRecord& r : out) {
+    if (auto it = gpu_ms.find(r.seq); it != gpu_ms.end()) r.gpu_ms = it->second;
   }
   std::sort(out.begin(), out.end(), [](const TraceRecord& a, const TraceRecord& b) {
     return a.begin_ns != b.begin_ns ? a.begin_ns < b.begin_ns : a.seq < b.seq;
@@ -229,8 +311,8 @@ int64_t Tracer::dropped() const {
   std::lock_guard<std::mutex> l(mu_);
   int64_t n = 0;
   for (const auto& ring : rings_) {
-    std::lock_guard<std::mutex> rl(ring->mu);
-    if (ring->written > ring->capacity) n += static_cast<int64_t>(ring->written - ring->capacity);
+    const uint64_t w = ring->written.load(std::memory_order_relaxed);
+    if (w > ring->capacity) n += static_cast<int64_t>(w - ring->capacity);
   }
   return n;
 }

@@ -1,8 +1,9 @@
 // The tracer: always-on records of what the runtime does (kernel launches, host tasks, library
 // calls, allocations and frees) in per-thread ring buffers, and, while a profiling session is
 // open, the GPU time of each launch from a pair of events resolved when the session collects.
-// Recording costs two clock reads and an uncontended lock per record; it never synchronizes,
-// allocates only a thread's ring (once) and never throws. A failure (an event that cannot be
+// Recording costs two reads of the time-stamp counter and a few stores into the thread's own
+// ring; it takes no lock, never synchronizes, allocates only a thread's ring (once) and never
+// throws. A failure (an event that cannot be
 // created or recorded) turns GPU timing off and is reported once through status().
 #pragma once
 
@@ -34,23 +35,37 @@ enum class TraceKind : uint8_t {
 /// The kind's name in exports ("kernel", "host_task", "library", "alloc", "free").
 absl::string_view TraceKindName(TraceKind kind);
 
-/// One event of the trace.
-struct TraceRecord {
-  uint64_t seq = 0;                   // global order of records
-  int64_t begin_ns = 0;               // host steady clock, ns since the tracer started
-  int64_t end_ns = 0;                 // end of the host call (== begin_ns for instants)
-  const std::string* name = nullptr;  // interned: lives as long as the process
+/// What a hook records (the hot path: times in Ticks()).
+struct TraceEntry {
+  uint64_t begin = 0;  // Ticks() at the start of the host call
+  uint64_t end = 0;    // Ticks() at its end (0: an instant)
+  const std::string* name = nullptr;  // interned (Tracer::Intern or the dispatcher's names)
+  uint64_t stream = 0;                // the stream's native handle, as an id
   int64_t bytes = 0;                  // alloc / free: requested bytes
-  int64_t allocated = -1;  // alloc / free: the pool's allocated and reserved bytes after it
+  int64_t allocated = -1;             // alloc / free: the pool's allocated and reserved bytes
   int64_t reserved = -1;
-  double gpu_ms = -1;   // launches in a profiling session: time on the device, else -1
-  uint64_t stream = 0;  // the stream's native handle, as an id
+  TraceKind kind = TraceKind::kKernel;
+  Device device;
+};
+
+/// One event of a collected trace.
+struct TraceRecord {
+  uint64_t seq = 0;      // unique: the thread's id (high bits) and its record count
+  int64_t begin_ns = 0;  // host steady clock, ns since the tracer started
+  int64_t end_ns = 0;    // end of the host call (== begin_ns for instants)
+  const std::string* name = nullptr;
+  int64_t bytes = 0;
+  int64_t allocated = -1;
+  int64_t reserved = -1;
+  double gpu_ms = -1;  // launches in a profiling session: time on the device, else -1
+  uint64_t stream = 0;
   uint32_t thread = 0;  // small id of the recording thread, from 1
   TraceKind kind = TraceKind::kKernel;
   Device device;
 };
 
-/// Process-wide; thread-safe.
+/// Process-wide; thread-safe. Each thread writes its own ring without locks (a single-writer
+/// seqlock: collection copies a ring and keeps what was not overwritten meanwhile).
 class Tracer {
  public:
   static Tracer& Get();
@@ -63,37 +78,36 @@ class Tracer {
   size_t capacity() const { return capacity_.load(std::memory_order_relaxed); }
   void set_capacity(size_t records);
 
+  /// The trace's clock: the CPU's time-stamp counter where there is one (a few cycles to read),
+  /// else the steady clock in ns; converted to ns at collection.
+  static uint64_t Ticks();
   /// The name as a pointer that lives as long as the process (one per distinct name).
   const std::string* Intern(absl::string_view name);
-  /// Appends a record (its seq and thread are filled in here, and its begin time when 0);
-  /// returns its seq, 0 when tracing
-  /// is off. Touches only the thread's own ring: no state shared between threads is written.
-  uint64_t Add(TraceRecord r);
-  /// Host clock of the trace, ns.
-  static int64_t NowNs();
+  /// Appends a record to this thread's ring; returns its seq, 0 when tracing is off.
+  uint64_t Add(const TraceEntry& e);
 
   /// Profiling sessions: while at least one is open, launches are timed on the device.
   void BeginProfiling();
   void EndProfiling();
   bool profiling() const { return profiling_.load(std::memory_order_relaxed) > 0; }
-  /// Event pair for timing a launch on `stream` (null when timing is off or failed).
+  /// Event pair timing one launch.
   struct Timing {
     hal::Backend* backend = nullptr;
     int device = 0;
     std::unique_ptr<hal::Event> start, end;
   };
-  /// Records the start event of a timed launch on `stream`; null if not profiling.
+  /// Records the start event of a timed launch on `stream`; null if not profiling (or failed).
   std::unique_ptr<Timing> StartTiming(hal::Backend& backend, hal::Stream& stream);
   /// Records the end event and files the pair under the launch's record `seq`.
   void EndTiming(std::unique_ptr<Timing> timing, hal::Stream& stream, uint64_t seq);
 
-  /// Every record still held that began at or after `since_ns` (NowNs() when a session
-  /// starts), in time order (ties by seq), with GPU times resolved (this waits for the timed
-  /// launches to finish: call it off the hot path).
-  std::vector<TraceRecord> Collect(int64_t since_ns);
+  /// Every record still held that began at or after `since` (a Ticks() mark), in time order
+  /// (ties by seq), with GPU times resolved (this waits for the timed launches to finish: call
+  /// it off the hot path).
+  std::vector<TraceRecord> Collect(uint64_t since);
   /// Records lost to ring wrap-around since the process started.
   int64_t dropped() const;
-  /// OK, or the failure that turned GPU timing off (reported once per failure).
+  /// OK, or the failure that turned GPU timing off.
   absl::Status status() const;
 
  private:
@@ -102,14 +116,18 @@ class Tracer {
   Ring& ThisThread();
   void Fail(const absl::Status& s);
   void Recycle(std::unique_ptr<Timing> t);
+  int64_t ToNs(uint64_t ticks, uint64_t now_ticks, int64_t now_ns) const;
 
   std::atomic<bool> enabled_{true};
   std::atomic<size_t> capacity_{65536};
   std::atomic<int> profiling_{0};
   std::atomic<bool> timing_failed_{false};
   std::atomic<uint32_t> next_thread_{1};
+  uint64_t tick0_ = 0;     // calibration: Ticks() and steady ns at the start, and the ratio
+  int64_t ns0_ = 0;        // measured over a short wait then (used until a longer span exists)
+  double ns_per_tick0_ = 1;
 
-  mutable std::mutex mu_;                     // rings_, names_, pending_, spare_, status_
+  mutable std::mutex mu_;  // rings_, names_, pending_, spare_, status_
   std::vector<std::shared_ptr<Ring>> rings_;  // shared: a ring outlives its thread
   std::deque<std::string> names_;             // interned names (stable addresses)
   absl::flat_hash_map<absl::string_view, const std::string*> name_index_;

@@ -137,7 +137,7 @@ class Profile:
     def __enter__(self):
         if self._since is not None:
             raise RuntimeError("profile: this session is already open (sessions do not nest)")
-        self._since = _trace.now_ns()
+        self._since = _trace.mark()
         if self.gpu_timing:
             _trace.begin_profiling()
         return self

@@ -20,7 +20,8 @@ void BindTrace(pyb::module_& m) {
         Tracer::Get().set_capacity(static_cast<size_t>(n));
       },
       pyb::arg("records"));
-  t.def("now_ns", [] { return Tracer::NowNs(); });
+  t.def(
+      "mark", [] { return Tracer::Ticks(); }, "The trace clock now (a session's start).");
   t.def("begin_profiling", [] { Tracer::Get().BeginProfiling(); });
   t.def("end_profiling", [] { Tracer::Get().EndProfiling(); });
   t.def("dropped", [] { return Tracer::Get().dropped(); });
@@ -31,9 +32,8 @@ void BindTrace(pyb::module_& m) {
   });
   t.def(
       "collect",
-      [](int64_t since_ns) {
-        std::vector<TraceRecord> records =
-            WithoutGil([&] { return Tracer::Get().Collect(since_ns); });
+      [](uint64_t since) {
+        std::vector<TraceRecord> records = WithoutGil([&] { return Tracer::Get().Collect(since); });
         pyb::list out;
         for (const TraceRecord& r : records) {
           out.append(pyb::make_tuple(r.seq, std::string(TraceKindName(r.kind)),
@@ -43,8 +43,8 @@ void BindTrace(pyb::module_& m) {
         }
         return out;
       },
-      pyb::arg("since_ns"),
-      "Records that began at or after since_ns (now_ns() marks), in time order, as tuples (seq, "
+      pyb::arg("since"),
+      "Records that began at or after `since` (a mark()), in time order, as tuples (seq, "
       "kind, name, begin_ns, end_ns, gpu_ms, bytes, "
       "allocated, reserved, device, stream, thread); waits for the timed launches.");
 }
