@@ -40,7 +40,7 @@ absl::Status Traced(TraceKind kind, const std::string* name, hal::Backend* backe
   r.kind = kind;
   r.name = name;
   r.device = stream.device();
-  r.stream = reinterpret_cast<uintptr_t>(stream.native_handle());
+  r.stream = reinterpret_cast<uintptr_t>(&stream);
   r.begin = Tracer::Ticks();
   std::unique_ptr<Tracer::Timing> timing;
   if (backend != nullptr && tracer.profiling()) timing = tracer.StartTiming(*backend, stream);

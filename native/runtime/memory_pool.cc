@@ -447,7 +447,7 @@ void MemoryPool::TraceMemory(TraceKind kind, size_t bytes, hal::Stream* stream) 
   r.kind = kind;
   r.name = names[kind == TraceKind::kAlloc ? 0 : 1];
   r.device = device_;
-  r.stream = stream == nullptr ? 0 : reinterpret_cast<uintptr_t>(stream->native_handle());
+  r.stream = reinterpret_cast<uintptr_t>(stream);
   r.begin = Tracer::Ticks();
   r.bytes = static_cast<int64_t>(bytes);
   r.allocated = stats_.allocated_bytes;

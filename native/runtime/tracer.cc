@@ -120,13 +120,16 @@ const std::string* Tracer::Intern(absl::string_view name) {
 }
 
 Tracer::Ring& Tracer::ThisThread() {
-  // The holder marks the ring dead when its thread exits; the tracer keeps it for collection.
+  // A plain pointer for the per-record access (no TLS guard or destructor wrapper); the holder
+  // keeps the ring and marks it dead when its thread exits (the tracer keeps it for collection).
   struct Holder {
     std::shared_ptr<Ring> ring;
     ~Holder() {
       if (ring) ring->dead = true;
     }
   };
+  thread_local Ring* fast = nullptr;
+  if (fast != nullptr) return *fast;
   thread_local Holder holder;
   if (holder.ring == nullptr) {
     auto ring = std::make_shared<Ring>(capacity());
@@ -145,7 +148,8 @@ Tracer::Ring& Tracer::ThisThread() {
     rings_.push_back(ring);
     holder.ring = std::move(ring);
   }
-  return *holder.ring;
+  fast = holder.ring.get();
+  return *fast;
 }
 
 uint64_t Tracer::Add(const TraceEntry& e) {

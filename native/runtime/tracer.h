@@ -37,10 +37,10 @@ absl::string_view TraceKindName(TraceKind kind);
 
 /// What a hook records (the hot path: times in Ticks()).
 struct TraceEntry {
-  uint64_t begin = 0;  // Ticks() at the start of the host call
-  uint64_t end = 0;    // Ticks() at its end (0: an instant)
+  uint64_t begin = 0;                 // Ticks() at the start of the host call
+  uint64_t end = 0;                   // Ticks() at its end (0: an instant)
   const std::string* name = nullptr;  // interned (Tracer::Intern or the dispatcher's names)
-  uint64_t stream = 0;                // the stream's native handle, as an id
+  uint64_t stream = 0;                // the stream (its hal::Stream's address), as an id
   int64_t bytes = 0;                  // alloc / free: requested bytes
   int64_t allocated = -1;             // alloc / free: the pool's allocated and reserved bytes
   int64_t reserved = -1;
@@ -123,11 +123,11 @@ class Tracer {
   std::atomic<int> profiling_{0};
   std::atomic<bool> timing_failed_{false};
   std::atomic<uint32_t> next_thread_{1};
-  uint64_t tick0_ = 0;     // calibration: Ticks() and steady ns at the start, and the ratio
-  int64_t ns0_ = 0;        // measured over a short wait then (used until a longer span exists)
+  uint64_t tick0_ = 0;  // calibration: Ticks() and steady ns at the start, and the ratio
+  int64_t ns0_ = 0;     // measured over a short wait then (used until a longer span exists)
   double ns_per_tick0_ = 1;
 
-  mutable std::mutex mu_;  // rings_, names_, pending_, spare_, status_
+  mutable std::mutex mu_;                     // rings_, names_, pending_, spare_, status_
   std::vector<std::shared_ptr<Ring>> rings_;  // shared: a ring outlives its thread
   std::deque<std::string> names_;             // interned names (stable addresses)
   absl::flat_hash_map<absl::string_view, const std::string*> name_index_;
