@@ -343,6 +343,6 @@ def test_loading_the_committed_folder():
     assert not failures
     assert len({rows.key(r) for r in rs}) == len(rs)
     h200 = results.load([RESULTS], gpu="h200")
-    assert h200.stem == "NVIDIA-H200-sm90" and set(h200.raw) == {"gemm"}
+    assert h200.stem == "NVIDIA-H200-sm90" and set(h200.raw) == {"gemm", "trace-overhead"}
     with pytest.raises(ValueError, match="no results for GPU 'A100'"):
         results.load([RESULTS], gpu="A100")
