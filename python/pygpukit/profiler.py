@@ -1,7 +1,7 @@
 """Tracing and profiling.
 
 The runtime always records kernel launches, host tasks, library calls, allocations and frees in
-per-thread ring buffers (a few tens of nanoseconds per record; PYGPUKIT_TRACE=0 turns it off).
+per-thread ring buffers (about 0.1 us per record; PYGPUKIT_TRACE=0 turns it off).
 A profiling session also times every launch on the device with a pair of events, resolved when
 the session ends (never on the launch path):
 
