@@ -96,7 +96,6 @@ class Dispatcher {
   /// Counts one launch of `kernel` (lock-free once this thread has counted it); returns the
   /// tracer's interned name for it.
   const std::string* Count(absl::string_view kernel);
-  std::atomic<int64_t>* CounterSlow(absl::string_view kernel);
 
   cpu::CpuBackend* cpu_;
   cuda::CudaBackend* cuda_;

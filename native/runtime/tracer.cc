@@ -20,6 +20,8 @@ namespace {
 constexpr size_t kMaxDeadRings = 32;
 // Launches waiting for their GPU time; launches are not timed while this many wait.
 constexpr size_t kMaxPending = 1 << 16;
+// Records per ring at most (64 bytes each: 4 GiB), so that the ring's size cannot overflow.
+constexpr size_t kMaxCapacity = size_t{1} << 26;
 
 inline void Put(uint64_t* w, uint64_t v) {
   std::atomic_ref<uint64_t>(*w).store(v, std::memory_order_relaxed);
@@ -78,7 +80,7 @@ Tracer::Tracer() {
   if (const char* e = std::getenv("PYGPUKIT_TRACE")) enabled_ = std::string(e) != "0";
   if (const char* c = std::getenv("PYGPUKIT_TRACE_CAPACITY")) {
     const long long v = std::atoll(c);
-    if (v > 0) capacity_ = static_cast<size_t>(v);
+    if (v > 0) set_capacity(static_cast<size_t>(v));
   }
   tick0_ = Ticks();
   ns0_ = SteadyNs();
@@ -109,7 +111,9 @@ int64_t Tracer::ToNs(uint64_t ticks, uint64_t now_ticks, int64_t now_ns) const {
   return static_cast<int64_t>(static_cast<double>(static_cast<int64_t>(ticks - tick0_)) * rate);
 }
 
-void Tracer::set_capacity(size_t records) { capacity_ = std::max<size_t>(records, 1); }
+void Tracer::set_capacity(size_t records) {
+  capacity_ = std::clamp<size_t>(records, 1, kMaxCapacity);
+}
 
 const std::string* Tracer::Intern(absl::string_view name) {
   std::lock_guard<std::mutex> l(mu_);
@@ -119,17 +123,21 @@ const std::string* Tracer::Intern(absl::string_view name) {
   return s;
 }
 
-Tracer::Ring& Tracer::ThisThread() {
+Tracer::Ring* Tracer::ThisThread() {
   // A plain pointer for the per-record access (no TLS guard or destructor wrapper); the holder
   // keeps the ring and marks it dead when its thread exits (the tracer keeps it for collection).
+  thread_local Ring* fast = nullptr;
+  thread_local bool exiting = false;  // trivial: safe to read in later TLS destructors
   struct Holder {
     std::shared_ptr<Ring> ring;
     ~Holder() {
+      fast = nullptr;
+      exiting = true;  // records made after this (other TLS destructors) are dropped
       if (ring) ring->dead = true;
     }
   };
-  thread_local Ring* fast = nullptr;
-  if (fast != nullptr) return *fast;
+  if (fast != nullptr) return fast;
+  if (exiting) return nullptr;
   thread_local Holder holder;
   if (holder.ring == nullptr) {
     auto ring = std::make_shared<Ring>(capacity());
@@ -149,13 +157,14 @@ Tracer::Ring& Tracer::ThisThread() {
     holder.ring = std::move(ring);
   }
   fast = holder.ring.get();
-  return *fast;
+  return fast;
 }
 
 uint64_t Tracer::Add(const TraceEntry& e) {
   if (!enabled()) return 0;
-  Ring& ring = ThisThread();
-  if (ring.words == nullptr) return 0;
+  Ring* r = ThisThread();
+  if (r == nullptr || r->words == nullptr) return 0;
+  Ring& ring = *r;
   const uint64_t n = ring.written.load(std::memory_order_relaxed);  // only this thread writes
   ring.begun.store(n + 1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
@@ -177,7 +186,15 @@ uint64_t Tracer::Add(const TraceEntry& e) {
 void Tracer::BeginProfiling() { profiling_.fetch_add(1); }
 
 void Tracer::EndProfiling() {
-  if (profiling_.fetch_sub(1) <= 0) profiling_.fetch_add(1);  // unbalanced: stay at zero
+  const int before = profiling_.fetch_sub(1);
+  if (before <= 0) {
+    profiling_.fetch_add(1);  // unbalanced: stay at zero
+    return;
+  }
+  if (before == 1) {  // the last session has collected: its device times are no longer needed
+    std::lock_guard<std::mutex> l(mu_);
+    resolved_.clear();
+  }
 }
 
 void Tracer::Fail(const absl::Status& s) {
@@ -252,7 +269,8 @@ std::vector<TraceRecord> Tracer::Collect(uint64_t since) {
     pending.swap(pending_);
     rings = rings_;
   }
-  // GPU times of the timed launches (waits for each to finish; outside every lock).
+  // GPU times of the timed launches (waits for each to finish; outside every lock). They are
+  // kept for every session until none is open: sessions may overlap.
   absl::flat_hash_map<uint64_t, double> gpu_ms;
   for (Pending& p : pending) {
     Timing& t = *p.timing;
@@ -264,6 +282,11 @@ std::vector<TraceRecord> Tracer::Collect(uint64_t since) {
       Fail(ms.status());
     }
     Recycle(std::move(p.timing));
+  }
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    resolved_.insert(gpu_ms.begin(), gpu_ms.end());
+    gpu_ms = resolved_;
   }
   const uint64_t now_ticks = Ticks();
   const int64_t now_ns = SteadyNs();

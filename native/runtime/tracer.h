@@ -74,7 +74,7 @@ class Tracer {
   bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
   void set_enabled(bool on) { enabled_.store(on, std::memory_order_relaxed); }
   /// Records each thread's ring holds before the oldest are overwritten (default 65536;
-  /// PYGPUKIT_TRACE_CAPACITY). Applies to rings made after the change.
+  /// PYGPUKIT_TRACE_CAPACITY; at most 2^26). Applies to rings made after the change.
   size_t capacity() const { return capacity_.load(std::memory_order_relaxed); }
   void set_capacity(size_t records);
 
@@ -113,7 +113,7 @@ class Tracer {
  private:
   struct Ring;
   Tracer();
-  Ring& ThisThread();
+  Ring* ThisThread();  // null while the thread exits
   void Fail(const absl::Status& s);
   void Recycle(std::unique_ptr<Timing> t);
   int64_t ToNs(uint64_t ticks, uint64_t now_ticks, int64_t now_ns) const;
@@ -136,6 +136,7 @@ class Tracer {
     std::unique_ptr<Timing> timing;
   };
   std::vector<Pending> pending_;
+  absl::flat_hash_map<uint64_t, double> resolved_;  // device times, while sessions are open
   std::vector<std::unique_ptr<Timing>> spare_;
   absl::Status status_;
 };

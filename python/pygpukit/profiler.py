@@ -181,7 +181,10 @@ class Profile:
         return out
 
     def summary(self, sort_by="gpu_total_ms"):
-        """The per-kernel table as text, largest `sort_by` first."""
+        """The per-kernel table as text, largest `sort_by` first (a kernels() field)."""
+        fields = ("calls", "gpu_total_ms", "gpu_mean_ms", "gpu_p50_ms", "gpu_p99_ms")
+        if sort_by not in fields + ("host_total_ms",):
+            raise ValueError(f"summary: sort_by must be one of {fields + ('host_total_ms',)}")
         table = self.kernels()
 
         def key(item):
@@ -214,9 +217,13 @@ class Profile:
 
     def chrome_trace(self):
         """The session as a Chrome trace / Perfetto JSON object: host calls on their thread's
-        track ("X" spans), device times on a track per stream (placed at the launch, as device
-        start times are not known), memory as counter tracks per device."""
+        track ("X" spans), device times on a track per stream, memory as counter tracks per
+        device. Device start times are not measured: a launch's device span starts at its host
+        launch or when the stream's previous span ends, whichever is later (a stream runs its
+        work in order)."""
         events = []
+        stream_tids = {}  # (device, stream) -> track id on the device "process"
+        stream_free_at = {}
         for e in self.events:
             args = {"seq": e.seq, "device": e.device}
             if e.kind in _LAUNCHES:
@@ -233,15 +240,19 @@ class Profile:
                     }
                 )
                 if e.gpu_ms is not None:
+                    key = (e.device, e.stream)
+                    tid = stream_tids.setdefault(key, len(stream_tids) + 1)
+                    start = max(e.start_ms * 1e3, stream_free_at.get(key, 0.0))
+                    stream_free_at[key] = start + e.gpu_ms * 1e3
                     events.append(
                         {
                             "name": e.name,
                             "cat": "gpu",
                             "ph": "X",
-                            "ts": e.start_ms * 1e3,
+                            "ts": start,
                             "dur": e.gpu_ms * 1e3,
                             "pid": 1,
-                            "tid": f"{e.device} stream {e.stream:#x}",
+                            "tid": tid,
                             "args": args,
                         }
                     )
@@ -274,6 +285,21 @@ class Profile:
             {"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "device"}},
             {"name": "process_name", "ph": "M", "pid": 2, "args": {"name": "memory"}},
         ]
+        for (dev, stream), tid in stream_tids.items():
+            name = f"{dev} stream {stream:#x}"
+            meta.append(
+                {"name": "thread_name", "ph": "M", "pid": 1, "tid": tid, "args": {"name": name}}
+            )
+        for thread in sorted({e.thread for e in self.events}):
+            meta.append(
+                {
+                    "name": "thread_name",
+                    "ph": "M",
+                    "pid": 0,
+                    "tid": thread,
+                    "args": {"name": f"thread {thread}"},
+                }
+            )
         return {"traceEvents": meta + events, "displayTimeUnit": "ms"}
 
     def export_chrome_trace(self, path):

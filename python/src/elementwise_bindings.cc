@@ -92,6 +92,8 @@ PyObject* CallingPython(F&& f) {
     PyErr_SetString(PyExc_MemoryError, "out of host memory");
   } catch (const std::exception& e) {
     PyErr_SetString(PyExc_RuntimeError, e.what());
+  } catch (...) {
+    PyErr_SetString(PyExc_RuntimeError, "unknown C++ exception");
   }
   return nullptr;
 }

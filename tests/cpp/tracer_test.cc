@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <set>
 #include <string>
 #include <thread>
@@ -113,6 +114,53 @@ TEST(Tracer, AFullRingOverwritesItsOldestRecordsAndCountsThem) {
   }
   EXPECT_EQ(kept, (std::vector<int64_t>{12, 13, 14, 15, 16, 17, 18, 19}));
   EXPECT_EQ(t.dropped() - dropped_before, 12);
+}
+
+// Collections while the owner keeps wrapping its ring return only whole records: each record's
+// words were written together (allocated == 2 * bytes), in order, none torn.
+TEST(Tracer, CollectingWhileARingWrapsReturnsOnlyWholeRecords) {
+  Tracer& t = Tracer::Get();
+  const size_t saved = t.capacity();
+  t.set_capacity(64);
+  const uint64_t mark = Tracer::Ticks();
+  const std::string* name = t.Intern("trace_race");
+  std::atomic<bool> stop{false}, started{false};
+  std::thread writer([&] {
+    for (int64_t i = 0; !stop; ++i) {
+      if (i == 1) started = true;  // its ring (of 64 records) exists
+      TraceEntry e;
+      e.begin = Tracer::Ticks();
+      e.name = name;
+      e.bytes = i;
+      e.allocated = 2 * i;
+      e.reserved = 3 * i;
+      t.Add(e);
+    }
+  });
+  while (!started) std::this_thread::yield();
+  t.set_capacity(saved);
+  for (int round = 0; round < 200; ++round) {
+    int64_t last = -1;
+    for (const TraceRecord& r : t.Collect(mark)) {
+      if (r.name != name) continue;
+      ASSERT_EQ(r.allocated, 2 * r.bytes);
+      ASSERT_EQ(r.reserved, 3 * r.bytes);
+      ASSERT_GT(r.bytes, last);
+      last = r.bytes;
+    }
+  }
+  stop = true;
+  writer.join();
+}
+
+TEST(Tracer, CapacityIsBounded) {
+  Tracer& t = Tracer::Get();
+  const size_t saved = t.capacity();
+  t.set_capacity(size_t{1} << 62);
+  EXPECT_EQ(t.capacity(), size_t{1} << 26);
+  t.set_capacity(0);
+  EXPECT_EQ(t.capacity(), 1u);
+  t.set_capacity(saved);
 }
 
 TEST(Tracer, OffMeansNoRecords) {

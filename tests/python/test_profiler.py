@@ -98,6 +98,33 @@ def test_chrome_trace_is_valid_json_with_the_expected_events(tmp_path):
         assert e["dur"] >= 0 and e["ts"] >= 0
     assert any(e["ph"] == "C" and "allocated" in e["args"] for e in events)
     assert any(e["ph"] == "M" for e in events)
+    assert all(isinstance(e.get("tid", 0), int) for e in events)
+
+
+def test_device_spans_of_a_stream_do_not_overlap_in_the_chrome_trace():
+    big = gp.ones((1 << 20,))
+    with gp.profiler.profile() as prof:
+        for _ in range(5):
+            gp.exp(big)
+    spans = [e for e in prof.chrome_trace()["traceEvents"] if e.get("cat") == "gpu"]
+    assert len(spans) == 5
+    spans.sort(key=lambda e: e["ts"])
+    for a, b in zip(spans, spans[1:]):
+        assert a["ts"] + a["dur"] <= b["ts"] + 1e-6
+
+
+def test_overlapping_sessions_both_get_device_times():
+    x = gp.ones((64,))
+    with gp.profiler.profile() as outer:
+        gp.sin(x)
+        with gp.profiler.profile() as inner:
+            gp.cos(x)
+        gp.tan(x)
+    assert launches(inner, "cos")[0].gpu_ms is not None
+    for name in ("sin", "cos", "tan"):
+        assert launches(outer, name)[0].gpu_ms is not None, name
+    with pytest.raises(ValueError, match="sort_by"):
+        outer.summary(sort_by="nope")
 
 
 def test_decorator_keeps_the_latest_call():
