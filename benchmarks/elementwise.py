@@ -21,10 +21,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
-from peers import header, start
+from peers import header, host_us_per_call, start
 from results_file import write_result
 
 import pygpukit as gp
@@ -118,15 +117,7 @@ def bandwidth(lib, op, layout, dtype, n, iters, reps, rng):
 
 
 def overhead_us(call, iters, reps):
-    for _ in range(100):
-        call()
-    out = []
-    for _ in range(reps):
-        t = time.perf_counter_ns()
-        for _ in range(iters):
-            call()
-        out.append((time.perf_counter_ns() - t) / iters / 1e3)
-    return statistics.median(out)
+    return host_us_per_call(call, iters, reps, warmup=100)
 
 
 CHILD = r"""

@@ -23,6 +23,7 @@ import tempfile
 import time
 
 import numpy as np
+from peers import host_us_per_call
 from results_file import write_result
 
 import pygpukit as gp
@@ -71,15 +72,7 @@ def child_ms(salt, cache_dir):
 
 
 def loop_us(fn, iters, reps):
-    for _ in range(50):
-        fn()
-    out = []
-    for _ in range(reps):
-        t = time.perf_counter_ns()
-        for _ in range(iters):
-            fn()
-        out.append((time.perf_counter_ns() - t) / iters / 1e3)
-    return statistics.median(out)
+    return host_us_per_call(fn, iters, reps, warmup=50)
 
 
 def main():

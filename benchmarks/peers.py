@@ -3,7 +3,9 @@ the GPU, time a call with its own CUDA events and synchronize ("ours", "torch", 
 
 import argparse
 import platform
+import statistics
 import sys
+import time
 
 import numpy as np
 
@@ -107,3 +109,17 @@ def header(props, versions, args):
         "iters": args.iters,
         "reps": args.reps,
     }
+
+
+def host_us_per_call(fn, iters, reps, warmup=0):
+    """Host wall time per call of `iters` back-to-back calls of fn, in us: the median of `reps`
+    loops, after `warmup` untimed calls."""
+    for _ in range(warmup):
+        fn()
+    out = []
+    for _ in range(reps):
+        t = time.perf_counter_ns()
+        for _ in range(iters):
+            fn()
+        out.append((time.perf_counter_ns() - t) / iters / 1e3)
+    return statistics.median(out)

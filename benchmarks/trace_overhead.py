@@ -12,25 +12,13 @@ Results: <out>/<gpu>-sm<XY>-trace-overhead.json (CUDA; the CPU backend writes on
 """
 
 import argparse
-import statistics
-import time
 
+from peers import host_us_per_call
 from results_file import write_result
 
 import pygpukit as gp
 
 BUDGET = 0.02
-
-
-def per_op_us(fn, n, reps):
-    """Median over `reps` of the host time per call of `n` back-to-back calls, in us."""
-    out = []
-    for _ in range(reps):
-        t = time.perf_counter_ns()
-        for _ in range(n):
-            fn()
-        out.append((time.perf_counter_ns() - t) / n / 1e3)
-    return statistics.median(out)
 
 
 def main():
@@ -65,7 +53,7 @@ def main():
                 # Alternate which setting goes first, so that drifts within a round cancel.
                 for on in (True, False) if r % 2 == 0 else (False, True):
                     gp.profiler.set_enabled(on)
-                    times[on].append(per_op_us(fn, args.ops, args.reps))
+                    times[on].append(host_us_per_call(fn, args.ops, args.reps))
                     gp.synchronize(dev)
             on, off = min(times[True]), min(times[False])
             rows.append(
