@@ -184,6 +184,7 @@ MemoryPool::MemoryPool(hal::Backend* backend, Device device, PoolOptions options
   neutral_ = std::make_unique<StreamState>();
   neutral_->safe_seq = UINT64_MAX;
   stats_.limit_bytes = options_.limit_bytes;
+  Tracer::Get();  // made here, not on a first record under mu_ (it calibrates its clock)
 }
 
 MemoryPool::~MemoryPool() {
