@@ -58,8 +58,13 @@ absl::StatusOr<GPUArray> Copy(const GPUArray& a) {
     // A dense copy is a plain device-to-device memcpy.
     PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&a, &out}));
     PGK_ASSIGN_OR_RETURN(Queue q, QueueOf(a.device()));
-    PGK_RETURN_IF_ERROR(q.backend->CopyAsync(out.data(), a.data(), a.nbytes(),
-                                             hal::CopyKind::kDeviceToDevice, *q.stream));
+    PGK_RETURN_IF_ERROR(Runtime::Get().dispatcher().LaunchCopy(
+        *q.stream, "copy_d2d",
+        [&] {
+          return q.backend->CopyAsync(out.data(), a.data(), a.nbytes(),
+                                      hal::CopyKind::kDeviceToDevice, *q.stream);
+        },
+        a.nbytes()));
     return out;
   }
   PGK_RETURN_IF_ERROR(LaunchCopy(a, out));

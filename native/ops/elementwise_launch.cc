@@ -107,6 +107,7 @@ absl::Status LaunchCpu(const EwLaunch& l, const GPUArray& out) {
   }
   EwCpuArgs args;
   args.n = dst.size();
+  args.cost = ElementwiseCost(arrays, args.n);
   args.ndim = static_cast<int>(layout.shape.size());
   std::copy(layout.shape.begin(), layout.shape.end(), args.shape);
   std::copy(layout.strides[0].begin(), layout.strides[0].end(), args.out_strides);

@@ -412,6 +412,40 @@ absl::Status LaunchGemmEpilogue(const MatmulProblem& problem, const GPUArray& sr
   return cuda_kernels::GemmEpilogueApply(*s, problem, src.data(), src.dtype());
 }
 
+int64_t DistinctBytes(const GPUArray& a) {
+  int64_t n = a.itemsize();
+  for (int d = 0; d < a.ndim(); ++d) {
+    if (a.strides()[d] != 0) n *= a.shape()[d];
+  }
+  return a.size() == 0 ? 0 : n;
+}
+
+LaunchCost ElementwiseCost(absl::Span<const GPUArray* const> arrays, int64_t n) {
+  LaunchCost c;
+  c.flops = n;
+  for (const GPUArray* a : arrays) c.bytes += DistinctBytes(*a);
+  return c;
+}
+
+LaunchCost ReduceCost(int64_t n_in, DType in, int64_t n_out, DType out) {
+  return LaunchCost{n_in, n_in * ItemSize(in) + n_out * ItemSize(out)};
+}
+
+LaunchCost MatmulCost(const MatmulProblem& p) {
+  // Operands with a zero batch stride are shared by the whole batch: read once.
+  auto times = [&](int64_t batch_stride) { return batch_stride != 0 ? p.batch : 1; };
+  const int64_t in = ItemSize(p.dtype), out = ItemSize(p.epilogue.out);
+  LaunchCost c;
+  c.flops = 2 * p.batch * p.m * p.n * p.k;
+  c.bytes = times(p.a_batch) * p.m * p.k * in + times(p.b_batch) * p.k * p.n * in +
+            p.batch * p.m * p.n * out;
+  if (p.epilogue.beta != 0.0 && p.epilogue.addend != nullptr) {
+    c.bytes += times(p.epilogue.addend_batch) * p.m * p.n * out;
+  }
+  if (p.epilogue.bias != nullptr) c.bytes += times(p.epilogue.bias_batch) * p.n * out;
+  return c;
+}
+
 kernels::GemmParams GemmParamsOf(const MatmulProblem& p) {
   kernels::GemmParams g{};
   g.m = p.m;

@@ -58,6 +58,16 @@ struct MatmulProblem {
 /// The kernel parameter block of a problem (tile fields left zero).
 kernels::GemmParams GemmParamsOf(const MatmulProblem& p);
 
+/// What launches declare to the profiler (runtime/tracer.h). Bytes are the distinct elements
+/// each operand has (a broadcast dimension counts once), read or written once.
+int64_t DistinctBytes(const GPUArray& a);
+/// An elementwise launch: its array operands' bytes, one operation per output element.
+LaunchCost ElementwiseCost(absl::Span<const GPUArray* const> arrays, int64_t n);
+/// A reduction or scan of `n_in` elements into `n_out`: one operation per input element.
+LaunchCost ReduceCost(int64_t n_in, DType in, int64_t n_out, DType out);
+/// 2 m n k FLOPs per batch; A, B, the output (and the addend, the bias) moved once.
+LaunchCost MatmulCost(const MatmulProblem& p);
+
 /// The CPU backend's elementwise launch: element strides of every operand over a coalesced
 /// layout; scalar inputs are read from `scalars` (zero strides).
 struct EwCpuArgs {
@@ -73,6 +83,7 @@ struct EwCpuArgs {
   int64_t in_strides[kMaxInputs][kernels::kKernelMaxDims] = {};
   bool in_scalar[kMaxInputs] = {};
   alignas(16) unsigned char scalars[kMaxInputs][16] = {};
+  LaunchCost cost;  // declared to the profiler
 };
 
 /// Buffers a queued CPU task must keep alive until it has run.
@@ -186,6 +197,7 @@ struct ReduceLaunch {
   absl::string_view name;
   DType compute;  // the dtype elements are cast to before they are folded
   double correction = 0.0;
+  LaunchCost cost;  // declared to the profiler (set by LaunchReduce / LaunchScan)
 };
 /// out (dense, of the result dtype, the kept dims' extents) = the reduction of `a` over the dims
 /// flagged in `reduced` (one flag per dim of a).

@@ -109,10 +109,12 @@ absl::Status LaunchReduce(const ReduceLaunch& l, const GPUArray& a, absl::Span<c
   PGK_ASSIGN_OR_RETURN(kernels::ReduceParams p,
                        ReduceParamsOf(l.name, src, reduced, out, l.correction));
   PGK_ASSIGN_OR_RETURN(hal::Stream * s, Runtime::Get().stream(out.device()));
+  ReduceLaunch lc = l;
+  lc.cost = ReduceCost(src.size(), src.dtype(), out.size(), out.dtype());
   if (out.device().is_cpu()) {
-    return cpu_kernels::Reduce(*s, l, out.dtype(), p, {src.buffer(), out.buffer()});
+    return cpu_kernels::Reduce(*s, lc, out.dtype(), p, {src.buffer(), out.buffer()});
   }
-  return cuda_kernels::ReduceJit(*s, l, src.dtype(), out.dtype(), p, out.device());
+  return cuda_kernels::ReduceJit(*s, lc, src.dtype(), out.dtype(), p, out.device());
 }
 
 absl::Status LaunchScan(const ReduceLaunch& l, const GPUArray& a, int axis, bool include_initial,
@@ -122,10 +124,12 @@ absl::Status LaunchScan(const ReduceLaunch& l, const GPUArray& a, int axis, bool
   PGK_ASSIGN_OR_RETURN(kernels::ScanParams p,
                        ScanParamsOf(l.name, src, axis, include_initial, out));
   PGK_ASSIGN_OR_RETURN(hal::Stream * s, Runtime::Get().stream(out.device()));
+  ReduceLaunch lc = l;
+  lc.cost = ReduceCost(src.size(), src.dtype(), out.size(), out.dtype());
   if (out.device().is_cpu()) {
-    return cpu_kernels::Scan(*s, l, out.dtype(), p, {src.buffer(), out.buffer()});
+    return cpu_kernels::Scan(*s, lc, out.dtype(), p, {src.buffer(), out.buffer()});
   }
-  return cuda_kernels::ScanJit(*s, l, src.dtype(), out.dtype(), p, out.device());
+  return cuda_kernels::ScanJit(*s, lc, src.dtype(), out.dtype(), p, out.device());
 }
 
 }  // namespace pygpukit::ops

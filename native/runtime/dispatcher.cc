@@ -33,7 +33,7 @@ absl::Status Gated(hal::Stream& stream, F&& launch) {
 // an event pair on `backend`, when a profiling session is open). Failed launches leave no record.
 template <typename F>
 absl::Status Traced(TraceKind kind, const std::string* name, hal::Backend* backend,
-                    hal::Stream& stream, F&& launch) {
+                    hal::Stream& stream, LaunchCost cost, F&& launch) {
   Tracer& tracer = Tracer::Get();
   if (!tracer.enabled()) return launch();
   TraceEntry r;
@@ -41,6 +41,8 @@ absl::Status Traced(TraceKind kind, const std::string* name, hal::Backend* backe
   r.name = name;
   r.device = stream.device();
   r.stream = reinterpret_cast<uintptr_t>(&stream);
+  r.bytes = cost.bytes;
+  r.flops = cost.flops;
   r.begin = Tracer::Ticks();
   std::unique_ptr<Tracer::Timing> timing;
   if (backend != nullptr && tracer.profiling()) timing = tracer.StartTiming(*backend, stream);
@@ -52,6 +54,13 @@ absl::Status Traced(TraceKind kind, const std::string* name, hal::Backend* backe
   return s;
 }
 }  // namespace
+
+hal::Backend* Dispatcher::BackendOf(hal::Stream& stream) const {
+#if PGK_WITH_CUDA
+  if (stream.device().is_cuda()) return cuda_;
+#endif
+  return stream.device().is_cpu() ? static_cast<hal::Backend*>(cpu_) : nullptr;
+}
 
 LaunchGateScope::LaunchGateScope(LaunchGate* gate) : previous_(std::exchange(current_gate, gate)) {}
 LaunchGateScope::~LaunchGateScope() { current_gate = previous_; }
@@ -89,7 +98,7 @@ const std::string* Dispatcher::Count(absl::string_view kernel) {
 }
 
 absl::Status Dispatcher::LaunchHost(hal::Stream& stream, absl::string_view kernel,
-                                    std::function<void()> task) {
+                                    std::function<void()> task, LaunchCost cost) {
   if (!stream.device().is_cpu()) {
     return ValueError(absl::StrCat("dispatch ", kernel, ": host kernel on ",
                                    stream.device().ToString(), " stream"));
@@ -97,7 +106,7 @@ absl::Status Dispatcher::LaunchHost(hal::Stream& stream, absl::string_view kerne
   host_tasks_.fetch_add(1, std::memory_order_relaxed);
   const std::string* name = Count(kernel);
   return Gated(stream, [&] {
-    return Traced(TraceKind::kHostTask, name, cpu_, stream,
+    return Traced(TraceKind::kHostTask, name, cpu_, stream, cost,
                   [&] { return cpu_->Enqueue(stream, std::move(task)); });
   });
 }
@@ -137,15 +146,17 @@ absl::StatusOr<void*> Dispatcher::DeviceFunction(absl::string_view kernel, int d
 }
 
 absl::Status Dispatcher::LaunchDevice(hal::Stream& stream, absl::string_view kernel,
-                                      const hal::LaunchDims& dims, void** args) {
+                                      const hal::LaunchDims& dims, void** args,
+                                      LaunchCost cost) {
 #if PGK_WITH_CUDA
   if (cuda_ == nullptr || !stream.device().is_cuda()) {
     return ValueError(absl::StrCat("dispatch ", kernel, ": device kernel on ",
                                    stream.device().ToString(), " stream"));
   }
   PGK_ASSIGN_OR_RETURN(void* fn, DeviceFunction(kernel, stream.device().index));
-  return LaunchFunction(stream, kernel, fn, dims, args);
+  return LaunchFunction(stream, kernel, fn, dims, args, cost);
 #else
+  (void)cost;
   (void)dims;
   (void)args;
   (void)stream;
@@ -166,7 +177,8 @@ absl::StatusOr<int> Dispatcher::ResidentBlocks(void* function, int device, int b
 }
 
 absl::Status Dispatcher::LaunchFunction(hal::Stream& stream, absl::string_view kernel,
-                                        void* function, const hal::LaunchDims& dims, void** args) {
+                                        void* function, const hal::LaunchDims& dims, void** args,
+                                        LaunchCost cost) {
 #if PGK_WITH_CUDA
   if (cuda_ == nullptr || !stream.device().is_cuda()) {
     return ValueError(absl::StrCat("dispatch ", kernel, ": device kernel on ",
@@ -185,10 +197,11 @@ absl::Status Dispatcher::LaunchFunction(hal::Stream& stream, absl::string_view k
     }
   }
   return Gated(stream, [&] {
-    return Traced(TraceKind::kKernel, name, cuda_, stream,
+    return Traced(TraceKind::kKernel, name, cuda_, stream, cost,
                   [&] { return cuda_->Launch(function, dims, stream, args); });
   });
 #else
+  (void)cost;
   (void)function;
   (void)dims;
   (void)args;
@@ -198,14 +211,21 @@ absl::Status Dispatcher::LaunchFunction(hal::Stream& stream, absl::string_view k
 }
 
 absl::Status Dispatcher::LaunchLibrary(hal::Stream& stream, absl::string_view what,
-                                       const std::function<absl::Status()>& call) {
+                                       const std::function<absl::Status()>& call,
+                                       LaunchCost cost) {
   library_calls_.fetch_add(1, std::memory_order_relaxed);
   const std::string* name = Count(what);
-  hal::Backend* backend = stream.device().is_cpu() ? static_cast<hal::Backend*>(cpu_) : nullptr;
-#if PGK_WITH_CUDA
-  if (stream.device().is_cuda()) backend = cuda_;
-#endif
-  return Gated(stream, [&] { return Traced(TraceKind::kLibrary, name, backend, stream, call); });
+  hal::Backend* backend = BackendOf(stream);
+  return Gated(stream, [&] { return Traced(TraceKind::kLibrary, name, backend, stream, cost, call); });
+}
+
+absl::Status Dispatcher::LaunchCopy(hal::Stream& stream, absl::string_view what,
+                                    const std::function<absl::Status()>& call, int64_t bytes) {
+  const std::string* name = Count(what);
+  return Gated(stream, [&] {
+    return Traced(TraceKind::kCopy, name, BackendOf(stream), stream, LaunchCost{0, bytes},
+                  call);
+  });
 }
 
 DispatchStats Dispatcher::stats() const {

@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "core/hal/backend.h"
+#include "runtime/tracer.h"
 
 namespace pygpukit {
 
@@ -64,7 +65,8 @@ class LaunchGateScope {
   LaunchGate* previous_;
 };
 
-/// Launches work on streams. Thread-safe.
+/// Launches work on streams. Thread-safe. Each launch may declare its cost (FLOPs, bytes moved),
+/// which profiles turn into achieved TFLOP/s and GB/s.
 class Dispatcher {
  public:
   Dispatcher(cpu::CpuBackend* cpu, cuda::CudaBackend* cuda);
@@ -72,27 +74,33 @@ class Dispatcher {
 
   /// Enqueues `task` (a CPU kernel) on a CPU stream.
   absl::Status LaunchHost(hal::Stream& stream, absl::string_view kernel,
-                          std::function<void()> task);
+                          std::function<void()> task, LaunchCost cost = {});
   /// Launches the embedded CUDA kernel `kernel` (an extern "C" symbol) with `args` (pointers to
   /// the kernel's parameters, as for cuLaunchKernel).
   absl::Status LaunchDevice(hal::Stream& stream, absl::string_view kernel,
-                            const hal::LaunchDims& dims, void** args);
+                            const hal::LaunchDims& dims, void** args, LaunchCost cost = {});
   /// Launches `function`, a CUfunction resolved elsewhere (a JIT-compiled kernel), counted as
   /// `kernel`.
   absl::Status LaunchFunction(hal::Stream& stream, absl::string_view kernel, void* function,
-                              const hal::LaunchDims& dims, void** args);
+                              const hal::LaunchDims& dims, void** args, LaunchCost cost = {});
   /// Blocks of `block` threads of `function` (a CUfunction) one SM of CUDA device `device`
   /// holds at once.
   absl::StatusOr<int> ResidentBlocks(void* function, int device, int block);
   /// Runs `call`, which enqueues work on `stream` through a vendor library (cuBLASLt).
   absl::Status LaunchLibrary(hal::Stream& stream, absl::string_view what,
-                             const std::function<absl::Status()>& call);
+                             const std::function<absl::Status()>& call, LaunchCost cost = {});
+
+  /// Runs `call`, which enqueues a copy of `bytes` on `stream` (a device-to-device memcpy),
+  /// recorded as a copy named `what`.
+  absl::Status LaunchCopy(hal::Stream& stream, absl::string_view what,
+                          const std::function<absl::Status()>& call, int64_t bytes);
 
   DispatchStats stats() const;
   void ResetStats();
 
  private:
   absl::StatusOr<void*> DeviceFunction(absl::string_view kernel, int device);
+  hal::Backend* BackendOf(hal::Stream& stream) const;  // the backend of the stream's device
   /// Counts one launch of `kernel` (lock-free once this thread has counted it); returns the
   /// tracer's interned name for it.
   const std::string* Count(absl::string_view kernel);

@@ -326,6 +326,17 @@ absl::Status Scheduler::TransitionLocked(Task& task, TaskState to, std::string r
   PGK_RETURN_IF_ERROR(CheckTransition(task.id(), rec.from, to));
   history_.push_back(rec);
   if (history_.size() > options_.history_capacity) history_.pop_front();
+  if (Tracer& tracer = Tracer::Get(); tracer.enabled()) {
+    TraceEntry e;
+    e.kind = TraceKind::kTask;
+    e.name = tracer.Intern(rec.tenant);  // tenants are few; task names may be unbounded
+    e.device = device_;
+    e.begin = Tracer::Ticks();
+    e.task = rec.task;
+    e.from = static_cast<uint8_t>(rec.from);
+    e.to = static_cast<uint8_t>(rec.to);
+    tracer.Add(e);
+  }
   PGK_ASSIGN_OR_RETURN(auto callbacks, task.Transition(rec, std::move(final)));
   // A finished task's callable (if it never ran) is released on the notifier thread too, as
   // no lock is held there (releasing a Python callable takes the GIL).

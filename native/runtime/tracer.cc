@@ -7,6 +7,14 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/status.h"
+
+#if __has_include(<nvtx3/nvToolsExt.h>)
+#include <nvtx3/nvToolsExt.h>
+#define PGK_TRACE_NVTX 1
+#else
+#define PGK_TRACE_NVTX 0
+#endif
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
@@ -42,7 +50,9 @@ constexpr uint64_t kIndexMask = (uint64_t{1} << 40) - 1;  // a seq's record coun
 // record in `begun` before writing its slot and publishes it in `written` after; a reader copies
 // the published slots, then keeps those that `begun` says were not overwritten meanwhile.
 struct Tracer::Ring {
-  static constexpr size_t kWords = 8;  // begin, end, name, stream, kind|device, bytes, alloc, resv
+  // begin, end, name, stream, kind|device, then by kind: bytes, flops | allocated, reserved;
+  // for tasks: id, from|to.
+  static constexpr size_t kWords = 8;
   explicit Ring(size_t cap)
       : capacity(cap), words(static_cast<uint64_t*>(std::calloc(cap * kWords, 8))) {}
   ~Ring() { std::free(words); }
@@ -67,6 +77,12 @@ absl::string_view TraceKindName(TraceKind kind) {
       return "alloc";
     case TraceKind::kFree:
       return "free";
+    case TraceKind::kCopy:
+      return "copy";
+    case TraceKind::kTask:
+      return "task";
+    case TraceKind::kRange:
+      return "range";
   }
   return "unknown";
 }
@@ -176,12 +192,64 @@ uint64_t Tracer::Add(const TraceEntry& e) {
   Put(w + 4, uint64_t{static_cast<uint8_t>(e.kind)} |
                  uint64_t{static_cast<uint8_t>(e.device.type)} << 8 |
                  uint64_t{static_cast<uint16_t>(e.device.index)} << 16);
-  Put(w + 5, static_cast<uint64_t>(e.bytes));
-  Put(w + 6, static_cast<uint64_t>(e.allocated));
-  Put(w + 7, static_cast<uint64_t>(e.reserved));
+  const bool memory = e.kind == TraceKind::kAlloc || e.kind == TraceKind::kFree;
+  if (e.kind == TraceKind::kTask) {
+    Put(w + 5, e.task);
+    Put(w + 6, uint64_t{e.from} | uint64_t{e.to} << 8);
+  } else {
+    Put(w + 5, static_cast<uint64_t>(e.bytes));
+    Put(w + 6, static_cast<uint64_t>(memory ? e.allocated : e.flops));
+    Put(w + 7, static_cast<uint64_t>(memory ? e.reserved : -1));
+  }
   ring.written.store(n + 1, std::memory_order_release);
   return (uint64_t{ring.thread} << 40) | (n + 1);
 }
+
+void Tracer::AddSpan(TraceKind kind, const std::string* name, Device device, uint64_t stream,
+                     uint64_t begin, int64_t bytes) {
+  if (!enabled()) return;
+  TraceEntry e;
+  e.kind = kind;
+  e.name = name;
+  e.device = device;
+  e.stream = stream;
+  e.begin = begin;
+  e.end = Ticks();
+  e.bytes = bytes;
+  Add(e);
+}
+
+namespace {
+struct OpenRange {
+  const std::string* name;
+  uint64_t begin;
+};
+thread_local std::vector<OpenRange> open_ranges;
+}  // namespace
+
+void PushTraceRange(absl::string_view name) {
+#if PGK_TRACE_NVTX
+  const std::string n(name);
+  nvtxRangePushA(n.c_str());
+#endif
+  Tracer& t = Tracer::Get();
+  open_ranges.push_back(OpenRange{t.Intern(name), Tracer::Ticks()});
+}
+
+absl::Status PopTraceRange() {
+  if (open_ranges.empty()) {
+    return RuntimeError("trace range: pop without an open range on this thread");
+  }
+#if PGK_TRACE_NVTX
+  nvtxRangePop();
+#endif
+  const OpenRange r = open_ranges.back();
+  open_ranges.pop_back();
+  Tracer::Get().AddSpan(TraceKind::kRange, r.name, Device{}, 0, r.begin);
+  return absl::OkStatus();
+}
+
+bool NvtxAvailable() { return PGK_TRACE_NVTX != 0; }
 
 void Tracer::BeginProfiling() { profiling_.fetch_add(1); }
 
@@ -310,9 +378,19 @@ std::vector<TraceRecord> Tracer::Collect(uint64_t since) {
       r.kind = static_cast<TraceKind>(packed & 0xff);
       r.device.type = static_cast<DeviceType>((packed >> 8) & 0xff);
       r.device.index = static_cast<int16_t>((packed >> 16) & 0xffff);
-      r.bytes = static_cast<int64_t>(Take(w + 5));
-      r.allocated = static_cast<int64_t>(Take(w + 6));
-      r.reserved = static_cast<int64_t>(Take(w + 7));
+      if (r.kind == TraceKind::kTask) {
+        r.task = Take(w + 5);
+        const uint64_t states = Take(w + 6);
+        r.from = static_cast<uint8_t>(states & 0xff);
+        r.to = static_cast<uint8_t>((states >> 8) & 0xff);
+      } else if (r.kind == TraceKind::kAlloc || r.kind == TraceKind::kFree) {
+        r.bytes = static_cast<int64_t>(Take(w + 5));
+        r.allocated = static_cast<int64_t>(Take(w + 6));
+        r.reserved = static_cast<int64_t>(Take(w + 7));
+      } else {
+        r.bytes = static_cast<int64_t>(Take(w + 5));
+        r.flops = static_cast<int64_t>(Take(w + 6));
+      }
       r.thread = ring->thread;
       out.push_back(r);
     }

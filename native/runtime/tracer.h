@@ -1,5 +1,6 @@
 // The tracer: always-on records of what the runtime does (kernel launches, host tasks, library
-// calls, allocations and frees) in per-thread ring buffers, and, while a profiling session is
+// calls, allocations and frees, host<->device copies, scheduler task transitions and user
+// ranges) in per-thread ring buffers, and, while a profiling session is
 // open, the GPU time of each launch from a pair of events resolved when the session collects.
 // Recording costs two reads of the time-stamp counter and a few stores into the thread's own
 // ring; it takes no lock, never synchronizes, allocates only a thread's ring (once) and never
@@ -30,20 +31,34 @@ enum class TraceKind : uint8_t {
   kLibrary,   // a vendor-library call (cuBLASLt)
   kAlloc,     // a pool allocation (bytes: requested)
   kFree,      // a pool free (bytes: requested)
+  kCopy,      // a host<->device copy (host span: the call; bytes: copied)
+  kTask,      // a scheduler task's state change (an instant; name: its tenant)
+  kRange,     // a user range (TraceRange, gp.profiler.range)
 };
 
-/// The kind's name in exports ("kernel", "host_task", "library", "alloc", "free").
+/// The kind's name in exports ("kernel", "host_task", "library", "alloc", "free", "copy",
+/// "task", "range").
 absl::string_view TraceKindName(TraceKind kind);
 
-/// What a hook records (the hot path: times in Ticks()).
+/// What a launch declares it does, for achieved TFLOP/s and GB/s in profiles (0: not declared).
+struct LaunchCost {
+  int64_t flops = 0;  // floating-point (or integer) operations
+  int64_t bytes = 0;  // device memory read plus written, as the op counts it (no cache effects)
+};
+
+/// What a hook records (the hot path: times in Ticks()). Which fields a record keeps depends
+/// on its kind (they share the slot's last three words).
 struct TraceEntry {
   uint64_t begin = 0;                 // Ticks() at the start of the host call
   uint64_t end = 0;                   // Ticks() at its end (0: an instant)
   const std::string* name = nullptr;  // interned (Tracer::Intern or the dispatcher's names)
   uint64_t stream = 0;                // the stream (its hal::Stream's address), as an id
-  int64_t bytes = 0;                  // alloc / free: requested bytes
+  int64_t bytes = 0;                  // launches: declared; alloc / free: requested; copy
+  int64_t flops = 0;                  // launches: declared
   int64_t allocated = -1;             // alloc / free: the pool's allocated and reserved bytes
   int64_t reserved = -1;
+  uint64_t task = 0;                  // task: its id, and the states it left and entered
+  uint8_t from = 0, to = 0;           //   (TaskState values)
   TraceKind kind = TraceKind::kKernel;
   Device device;
 };
@@ -55,13 +70,33 @@ struct TraceRecord {
   int64_t end_ns = 0;    // end of the host call (== begin_ns for instants)
   const std::string* name = nullptr;
   int64_t bytes = 0;
+  int64_t flops = 0;
   int64_t allocated = -1;
   int64_t reserved = -1;
+  uint64_t task = 0;
+  uint8_t from = 0, to = 0;
   double gpu_ms = -1;  // launches in a profiling session: time on the device, else -1
   uint64_t stream = 0;
   uint32_t thread = 0;  // small id of the recording thread, from 1
   TraceKind kind = TraceKind::kKernel;
   Device device;
+};
+
+/// A user range on this thread: an NVTX range (where the build has NVTX; tools such as Nsight
+/// Systems see it) and a kRange record from its start to its end. Ranges nest per thread.
+void PushTraceRange(absl::string_view name);
+/// Ends this thread's innermost range; a RuntimeError when none is open.
+absl::Status PopTraceRange();
+/// Whether PushTraceRange also makes NVTX ranges (the NVTX headers were present at build time).
+bool NvtxAvailable();
+
+/// A scoped PushTraceRange / PopTraceRange.
+class TraceRange {
+ public:
+  explicit TraceRange(absl::string_view name) { PushTraceRange(name); }
+  ~TraceRange() { (void)PopTraceRange(); }
+  TraceRange(const TraceRange&) = delete;
+  TraceRange& operator=(const TraceRange&) = delete;
 };
 
 /// Process-wide; thread-safe. Each thread writes its own ring without locks (a single-writer
@@ -85,6 +120,9 @@ class Tracer {
   const std::string* Intern(absl::string_view name);
   /// Appends a record to this thread's ring; returns its seq, 0 when tracing is off.
   uint64_t Add(const TraceEntry& e);
+  /// Records a span from `begin` (a Ticks() mark) to now: for hooks off the launch path (copies).
+  void AddSpan(TraceKind kind, const std::string* name, Device device, uint64_t stream,
+               uint64_t begin, int64_t bytes = 0);
 
   /// Profiling sessions: while at least one is open, launches are timed on the device.
   void BeginProfiling();

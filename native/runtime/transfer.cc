@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/cpu/thread_pool.h"
 #include "core/status.h"
+#include "runtime/tracer.h"
 
 namespace pygpukit {
 namespace {
@@ -118,6 +119,30 @@ absl::Status TransferEngine::Order(hal::Stream& first, hal::Stream& later) {
 
 absl::Status TransferEngine::ToDevice(void* dst, const void* src, size_t bytes, hal::Stream& stream,
                                       bool blocking) {
+  static const std::string* const name = Tracer::Get().Intern("copy_h2d");
+  const uint64_t begin = Tracer::Ticks();
+  absl::Status s = CopyToDevice(dst, src, bytes, stream, blocking);
+  if (s.ok() && bytes > 0) {
+    Tracer::Get().AddSpan(TraceKind::kCopy, name, device_, reinterpret_cast<uintptr_t>(&stream),
+                          begin, static_cast<int64_t>(bytes));
+  }
+  return s;
+}
+
+absl::Status TransferEngine::ToHost(void* dst, const void* src, size_t bytes, hal::Stream& stream,
+                                    bool blocking) {
+  static const std::string* const name = Tracer::Get().Intern("copy_d2h");
+  const uint64_t begin = Tracer::Ticks();
+  absl::Status s = CopyToHost(dst, src, bytes, stream, blocking);
+  if (s.ok() && bytes > 0) {
+    Tracer::Get().AddSpan(TraceKind::kCopy, name, device_, reinterpret_cast<uintptr_t>(&stream),
+                          begin, static_cast<int64_t>(bytes));
+  }
+  return s;
+}
+
+absl::Status TransferEngine::CopyToDevice(void* dst, const void* src, size_t bytes,
+                                          hal::Stream& stream, bool blocking) {
   if (bytes == 0) return absl::OkStatus();
   // The destination may be memory that work queued on `stream` still uses.
   PGK_RETURN_IF_ERROR(Order(stream, *h2d_));
@@ -159,8 +184,8 @@ absl::Status TransferEngine::StagedToDevice(char* dst, const char* src, size_t b
   return absl::OkStatus();  // the slots return to the pool fenced on h2d
 }
 
-absl::Status TransferEngine::ToHost(void* dst, const void* src, size_t bytes, hal::Stream& stream,
-                                    bool blocking) {
+absl::Status TransferEngine::CopyToHost(void* dst, const void* src, size_t bytes,
+                                        hal::Stream& stream, bool blocking) {
   if (bytes == 0) return absl::OkStatus();
   PGK_RETURN_IF_ERROR(Order(stream, *d2h_));  // after the work that produces the data
   d2h_bytes_.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed);

@@ -61,6 +61,11 @@ class TransferEngine {
 
  private:
   TransferEngine(hal::Backend* backend, Device device, PinnedPool* pinned, TransferOptions options);
+  // ToDevice / ToHost without their trace records.
+  absl::Status CopyToDevice(void* dst, const void* src, size_t bytes, hal::Stream& stream,
+                            bool blocking);
+  absl::Status CopyToHost(void* dst, const void* src, size_t bytes, hal::Stream& stream,
+                          bool blocking);
   // Makes `later` wait for the work queued on `first` so far.
   absl::Status Order(hal::Stream& first, hal::Stream& later);
   absl::Status StagedToDevice(char* dst, const char* src, size_t bytes);

@@ -1,29 +1,38 @@
 """Tracing and profiling.
 
-The runtime always records kernel launches, host tasks, library calls, allocations and frees in
-per-thread ring buffers (about 0.1 us per record; PYGPUKIT_TRACE=0 turns it off).
-A profiling session also times every launch on the device with a pair of events, resolved when
-the session ends (never on the launch path):
+The runtime always records kernel launches, host tasks, library calls, copies, allocations,
+frees and scheduler task state changes in per-thread ring buffers (PYGPUKIT_TRACE=0 turns it
+off; benchmarks/trace_overhead.py measures the cost). A profiling session also times every
+launch on the device with a pair of events, resolved when the session ends (never on the
+launch path):
 
     import pygpukit as gp
     with gp.profiler.profile() as prof:
         C = A @ B
         D = gp.exp(C) + 1
-    print(prof.summary())                 # per kernel: calls, total / mean / p50 / p99 GPU time
+    print(prof.summary())     # per kernel: calls, GPU total / mean / p50 / p99, TFLOP/s, GB/s
     prof.export_chrome_trace("trace.json")   # chrome://tracing or https://ui.perfetto.dev
-    prof.memory_timeline()                # [(ms, allocated bytes, reserved bytes), ...]
+    prof.memory_timeline()    # [(ms, allocated bytes, reserved bytes, device), ...]
 
-    @gp.profiler.profile()                # as a decorator: prof.last holds the latest call's
+    @gp.profiler.profile()    # as a decorator: prof.last holds the latest call's session
     def step(): ...
+
+    with gp.profiler.range("forward"):   # a named range: in the trace, and NVTX for Nsight
+        ...
 
     r = gp.profiler.benchmark(lambda: A @ B, warmup=3, repeat=50, flush_l2=True)
     print(r.median_ms, r.p90_ms)
+
+Ops declare their work (matmul FLOPs; bytes each elementwise op, reduction and copy moves),
+which the table turns into achieved TFLOP/s and GB/s over device time. C++ services get the same
+tables and exports from runtime/profile.h.
 
 A tracer failure (an event that cannot be created) turns GPU timing off; the session then warns
 once and reports host times only. Records that do not fit a thread's ring (capacity(): 65536 by
 default, PYGPUKIT_TRACE_CAPACITY) overwrite the oldest; dropped() counts them.
 """
 
+import builtins
 import dataclasses
 import functools
 import json
@@ -43,7 +52,9 @@ __all__ = [
     "capacity",
     "dropped",
     "enabled",
+    "nvtx_available",
     "profile",
+    "range",
     "set_capacity",
     "set_enabled",
 ]
@@ -76,38 +87,50 @@ def dropped():
 
 @dataclasses.dataclass(frozen=True)
 class TraceEvent:
-    """One record. Times in ms from the tracer's start; gpu_ms is the launch's time on the
-    device (profiling sessions) or None; allocated / reserved: the pool after an alloc / free."""
+    """One record. Times in ms from the tracer's start; gpu_ms is the launch's (or device
+    copy's) time on the device in a profiling session, else None. By kind: launches carry the
+    bytes and FLOPs their op declares (0: none declared); alloc / free the requested bytes and
+    the pool's allocated / reserved after them; copy the bytes copied; task the task's id and
+    the states it left and entered (name: its tenant); range a user range's span."""
 
     seq: int  # unique; increasing within a thread
-    kind: str  # "kernel", "host_task", "library", "alloc", "free"
+    kind: str  # "kernel", "host_task", "library", "alloc", "free", "copy", "task", "range"
     name: str
     start_ms: float
     host_ms: float  # duration of the host call
     gpu_ms: float | None
     bytes: int
+    flops: int
     allocated: int | None
     reserved: int | None
     device: str
     stream: int
     thread: int
+    task: int | None = None
+    from_state: str | None = None
+    to_state: str | None = None
 
 
 def _event(t):
-    seq, kind, name, begin, end, gpu, nbytes, alloc, resv, dev, stream, thread = t
+    seq, kind, name, begin, end, gpu, nbytes, flops, alloc, resv, dev, stream, thread = t[:13]
+    task, from_state, to_state = t[13:]
     return TraceEvent(
         seq=seq,
         kind=kind,
         name=name,
         start_ms=begin / 1e6,
         host_ms=(end - begin) / 1e6,
-        gpu_ms=None if gpu < 0 else gpu,
+        gpu_ms=gpu,
         bytes=nbytes,
-        allocated=None if alloc < 0 else alloc,
-        reserved=None if resv < 0 else resv,
+        flops=flops,
+        allocated=alloc,
+        reserved=resv,
         device=dev,
         stream=stream,
         thread=thread,
+        task=task,
+        from_state=from_state,
+        to_state=to_state,
     )
 
 
@@ -121,197 +144,75 @@ def _percentile(sorted_values, q):
     return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
-_LAUNCHES = ("kernel", "host_task", "library")
-
-
 class Profile:
     """A profiling session (see the module doc). `events` holds the records of the latest
-    session; as a decorator each call is a session and `last` is the latest one's Profile."""
+    session; as a decorator each call is a session and `last` is the latest one's Profile.
+    The tables and exports come from the C++ runtime (runtime/profile.h), which services
+    embedding it use too."""
 
-    def __init__(self, gpu_timing=True):
+    def __init__(self, gpu_timing=True, name=None):
         self.gpu_timing = gpu_timing
+        self.name = name
         self.events = []
         self.last = self
-        self._since = None
+        self._session = None
+        self._records = _trace.Records()
 
     def __enter__(self):
-        if self._since is not None:
+        if self._session is not None:
             raise RuntimeError("profile: this session is already open (sessions do not nest)")
-        self._since = _trace.mark()
-        if self.gpu_timing:
-            _trace.begin_profiling()
+        self._session = _trace.Session(self.gpu_timing)
+        if self.name is not None:
+            _trace.push_range(self.name)
         return self
 
     def __exit__(self, *exc):
-        try:
-            # The session's work finishes first, so that its records are complete (CPU streams
-            # free the buffers their tasks held on their own threads, after the tasks).
-            for dev in _core.devices():
-                _core.synchronize(dev)
-            rows = _trace.collect(self._since)
-        finally:
-            if self.gpu_timing:
-                _trace.end_profiling()
-            self._since = None
-        self.events = [_event(t) for t in rows]
+        session, self._session = self._session, None
+        if self.name is not None:
+            _trace.pop_range()
+        self._records = session.stop()
+        self.events = [_event(t) for t in self._records.events()]
         status = _trace.status()
         if status is not None and self.gpu_timing:
             warnings.warn(status, RuntimeWarning, stacklevel=2)
         return False
 
     def kernels(self):
-        """Per launched name: {name: {calls, kind, gpu_total_ms, gpu_mean_ms, gpu_p50_ms,
-        gpu_p99_ms, host_total_ms}} (GPU fields None without device times)."""
-        groups = {}
-        for e in self.events:
-            if e.kind in _LAUNCHES:
-                groups.setdefault(e.name, []).append(e)
-        out = {}
-        for name, es in groups.items():
-            gpu = sorted(e.gpu_ms for e in es if e.gpu_ms is not None)
-            out[name] = {
-                "calls": len(es),
-                "kind": es[0].kind,
-                "gpu_total_ms": sum(gpu) if gpu else None,
-                "gpu_mean_ms": statistics.fmean(gpu) if gpu else None,
-                "gpu_p50_ms": _percentile(gpu, 50) if gpu else None,
-                "gpu_p99_ms": _percentile(gpu, 99) if gpu else None,
-                "host_total_ms": sum(e.host_ms for e in es),
-            }
-        return out
+        """Per launched name (kernels, host tasks, library calls, copies), in order of first
+        launch: {name: {calls, kind, timed, gpu_total_ms, gpu_mean_ms, gpu_p50_ms, gpu_p99_ms,
+        host_total_ms, flops, bytes, tflops, gbps}}. GPU fields are None without device times;
+        flops / bytes sum what the ops declare, and tflops / gbps rate them over device time
+        (None when not declared)."""
+        return dict(self._records.kernels())
 
     def summary(self, sort_by="gpu_total_ms"):
-        """The per-kernel table as text, largest `sort_by` first (a kernels() field)."""
-        fields = ("calls", "gpu_total_ms", "gpu_mean_ms", "gpu_p50_ms", "gpu_p99_ms")
-        if sort_by not in fields + ("host_total_ms",):
-            raise ValueError(f"summary: sort_by must be one of {fields + ('host_total_ms',)}")
-        table = self.kernels()
-
-        def key(item):
-            v = item[1].get(sort_by)
-            return -(v if v is not None else -1)
-
-        def ms(v):
-            return "-" if v is None else f"{v:.4f}"
-
-        head = f"{'name':40s} {'calls':>7s} {'gpu total':>11s} {'mean':>9s} {'p50':>9s} {'p99':>9s}"
-        lines = [head + f" {'host total':>11s}", "-" * (len(head) + 12)]
-        for name, s in sorted(table.items(), key=key):
-            lines.append(
-                f"{name[:40]:40s} {s['calls']:7d} {ms(s['gpu_total_ms']):>11s} "
-                f"{ms(s['gpu_mean_ms']):>9s} {ms(s['gpu_p50_ms']):>9s} {ms(s['gpu_p99_ms']):>9s}"
-                f" {ms(s['host_total_ms']):>11s}"
-            )
-        allocs = sum(1 for e in self.events if e.kind == "alloc")
-        lines.append(f"{allocs} allocations, {len(self.events)} records (times in ms)")
-        return "\n".join(lines)
+        """The per-kernel table as text, largest `sort_by` first (calls, gpu_total_ms,
+        gpu_mean_ms, gpu_p50_ms, gpu_p99_ms, host_total_ms, tflops or gbps)."""
+        return self._records.summary(sort_by)
 
     def memory_timeline(self):
-        """[(ms, allocated bytes, reserved bytes)] after each allocation and free, per the
-        pool of the event's device (all devices interleaved in time order)."""
-        return [
-            (e.start_ms, e.allocated, e.reserved)
-            for e in self.events
-            if e.kind in ("alloc", "free") and e.allocated is not None
-        ]
+        """[(ms, allocated bytes, reserved bytes, device)] after each allocation and free, per
+        the pool of the event's device (all devices interleaved in time order)."""
+        return self._records.memory_timeline()
 
     def chrome_trace(self):
-        """The session as a Chrome trace / Perfetto JSON object: host calls on their thread's
-        track ("X" spans), device times on a track per stream, memory as counter tracks per
-        device. Device start times are not measured: a launch's device span starts at its host
-        launch or when the stream's previous span ends, whichever is later (a stream runs its
-        work in order)."""
-        events = []
-        stream_tids = {}  # (device, stream) -> track id on the device "process"
-        stream_free_at = {}
-        for e in self.events:
-            args = {"seq": e.seq, "device": e.device}
-            if e.kind in _LAUNCHES:
-                events.append(
-                    {
-                        "name": e.name,
-                        "cat": e.kind,
-                        "ph": "X",
-                        "ts": e.start_ms * 1e3,
-                        "dur": e.host_ms * 1e3,
-                        "pid": 0,
-                        "tid": e.thread,
-                        "args": args,
-                    }
-                )
-                if e.gpu_ms is not None:
-                    key = (e.device, e.stream)
-                    tid = stream_tids.setdefault(key, len(stream_tids) + 1)
-                    start = max(e.start_ms * 1e3, stream_free_at.get(key, 0.0))
-                    stream_free_at[key] = start + e.gpu_ms * 1e3
-                    events.append(
-                        {
-                            "name": e.name,
-                            "cat": "gpu",
-                            "ph": "X",
-                            "ts": start,
-                            "dur": e.gpu_ms * 1e3,
-                            "pid": 1,
-                            "tid": tid,
-                            "args": args,
-                        }
-                    )
-            else:
-                args["bytes"] = e.bytes
-                events.append(
-                    {
-                        "name": e.kind,
-                        "cat": "memory",
-                        "ph": "i",
-                        "s": "t",
-                        "ts": e.start_ms * 1e3,
-                        "pid": 0,
-                        "tid": e.thread,
-                        "args": args,
-                    }
-                )
-                if e.allocated is not None:
-                    events.append(
-                        {
-                            "name": f"memory {e.device}",
-                            "ph": "C",
-                            "ts": e.start_ms * 1e3,
-                            "pid": 2,
-                            "args": {"allocated": e.allocated, "reserved": e.reserved},
-                        }
-                    )
-        meta = [
-            {"name": "process_name", "ph": "M", "pid": 0, "args": {"name": "host"}},
-            {"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "device"}},
-            {"name": "process_name", "ph": "M", "pid": 2, "args": {"name": "memory"}},
-        ]
-        for (dev, stream), tid in stream_tids.items():
-            name = f"{dev} stream {stream:#x}"
-            meta.append(
-                {"name": "thread_name", "ph": "M", "pid": 1, "tid": tid, "args": {"name": name}}
-            )
-        for thread in sorted({e.thread for e in self.events}):
-            meta.append(
-                {
-                    "name": "thread_name",
-                    "ph": "M",
-                    "pid": 0,
-                    "tid": thread,
-                    "args": {"name": f"thread {thread}"},
-                }
-            )
-        return {"traceEvents": meta + events, "displayTimeUnit": "ms"}
+        """The session as a Chrome trace / Perfetto JSON object: host calls and ranges on their
+        thread's track ("X" spans), device times on a track per stream, allocations, frees and
+        task state changes as instants, memory as counter tracks per device. Device start
+        times are not measured: a launch's device span starts at its host launch or when the
+        stream's previous span ends, whichever is later (a stream runs its work in order)."""
+        return json.loads(self._records.chrome_trace_json())
 
     def export_chrome_trace(self, path):
         """Writes chrome_trace() to `path` as JSON."""
         with open(path, "w") as f:
-            json.dump(self.chrome_trace(), f)
+            f.write(self._records.chrome_trace_json())
 
     def __call__(self, fn):
         # Each decorated call is its own session; `last` is the newest one.
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            session = Profile(self.gpu_timing)
+            session = Profile(self.gpu_timing, self.name)
             self.last = session
             with session:
                 return fn(*args, **kwargs)
@@ -319,10 +220,42 @@ class Profile:
         return wrapper
 
 
-def profile(gpu_timing=True):
+def profile(gpu_timing=True, name=None):
     """A profiling session: `with gp.profiler.profile() as prof:` or `@gp.profiler.profile()`.
-    gpu_timing=False keeps host records only (no events)."""
-    return Profile(gpu_timing)
+    gpu_timing=False keeps host records only (no events). `name` also marks the session as a
+    range (NVTX and the trace)."""
+    return Profile(gpu_timing, name)
+
+
+class range:  # noqa: A001 - the profiler's vocabulary (torch.profiler.record_function, nvtx)
+    """A named range of this thread's work: `with gp.profiler.range("step"):` or
+    `@gp.profiler.range("step")`. It shows in the trace (kind "range", exported as a span) and,
+    where the build has NVTX (nvtx_available()), in Nsight Systems and other NVTX tools.
+    Ranges nest."""
+
+    def __init__(self, name):
+        self.name = str(name)
+
+    def __enter__(self):
+        _trace.push_range(self.name)
+        return self
+
+    def __exit__(self, *exc):
+        _trace.pop_range()
+        return False
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self:
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+def nvtx_available():
+    """Whether ranges are also NVTX ranges in this build (NVTX headers found at build time)."""
+    return _trace.nvtx_available()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -349,14 +282,14 @@ def benchmark(fn, *args, warmup=3, repeat=20, flush_l2=False, device=None, **kwa
     if warmup < 0:
         raise ValueError(f"benchmark: warmup must be at least 0, got {warmup}")
     dev = _core.default_device() if device is None else _core.Device(device)
-    for _ in range(warmup):
+    for _ in builtins.range(warmup):
         fn(*args, **kwargs)
     scratch = None
     if flush_l2:
         l2 = _core.device_properties(dev)["l2_cache_bytes"] or (8 << 20)
         scratch = _core.zeros((2 * l2,), dtype=_core.uint8, device=dev)
     pairs = []
-    for _ in range(repeat):
+    for _ in builtins.range(repeat):
         if scratch is not None:
             scratch += 1
         start, end = _core.Event(dev), _core.Event(dev)

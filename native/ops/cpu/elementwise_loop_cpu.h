@@ -112,7 +112,7 @@ absl::Status Enqueue(hal::Stream& s, const EwLaunch& l, const EwCpuArgs& args, K
     cpu::ParallelFor(args.n, kGrain, [&](int64_t b, int64_t e) {
       RunRange<R, T...>(args, in, b, e, f, std::index_sequence_for<T...>{});
     });
-  });
+  }, args.cost);
 }
 
 /// Queues table function `Op` (of `kArity` operands, domain D) in l.compute.

@@ -84,18 +84,21 @@ absl::Status Matmul(hal::Stream& s, const MatmulProblem& p, KeepAlive keep) {
     } else {
       const kernels::GemmParams g = GemmParamsOf(p);
       if (p.epilogue.out == p.dtype) {
-        return Runtime::Get().dispatcher().LaunchHost(s, "matmul", [p, g, keep = std::move(keep)] {
-          for (int64_t b = 0; b < p.batch; ++b) GemmOne<T, T>(p, g, b);
-        });
+        return Runtime::Get().dispatcher().LaunchHost(
+            s, "matmul",
+            [p, g, keep = std::move(keep)] {
+              for (int64_t b = 0; b < p.batch; ++b) GemmOne<T, T>(p, g, b);
+            },
+            MatmulCost(p));
       }
       if constexpr (kernels::IsHalfT<T>::value) {
         if (p.epilogue.out == DType::Float32) {
-          return Runtime::Get().dispatcher().LaunchHost(s, "matmul",
-                                                        [p, g, keep = std::move(keep)] {
-                                                          for (int64_t b = 0; b < p.batch; ++b) {
-                                                            GemmOne<T, float>(p, g, b);
-                                                          }
-                                                        });
+          return Runtime::Get().dispatcher().LaunchHost(
+              s, "matmul",
+              [p, g, keep = std::move(keep)] {
+                for (int64_t b = 0; b < p.batch; ++b) GemmOne<T, float>(p, g, b);
+              },
+              MatmulCost(p));
         }
       }
       return TypeError(absl::StrCat("matmul: output dtype ", DTypeName(p.epilogue.out), " for ",

@@ -178,7 +178,7 @@ absl::Status Reduce(hal::Stream& s, const ReduceLaunch& l, DType out,
                     const kernels::ReduceParams& p, KeepAlive keep) {
   return Dispatch(l, out, [&]<class R, class Out>() -> absl::Status {
     return Runtime::Get().dispatcher().LaunchHost(
-        s, l.name, [p, keep = std::move(keep)] { RunReduce<R, Out>(p); });
+        s, l.name, [p, keep = std::move(keep)] { RunReduce<R, Out>(p); }, l.cost);
   });
 }
 
@@ -189,7 +189,7 @@ absl::Status Scan(hal::Stream& s, const ReduceLaunch& l, DType out, const kernel
     if constexpr (std::is_same_v<R, kernels::SumReducer<C>> ||
                   std::is_same_v<R, kernels::ProdReducer<C>>) {
       return Runtime::Get().dispatcher().LaunchHost(
-          s, l.name, [p, keep = std::move(keep)] { RunScan<R, Out>(p); });
+          s, l.name, [p, keep = std::move(keep)] { RunScan<R, Out>(p); }, l.cost);
     } else {
       return RuntimeError(absl::StrCat(l.name, ": no CPU scan"));
     }

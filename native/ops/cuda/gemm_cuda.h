@@ -7,6 +7,7 @@
 #include "core/dtype.h"
 #include "core/hal/backend.h"
 #include "ops/kernels/gemm_params.h"
+#include "runtime/tracer.h"
 
 namespace pygpukit::ops::cuda_kernels {
 
@@ -19,6 +20,7 @@ struct GemmLaunch {
   // sm90 tile width (128 or 256), cluster size (1 or 2) and K splits (1 = none); 0 lets
   // GemmSm90 choose (ops/gemm_sm90_plan.h). The autotuner sets them to time each configuration.
   int sm90_bn = 0, sm90_cluster = 0, sm90_splits = 0;
+  LaunchCost cost;  // declared to the profiler (MatmulCost)
 };
 
 /// Hopper wgmma + TMA kernels (sm_90a): bf16 / fp16 in, fp32 accumulate, same dtype or float32

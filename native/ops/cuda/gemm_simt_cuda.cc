@@ -106,7 +106,7 @@ absl::Status GemmSimt(hal::Stream& s, const GemmLaunch& g) {
   const std::string kernel = absl::StrCat("pgk_gemm_simt_", tile.name, "_",
                                           std::string{a_pattern, b_pattern}, "_", DTypeCode(g.in));
   void* args[] = {&p};
-  return Runtime::Get().dispatcher().LaunchDevice(s, kernel, dims, args);
+  return Runtime::Get().dispatcher().LaunchDevice(s, kernel, dims, args, g.cost);
 }
 
 }  // namespace pygpukit::ops::cuda_kernels

@@ -146,7 +146,7 @@ absl::Status GemmSm80(hal::Stream& s, const GemmLaunch& g) {
   const std::string kernel = absl::StrCat("pgk_gemm_sm80_", t.name, "_", layout, "_",
                                           DTypeCode(g.in), "_", DTypeCode(g.out));
   void* args[] = {&p};
-  return Runtime::Get().dispatcher().LaunchDevice(s, kernel, dims, args);
+  return Runtime::Get().dispatcher().LaunchDevice(s, kernel, dims, args, g.cost);
 }
 
 }  // namespace pygpukit::ops::cuda_kernels

@@ -305,7 +305,7 @@ absl::Status GemmSm90(hal::Stream& s, const GemmLaunch& g) {
       absl::StrCat("pgk_gemm_sm90_128x", bn, cluster > 1 ? "_c2" : "", "_", a_kmajor ? "k" : "m",
                    b_kmajor ? "k" : "n", "_", DTypeCode(g.in), "_", DTypeCode(g.out));
   void* args[] = {&map_a, &map_b, &map_d, &params, &tma_store};
-  return rt.dispatcher().LaunchDevice(s, kernel, dims, args);
+  return rt.dispatcher().LaunchDevice(s, kernel, dims, args, g.cost);
 }
 
 }  // namespace pygpukit::ops::cuda_kernels

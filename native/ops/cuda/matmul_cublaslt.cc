@@ -186,7 +186,7 @@ absl::Status MatmulCublasLt(hal::Stream& s, const MatmulProblem& p, Device devic
         lt->cublasLtMatmul(handle, d.op, alpha, p.b, d.b, p.a, d.a, beta, p.c, d.c, p.c, d.c,
                            &heuristic.algo, workspace->data(), ws_bytes, stream),
         "matmul: cublasLtMatmul");
-  });
+  }, MatmulCost(p));
 }
 
 }  // namespace pygpukit::ops::cuda_kernels

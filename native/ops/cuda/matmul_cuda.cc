@@ -19,6 +19,7 @@ absl::Status Matmul(hal::Stream& s, const MatmulProblem& p, Device device) {
   GemmLaunch g{p.dtype, p.epilogue.out,
                p.dtype == DType::Float32 && p.options.precision == MatmulPrecision::kTF32,
                GemmParamsOf(p)};
+  g.cost = MatmulCost(p);
   PGK_ASSIGN_OR_RETURN(hal::DeviceProperties props,
                        Runtime::Get().cuda_backend()->properties(device.index));
   if (p.options.backend == MatmulBackend::kAuto && GemmAutotuneEnabled()) {
@@ -74,7 +75,7 @@ absl::Status GemmEpilogueApply(hal::Stream& s, const MatmulProblem& p, const voi
   void* args[] = {&params};
   return Runtime::Get().dispatcher().LaunchDevice(
       s, absl::StrCat("pgk_gemm_epilogue_", DTypeCode(src_dtype), "_", DTypeCode(p.epilogue.out)),
-      dims, args);
+      dims, args, LaunchCost{n, n * (ItemSize(src_dtype) + ItemSize(p.epilogue.out))});
 }
 
 }  // namespace pygpukit::ops::cuda_kernels

@@ -241,7 +241,7 @@ absl::Status ReduceJit(hal::Stream& s, const ReduceLaunch& l, DType in, DType ou
   dims.block[1] = kBlock / spec.bx;
   dims.grid[0] = static_cast<unsigned>(grid_x);
   dims.grid[1] = static_cast<unsigned>(p.slices);
-  PGK_RETURN_IF_ERROR(rt.dispatcher().LaunchFunction(s, l.name, e.main, dims, params));
+  PGK_RETURN_IF_ERROR(rt.dispatcher().LaunchFunction(s, l.name, e.main, dims, params, l.cost));
   if (p.slices == 1) return absl::OkStatus();
   hal::LaunchDims fin;
   fin.block[0] = 32;
@@ -300,7 +300,9 @@ absl::Status ScanJit(hal::Stream& s, const ReduceLaunch& l, DType in, DType out,
   hal::LaunchDims lines;  // one thread per line
   lines.block[0] = kBlock;
   lines.grid[0] = static_cast<unsigned>(CeilDiv(p.n_lines, kBlock));
-  if (spec.serial) return rt.dispatcher().LaunchFunction(s, l.name, e.serial, lines, params);
+  if (spec.serial) {
+    return rt.dispatcher().LaunchFunction(s, l.name, e.serial, lines, params, l.cost);
+  }
   if (p.n_lines > INT32_MAX) {
     return NotImplementedError(absl::StrCat(l.name, ": more than 2^31 - 1 lines"));
   }
@@ -313,10 +315,13 @@ absl::Status ScanJit(hal::Stream& s, const ReduceLaunch& l, DType in, DType out,
     PGK_ASSIGN_OR_RETURN(workspace,
                          NewArray({p.n_lines * p.chunks * kMaxAcc}, DType::UInt8, device, l.name));
     p.partial = workspace.data();
-    PGK_RETURN_IF_ERROR(rt.dispatcher().LaunchFunction(s, l.name, e.totals, chunks, params));
+    // The input is read twice in this mode (totals, then the block scan).
+    PGK_RETURN_IF_ERROR(rt.dispatcher().LaunchFunction(
+        s, l.name, e.totals, chunks, params,
+        LaunchCost{l.cost.flops, p.n_lines * p.length * ItemSize(in)}));
     PGK_RETURN_IF_ERROR(rt.dispatcher().LaunchFunction(s, l.name, e.prefixes, lines, params));
   }
-  return rt.dispatcher().LaunchFunction(s, l.name, e.block, chunks, params);
+  return rt.dispatcher().LaunchFunction(s, l.name, e.block, chunks, params, l.cost);
 }
 
 }  // namespace pygpukit::ops::cuda_kernels
