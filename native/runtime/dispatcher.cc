@@ -146,8 +146,7 @@ absl::StatusOr<void*> Dispatcher::DeviceFunction(absl::string_view kernel, int d
 }
 
 absl::Status Dispatcher::LaunchDevice(hal::Stream& stream, absl::string_view kernel,
-                                      const hal::LaunchDims& dims, void** args,
-                                      LaunchCost cost) {
+                                      const hal::LaunchDims& dims, void** args, LaunchCost cost) {
 #if PGK_WITH_CUDA
   if (cuda_ == nullptr || !stream.device().is_cuda()) {
     return ValueError(absl::StrCat("dispatch ", kernel, ": device kernel on ",
@@ -211,20 +210,19 @@ absl::Status Dispatcher::LaunchFunction(hal::Stream& stream, absl::string_view k
 }
 
 absl::Status Dispatcher::LaunchLibrary(hal::Stream& stream, absl::string_view what,
-                                       const std::function<absl::Status()>& call,
-                                       LaunchCost cost) {
+                                       const std::function<absl::Status()>& call, LaunchCost cost) {
   library_calls_.fetch_add(1, std::memory_order_relaxed);
   const std::string* name = Count(what);
   hal::Backend* backend = BackendOf(stream);
-  return Gated(stream, [&] { return Traced(TraceKind::kLibrary, name, backend, stream, cost, call); });
+  return Gated(stream,
+               [&] { return Traced(TraceKind::kLibrary, name, backend, stream, cost, call); });
 }
 
 absl::Status Dispatcher::LaunchCopy(hal::Stream& stream, absl::string_view what,
                                     const std::function<absl::Status()>& call, int64_t bytes) {
   const std::string* name = Count(what);
   return Gated(stream, [&] {
-    return Traced(TraceKind::kCopy, name, BackendOf(stream), stream, LaunchCost{0, bytes},
-                  call);
+    return Traced(TraceKind::kCopy, name, BackendOf(stream), stream, LaunchCost{0, bytes}, call);
   });
 }
 

@@ -73,8 +73,8 @@ class Dispatcher {
   ~Dispatcher();
 
   /// Enqueues `task` (a CPU kernel) on a CPU stream.
-  absl::Status LaunchHost(hal::Stream& stream, absl::string_view kernel,
-                          std::function<void()> task, LaunchCost cost = {});
+  absl::Status LaunchHost(hal::Stream& stream, absl::string_view kernel, std::function<void()> task,
+                          LaunchCost cost = {});
   /// Launches the embedded CUDA kernel `kernel` (an extern "C" symbol) with `args` (pointers to
   /// the kernel's parameters, as for cuLaunchKernel).
   absl::Status LaunchDevice(hal::Stream& stream, absl::string_view kernel,

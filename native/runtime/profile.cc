@@ -155,16 +155,15 @@ absl::StatusOr<std::string> SummaryText(absl::Span<const TraceRecord> records,
   auto num = [](double v, const char* fmt) {
     return std::isnan(v) ? std::string("-") : absl::StrFormat(fmt, v);
   };
-  std::string out = absl::StrFormat("%-40s %7s %11s %9s %9s %9s %11s %8s %8s\n", "name", "calls",
-                                    "gpu total", "mean", "p50", "p99", "host total", "TFLOP/s",
-                                    "GB/s");
+  std::string out =
+      absl::StrFormat("%-40s %7s %11s %9s %9s %9s %11s %8s %8s\n", "name", "calls", "gpu total",
+                      "mean", "p50", "p99", "host total", "TFLOP/s", "GB/s");
   out += std::string(out.size() - 1, '-') + "\n";
   for (const KernelStats& s : rows) {
-    absl::StrAppendFormat(&out, "%-40s %7d %11s %9s %9s %9s %11s %8s %8s\n",
-                          s.name.substr(0, 40), s.calls, num(s.gpu_total_ms, "%.4f"),
-                          num(s.gpu_mean_ms, "%.4f"), num(s.gpu_p50_ms, "%.4f"),
-                          num(s.gpu_p99_ms, "%.4f"), num(s.host_total_ms, "%.4f"),
-                          num(s.tflops, "%.2f"), num(s.gbps, "%.1f"));
+    absl::StrAppendFormat(&out, "%-40s %7d %11s %9s %9s %9s %11s %8s %8s\n", s.name.substr(0, 40),
+                          s.calls, num(s.gpu_total_ms, "%.4f"), num(s.gpu_mean_ms, "%.4f"),
+                          num(s.gpu_p50_ms, "%.4f"), num(s.gpu_p99_ms, "%.4f"),
+                          num(s.host_total_ms, "%.4f"), num(s.tflops, "%.2f"), num(s.gbps, "%.1f"));
   }
   int64_t allocs = 0;
   for (const TraceRecord& r : records) allocs += r.kind == TraceKind::kAlloc ? 1 : 0;
@@ -185,7 +184,7 @@ std::vector<MemoryPoint> MemoryTimeline(absl::Span<const TraceRecord> records) {
 std::string ChromeTraceJson(absl::Span<const TraceRecord> records) {
   // Tracks: pid 0 host threads, pid 1 device streams, pid 2 memory counters.
   std::vector<std::string> events;
-  std::map<std::pair<std::string, uint64_t>, int> stream_tids;  // (device, stream) -> tid
+  std::map<std::pair<std::string, uint64_t>, int> stream_tids;        // (device, stream) -> tid
   std::map<std::pair<std::string, uint64_t>, double> stream_free_at;  // ns
   std::map<uint32_t, bool> threads;
   for (const TraceRecord& r : records) {
@@ -196,14 +195,14 @@ std::string ChromeTraceJson(absl::Span<const TraceRecord> records) {
     if (IsLaunch(r.kind) || r.kind == TraceKind::kRange) {
       if (r.bytes > 0) absl::StrAppend(&args, ",\"bytes\":", r.bytes);
       if (r.flops > 0) absl::StrAppend(&args, ",\"flops\":", r.flops);
-      events.push_back(absl::StrCat(
-          "{\"name\":", name, ",\"cat\":", Json(TraceKindName(r.kind)), ",\"ph\":\"X\",\"ts\":",
-          Us(static_cast<double>(r.begin_ns)), ",\"dur\":", Us(static_cast<double>(r.end_ns - r.begin_ns)),
-          ",\"pid\":0,\"tid\":", r.thread, ",\"args\":{", args, "}}"));
+      events.push_back(absl::StrCat("{\"name\":", name, ",\"cat\":", Json(TraceKindName(r.kind)),
+                                    ",\"ph\":\"X\",\"ts\":", Us(static_cast<double>(r.begin_ns)),
+                                    ",\"dur\":", Us(static_cast<double>(r.end_ns - r.begin_ns)),
+                                    ",\"pid\":0,\"tid\":", r.thread, ",\"args\":{", args, "}}"));
       if (r.gpu_ms >= 0) {
         const auto key = std::make_pair(dev, r.stream);
-        const int tid = stream_tids.try_emplace(key, static_cast<int>(stream_tids.size()) + 1)
-                            .first->second;
+        const int tid =
+            stream_tids.try_emplace(key, static_cast<int>(stream_tids.size()) + 1).first->second;
         const double start = std::max(static_cast<double>(r.begin_ns), stream_free_at[key]);
         stream_free_at[key] = start + r.gpu_ms * 1e6;
         events.push_back(absl::StrCat("{\"name\":", name, ",\"cat\":\"gpu\",\"ph\":\"X\",\"ts\":",
@@ -211,21 +210,21 @@ std::string ChromeTraceJson(absl::Span<const TraceRecord> records) {
                                       ",\"pid\":1,\"tid\":", tid, ",\"args\":{", args, "}}"));
       }
     } else if (r.kind == TraceKind::kTask) {
-      absl::StrAppend(&args, ",\"task\":", r.task, ",\"from\":",
-                      Json(TaskStateName(static_cast<TaskState>(r.from))),
+      absl::StrAppend(&args, ",\"task\":", r.task,
+                      ",\"from\":", Json(TaskStateName(static_cast<TaskState>(r.from))),
                       ",\"to\":", Json(TaskStateName(static_cast<TaskState>(r.to))));
       const std::string label = absl::StrCat(NameOf(r), " task ", r.task, ": ",
                                              TaskStateName(static_cast<TaskState>(r.to)));
-      events.push_back(absl::StrCat("{\"name\":", Json(label),
-                                    ",\"cat\":\"task\",\"ph\":\"i\",\"s\":\"t\",\"ts\":",
-                                    Us(static_cast<double>(r.begin_ns)), ",\"pid\":0,\"tid\":",
-                                    r.thread, ",\"args\":{", args, "}}"));
+      events.push_back(absl::StrCat(
+          "{\"name\":", Json(label),
+          ",\"cat\":\"task\",\"ph\":\"i\",\"s\":\"t\",\"ts\":", Us(static_cast<double>(r.begin_ns)),
+          ",\"pid\":0,\"tid\":", r.thread, ",\"args\":{", args, "}}"));
     } else {  // alloc, free
       absl::StrAppend(&args, ",\"bytes\":", r.bytes);
       events.push_back(absl::StrCat("{\"name\":", Json(TraceKindName(r.kind)),
                                     ",\"cat\":\"memory\",\"ph\":\"i\",\"s\":\"t\",\"ts\":",
-                                    Us(static_cast<double>(r.begin_ns)), ",\"pid\":0,\"tid\":",
-                                    r.thread, ",\"args\":{", args, "}}"));
+                                    Us(static_cast<double>(r.begin_ns)),
+                                    ",\"pid\":0,\"tid\":", r.thread, ",\"args\":{", args, "}}"));
       if (r.allocated >= 0) {
         events.push_back(absl::StrCat("{\"name\":", Json(absl::StrCat("memory ", dev)),
                                       ",\"ph\":\"C\",\"ts\":", Us(static_cast<double>(r.begin_ns)),

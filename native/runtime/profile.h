@@ -38,8 +38,8 @@ std::vector<KernelStats> KernelTable(absl::Span<const TraceRecord> records);
 
 /// Fields KernelTable rows can be sorted by in SummaryText.
 inline constexpr absl::string_view kSummarySortFields[] = {
-    "calls", "gpu_total_ms", "gpu_mean_ms", "gpu_p50_ms", "gpu_p99_ms", "host_total_ms",
-    "tflops", "gbps"};
+    "calls",      "gpu_total_ms",  "gpu_mean_ms", "gpu_p50_ms",
+    "gpu_p99_ms", "host_total_ms", "tflops",      "gbps"};
 
 /// KernelTable as a text table, largest `sort_by` first (one of kSummarySortFields; else a
 /// ValueError naming them), with a closing line counting allocations and records.

@@ -57,8 +57,8 @@ struct TraceEntry {
   int64_t flops = 0;                  // launches: declared
   int64_t allocated = -1;             // alloc / free: the pool's allocated and reserved bytes
   int64_t reserved = -1;
-  uint64_t task = 0;                  // task: its id, and the states it left and entered
-  uint8_t from = 0, to = 0;           //   (TaskState values)
+  uint64_t task = 0;         // task: its id, and the states it left and entered
+  uint8_t from = 0, to = 0;  //   (TaskState values)
   TraceKind kind = TraceKind::kKernel;
   Device device;
 };

@@ -31,11 +31,10 @@ pyb::tuple EventTuple(const TraceRecord& r) {
     to = pyb::str(std::string(TaskStateName(static_cast<TaskState>(r.to))));
   }
   return pyb::make_tuple(r.seq, std::string(TraceKindName(r.kind)),
-                         r.name != nullptr ? pyb::str(*r.name) : pyb::str(""), r.begin_ns,
-                         r.end_ns, r.gpu_ms < 0 ? pyb::none() : pyb::cast(r.gpu_ms), r.bytes,
-                         r.flops, OrNone(r.allocated), OrNone(r.reserved), r.device.ToString(),
-                         r.stream, r.thread, r.kind == TraceKind::kTask ? pyb::cast(r.task)
-                                                                         : pyb::none(),
+                         r.name != nullptr ? pyb::str(*r.name) : pyb::str(""), r.begin_ns, r.end_ns,
+                         r.gpu_ms < 0 ? pyb::none() : pyb::cast(r.gpu_ms), r.bytes, r.flops,
+                         OrNone(r.allocated), OrNone(r.reserved), r.device.ToString(), r.stream,
+                         r.thread, r.kind == TraceKind::kTask ? pyb::cast(r.task) : pyb::none(),
                          from, to);
 }
 }  // namespace

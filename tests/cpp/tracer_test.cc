@@ -129,6 +129,7 @@ TEST(Tracer, CollectingWhileARingWrapsReturnsOnlyWholeRecords) {
     for (int64_t i = 0; !stop; ++i) {
       if (i == 1) started = true;  // its ring (of 64 records) exists
       TraceEntry e;
+      e.kind = TraceKind::kAlloc;  // a kind that keeps all three numbers
       e.begin = Tracer::Ticks();
       e.name = name;
       e.bytes = i;
@@ -151,6 +152,50 @@ TEST(Tracer, CollectingWhileARingWrapsReturnsOnlyWholeRecords) {
   }
   stop = true;
   writer.join();
+}
+
+TEST(Tracer, EachKindKeepsItsFields) {
+  Tracer& t = Tracer::Get();
+  const uint64_t mark = Tracer::Ticks();
+  TraceEntry k;
+  k.kind = TraceKind::kKernel;
+  k.name = t.Intern("packing_kernel");
+  k.begin = Tracer::Ticks();
+  k.bytes = 12345;
+  k.flops = int64_t{1} << 40;
+  t.Add(k);
+  TraceEntry task;
+  task.kind = TraceKind::kTask;
+  task.name = t.Intern("packing_tenant");
+  task.begin = Tracer::Ticks();
+  task.task = 99;
+  task.from = 2;
+  task.to = 3;
+  t.Add(task);
+  PushTraceRange("packing_range");
+  ASSERT_OK(PopTraceRange());
+  EXPECT_EQ(ErrorTypeOf(PopTraceRange()), ErrorType::kRuntime);  // none open
+  int seen = 0;
+  for (const TraceRecord& r : t.Collect(mark)) {
+    if (r.name == k.name) {
+      EXPECT_EQ(r.kind, TraceKind::kKernel);
+      EXPECT_EQ(r.bytes, 12345);
+      EXPECT_EQ(r.flops, int64_t{1} << 40);
+      EXPECT_EQ(r.allocated, -1);
+      ++seen;
+    } else if (r.name == task.name) {
+      EXPECT_EQ(r.kind, TraceKind::kTask);
+      EXPECT_EQ(r.task, 99u);
+      EXPECT_EQ(r.from, 2);
+      EXPECT_EQ(r.to, 3);
+      ++seen;
+    } else if (r.name != nullptr && *r.name == "packing_range") {
+      EXPECT_EQ(r.kind, TraceKind::kRange);
+      EXPECT_GE(r.end_ns, r.begin_ns);
+      ++seen;
+    }
+  }
+  EXPECT_EQ(seen, 3);
 }
 
 TEST(Tracer, CapacityIsBounded) {

@@ -104,15 +104,18 @@ absl::Status Enqueue(hal::Stream& s, const EwLaunch& l, const EwCpuArgs& args, K
                                      DTypeName(DTypeOf<R>::value), ", the op layer expects ",
                                      DTypeName(l.result)));
   }
-  return Runtime::Get().dispatcher().LaunchHost(s, l.name, [args, f, keep = std::move(keep)] {
-    const void* in[sizeof...(T)];
-    for (size_t i = 0; i < sizeof...(T); ++i) {
-      in[i] = args.in_scalar[i] ? static_cast<const void*>(args.scalars[i]) : args.in[i];
-    }
-    cpu::ParallelFor(args.n, kGrain, [&](int64_t b, int64_t e) {
-      RunRange<R, T...>(args, in, b, e, f, std::index_sequence_for<T...>{});
-    });
-  }, args.cost);
+  return Runtime::Get().dispatcher().LaunchHost(
+      s, l.name,
+      [args, f, keep = std::move(keep)] {
+        const void* in[sizeof...(T)];
+        for (size_t i = 0; i < sizeof...(T); ++i) {
+          in[i] = args.in_scalar[i] ? static_cast<const void*>(args.scalars[i]) : args.in[i];
+        }
+        cpu::ParallelFor(args.n, kGrain, [&](int64_t b, int64_t e) {
+          RunRange<R, T...>(args, in, b, e, f, std::index_sequence_for<T...>{});
+        });
+      },
+      args.cost);
 }
 
 /// Queues table function `Op` (of `kArity` operands, domain D) in l.compute.

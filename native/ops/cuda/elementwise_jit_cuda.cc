@@ -260,8 +260,8 @@ absl::Status LaunchEwJit(hal::Stream& s, const EwJitKernel& kernel, absl::Span<c
   dims.block[0] = kEwBlock;
   dims.grid[0] = static_cast<unsigned>(std::clamp<int64_t>(
       (units + kEwBlock - 1) / kEwBlock, 1, std::min(e.max_blocks, int64_t{INT32_MAX})));
-  return Runtime::Get().dispatcher().LaunchFunction(s, kernel.name, e.function, dims,
-                                                    params.data(), ElementwiseCost(arrays, n));
+  return Runtime::Get().dispatcher().LaunchFunction(s, kernel.name, e.function, dims, params.data(),
+                                                    ElementwiseCost(arrays, n));
 }
 
 // Whether the function's body calls the math library (a long body per element).

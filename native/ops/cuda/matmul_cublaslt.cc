@@ -181,12 +181,15 @@ absl::Status MatmulCublasLt(hal::Stream& s, const MatmulProblem& p, Device devic
   const void* alpha = dbl ? static_cast<const void*>(one) : onef;
   const void* beta = dbl ? static_cast<const void*>(zero) : zerof;
   auto stream = static_cast<cudaStream_t>(s.native_handle());
-  return rt.dispatcher().LaunchLibrary(s, "matmul_cublaslt", [&]() -> absl::Status {
-    return CublasStatus(
-        lt->cublasLtMatmul(handle, d.op, alpha, p.b, d.b, p.a, d.a, beta, p.c, d.c, p.c, d.c,
-                           &heuristic.algo, workspace->data(), ws_bytes, stream),
-        "matmul: cublasLtMatmul");
-  }, MatmulCost(p));
+  return rt.dispatcher().LaunchLibrary(
+      s, "matmul_cublaslt",
+      [&]() -> absl::Status {
+        return CublasStatus(
+            lt->cublasLtMatmul(handle, d.op, alpha, p.b, d.b, p.a, d.a, beta, p.c, d.c, p.c, d.c,
+                               &heuristic.algo, workspace->data(), ws_bytes, stream),
+            "matmul: cublasLtMatmul");
+      },
+      MatmulCost(p));
 }
 
 }  // namespace pygpukit::ops::cuda_kernels
