@@ -436,24 +436,28 @@ absl::StatusOr<std::shared_ptr<Buffer>> MemoryPool::Allocate(size_t bytes, hal::
   buffer->size_ = b->size;
   buffer->ptr_ = b->ptr;
   buffer->quota_ = quota;
-  TraceMemory(TraceKind::kAlloc, bytes, &stream);
+  TraceEntry record;
+  if (MemoryRecord(TraceKind::kAlloc, bytes, &stream, &record)) {
+    lock.unlock();
+    Tracer::Get().Add(record);
+  }
   return buffer;
 }
 
-void MemoryPool::TraceMemory(TraceKind kind, size_t bytes, hal::Stream* stream) {
+bool MemoryPool::MemoryRecord(TraceKind kind, size_t bytes, hal::Stream* stream,
+                              TraceEntry* out) const {
   Tracer& tracer = Tracer::Get();
-  if (!tracer.enabled()) return;
+  if (!tracer.enabled()) return false;
   static const std::string* const names[] = {tracer.Intern("alloc"), tracer.Intern("free")};
-  TraceEntry r;
-  r.kind = kind;
-  r.name = names[kind == TraceKind::kAlloc ? 0 : 1];
-  r.device = device_;
-  r.stream = reinterpret_cast<uintptr_t>(stream);
-  r.begin = Tracer::Ticks();
-  r.bytes = static_cast<int64_t>(bytes);
-  r.allocated = stats_.allocated_bytes;
-  r.reserved = stats_.reserved_bytes;
-  tracer.Add(r);
+  out->kind = kind;
+  out->name = names[kind == TraceKind::kAlloc ? 0 : 1];
+  out->device = device_;
+  out->stream = reinterpret_cast<uintptr_t>(stream);
+  out->begin = Tracer::Ticks();
+  out->bytes = static_cast<int64_t>(bytes);
+  out->allocated = stats_.allocated_bytes;
+  out->reserved = stats_.reserved_bytes;
+  return true;
 }
 
 absl::StatusOr<PoolBlock*> MemoryPool::AllocateBlock(std::unique_lock<std::mutex>& lock,
@@ -625,10 +629,13 @@ void MemoryPool::Free(Buffer& buffer) {
   while (buffer.moving_) moved_.wait(lock);
   if (buffer.in_lru_) LruRemove(buffer);
   if (buffer.evictable_) --stats_.evictable_buffers;
+  TraceEntry record;
   if (buffer.host_copy_ != nullptr) {  // spilled: only the host copy is left
     stats_.spilled_bytes -= static_cast<int64_t>(RoundAllocationSize(buffer.requested_));
     void* host = buffer.host_copy_;
+    const bool traced = MemoryRecord(TraceKind::kFree, buffer.requested_, buffer.stream_, &record);
     lock.unlock();
+    if (traced) Tracer::Get().Add(record);
     if (engine_ != nullptr) (void)engine_->pinned().Free(host);
     return;
   }
@@ -656,13 +663,15 @@ void MemoryPool::Free(Buffer& buffer) {
   Account(-static_cast<int64_t>(b->size), -static_cast<int64_t>(buffer.requested_), -1);
   --b->segment->allocated_blocks;
   b->allocated = false;
-  TraceMemory(TraceKind::kFree, buffer.requested_, buffer.stream_);
+  const bool traced = MemoryRecord(TraceKind::kFree, buffer.requested_, buffer.stream_, &record);
   if (!b->events.empty()) {
     b->pending = true;
     pending_.push_back(b);
-    return;
+  } else {
+    FreeBlock(b);
   }
-  FreeBlock(b);
+  lock.unlock();
+  if (traced) Tracer::Get().Add(record);
 }
 
 MemoryStats MemoryPool::stats() const {

@@ -337,8 +337,10 @@ class MemoryPool {
   size_t SegmentSize(size_t size, bool small) const;
   std::string Describe(size_t requested, size_t rounded) const;  // for MemoryError texts
   void Account(int64_t allocated_delta, int64_t requested_delta, int64_t blocks_delta);
-  // An alloc / free record in the trace, with the pool's bytes after it. Under mu_.
-  void TraceMemory(TraceKind kind, size_t bytes, hal::Stream* stream);
+  // An alloc / free record with the pool's bytes after it, taken under mu_ (so that its time
+  // and numbers agree with other threads' records) and added to the trace after unlocking
+  // (the lock is not held longer); false when tracing is off.
+  bool MemoryRecord(TraceKind kind, size_t bytes, hal::Stream* stream, TraceEntry* out) const;
 
   hal::Backend* backend_;
   Device device_;

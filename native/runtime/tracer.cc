@@ -49,7 +49,7 @@ constexpr uint64_t kIndexMask = (uint64_t{1} << 40) - 1;  // a seq's record coun
 // stores through atomic_ref, so a concurrent collection is no data race). The owner announces a
 // record in `begun` before writing its slot and publishes it in `written` after; a reader copies
 // the published slots, then keeps those that `begun` says were not overwritten meanwhile.
-struct Tracer::Ring {
+struct alignas(128) Tracer::Ring {
   // begin, end, name, stream, kind|device, then by kind: bytes, flops | allocated, reserved;
   // for tasks: id, from|to.
   static constexpr size_t kWords = 8;
