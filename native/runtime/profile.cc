@@ -254,11 +254,11 @@ std::string ChromeTraceJson(absl::Span<const TraceRecord> records) {
 }
 
 ProfileSession::ProfileSession(bool gpu_timing) : since_(Tracer::Ticks()), gpu_timing_(gpu_timing) {
-  if (gpu_timing_) Tracer::Get().BeginProfiling();
+  Tracer::Get().BeginProfiling(gpu_timing_);
 }
 
 ProfileSession::~ProfileSession() {
-  if (!stopped_ && gpu_timing_) Tracer::Get().EndProfiling();
+  if (!stopped_) Tracer::Get().EndProfiling(gpu_timing_);
 }
 
 absl::StatusOr<std::vector<TraceRecord>> ProfileSession::Stop() {
@@ -272,7 +272,7 @@ absl::StatusOr<std::vector<TraceRecord>> ProfileSession::Stop() {
     if (absl::Status s = rt.Synchronize(d); !s.ok() && synced.ok()) synced = s;
   }
   std::vector<TraceRecord> records = Tracer::Get().Collect(since_);
-  if (gpu_timing_) Tracer::Get().EndProfiling();
+  Tracer::Get().EndProfiling(gpu_timing_);
   PGK_RETURN_IF_ERROR(synced);
   return records;
 }

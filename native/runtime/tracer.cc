@@ -1,6 +1,7 @@
 #include "runtime/tracer.h"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstdlib>
 #include <thread>
@@ -14,11 +15,6 @@
 #define PGK_TRACE_NVTX 1
 #else
 #define PGK_TRACE_NVTX 0
-#endif
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
-#define PGK_TRACE_TSC 1
 #endif
 
 namespace pygpukit {
@@ -111,14 +107,6 @@ Tracer::Tracer() {
 #endif
 }
 
-uint64_t Tracer::Ticks() {
-#if PGK_TRACE_TSC
-  return __rdtsc();
-#else
-  return static_cast<uint64_t>(SteadyNs());
-#endif
-}
-
 int64_t Tracer::ToNs(uint64_t ticks, uint64_t now_ticks, int64_t now_ns) const {
   double rate = ns_per_tick0_;
   if (now_ns - ns0_ > 200'000'000 && now_ticks > tick0_) {  // a long span: the better rate
@@ -128,7 +116,9 @@ int64_t Tracer::ToNs(uint64_t ticks, uint64_t now_ticks, int64_t now_ns) const {
 }
 
 void Tracer::set_capacity(size_t records) {
-  capacity_ = std::clamp<size_t>(records, 1, kMaxCapacity);
+  // A power of two: a record's slot is its index masked, not divided (a 64-bit division costs
+  // tens of cycles on the hot path).
+  capacity_ = std::bit_ceil(std::clamp<size_t>(records, 1, kMaxCapacity));
 }
 
 const std::string* Tracer::Intern(absl::string_view name) {
@@ -184,7 +174,7 @@ uint64_t Tracer::Add(const TraceEntry& e) {
   const uint64_t n = ring.written.load(std::memory_order_relaxed);  // only this thread writes
   ring.begun.store(n + 1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
-  uint64_t* w = ring.words + (n % ring.capacity) * Ring::kWords;
+  uint64_t* w = ring.words + (n & (ring.capacity - 1)) * Ring::kWords;
   Put(w + 0, e.begin);
   Put(w + 1, e.end < e.begin ? e.begin : e.end);
   Put(w + 2, reinterpret_cast<uintptr_t>(e.name));
@@ -251,15 +241,21 @@ absl::Status PopTraceRange() {
 
 bool NvtxAvailable() { return PGK_TRACE_NVTX != 0; }
 
-void Tracer::BeginProfiling() { profiling_.fetch_add(1); }
+void Tracer::BeginProfiling(bool device_timing) {
+  sessions_.fetch_add(1);
+  if (device_timing) timed_sessions_.fetch_add(1);
+}
 
-void Tracer::EndProfiling() {
-  const int before = profiling_.fetch_sub(1);
-  if (before <= 0) {
-    profiling_.fetch_add(1);  // unbalanced: stay at zero
-    return;
+void Tracer::EndProfiling(bool device_timing) {
+  // Unbalanced calls leave the counts at zero.
+  int n = sessions_.load();
+  while (n > 0 && !sessions_.compare_exchange_weak(n, n - 1)) {
   }
-  if (before == 1) {  // the last session has collected: its device times are no longer needed
+  if (!device_timing) return;
+  n = timed_sessions_.load();
+  while (n > 0 && !timed_sessions_.compare_exchange_weak(n, n - 1)) {
+  }
+  if (n == 1) {  // the last timed session has collected: its device times are not needed
     std::lock_guard<std::mutex> l(mu_);
     resolved_.clear();
   }
@@ -279,7 +275,7 @@ absl::Status Tracer::status() const {
 }
 
 std::unique_ptr<Tracer::Timing> Tracer::StartTiming(hal::Backend& backend, hal::Stream& stream) {
-  if (!profiling() || timing_failed_.load(std::memory_order_relaxed)) return nullptr;
+  if (!device_timing() || timing_failed_.load(std::memory_order_relaxed)) return nullptr;
   const int device = stream.device().index;
   std::unique_ptr<Timing> t;
   {

@@ -1,10 +1,10 @@
 // The tracer: always-on records of what the runtime does (kernel launches, host tasks, library
 // calls, allocations and frees, host<->device copies, scheduler task transitions and user
-// ranges) in per-thread ring buffers, and, while a profiling session is
-// open, the GPU time of each launch from a pair of events resolved when the session collects.
-// Recording costs two reads of the time-stamp counter and a few stores into the thread's own
-// ring; it takes no lock, never synchronizes, allocates only a thread's ring (once) and never
-// throws. A failure (an event that cannot be
+// ranges) in per-thread ring buffers, and, while a profiling session is open, the host span and
+// the GPU time of each launch (a pair of events resolved when the session collects).
+// An always-on record costs one read of the time-stamp counter and a few stores into the
+// thread's own ring (benchmarks/cpp/trace_bench.cc); it takes no lock, never synchronizes,
+// allocates only a thread's ring (once) and never throws. A failure (an event that cannot be
 // created or recorded) turns GPU timing off and is reported once through status().
 #pragma once
 
@@ -21,6 +21,14 @@
 #include "absl/strings/string_view.h"
 #include "core/device.h"
 #include "core/hal/backend.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#define PGK_TRACE_TSC 1
+#else
+#include <chrono>
+#define PGK_TRACE_TSC 0
+#endif
 
 namespace pygpukit {
 
@@ -50,7 +58,8 @@ struct LaunchCost {
 /// on its kind (they share the slot's last three words).
 struct TraceEntry {
   uint64_t begin = 0;                 // Ticks() at the start of the host call
-  uint64_t end = 0;                   // Ticks() at its end (0: an instant)
+  uint64_t end = 0;                   // Ticks() at its end (0: an instant; launches outside
+                                      // profiling sessions are instants)
   const std::string* name = nullptr;  // interned (Tracer::Intern or the dispatcher's names)
   uint64_t stream = 0;                // the stream (its hal::Stream's address), as an id
   int64_t bytes = 0;                  // launches: declared; alloc / free: requested; copy
@@ -109,13 +118,22 @@ class Tracer {
   bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
   void set_enabled(bool on) { enabled_.store(on, std::memory_order_relaxed); }
   /// Records each thread's ring holds before the oldest are overwritten (default 65536;
-  /// PYGPUKIT_TRACE_CAPACITY; at most 2^26). Applies to rings made after the change.
+  /// PYGPUKIT_TRACE_CAPACITY; rounded up to a power of two, at most 2^26). Applies to rings made
+  /// after the change.
   size_t capacity() const { return capacity_.load(std::memory_order_relaxed); }
   void set_capacity(size_t records);
 
   /// The trace's clock: the CPU's time-stamp counter where there is one (a few cycles to read),
-  /// else the steady clock in ns; converted to ns at collection.
-  static uint64_t Ticks();
+  /// else the steady clock in ns; converted to ns at collection. Inline: it is on every record.
+  static uint64_t Ticks() {
+#if PGK_TRACE_TSC
+    return __rdtsc();
+#else
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::steady_clock::now().time_since_epoch())
+                                     .count());
+#endif
+  }
   /// The name as a pointer that lives as long as the process (one per distinct name).
   const std::string* Intern(absl::string_view name);
   /// Appends a record to this thread's ring; returns its seq, 0 when tracing is off.
@@ -124,10 +142,13 @@ class Tracer {
   void AddSpan(TraceKind kind, const std::string* name, Device device, uint64_t stream,
                uint64_t begin, int64_t bytes = 0);
 
-  /// Profiling sessions: while at least one is open, launches are timed on the device.
-  void BeginProfiling();
-  void EndProfiling();
-  bool profiling() const { return profiling_.load(std::memory_order_relaxed) > 0; }
+  /// Profiling sessions. While at least one is open, launch records keep their host span (the
+  /// always-on records keep only its start: one clock read less per launch), and while one with
+  /// `device_timing` is open, launches are timed on the device. End with the same flag.
+  void BeginProfiling(bool device_timing = true);
+  void EndProfiling(bool device_timing = true);
+  bool profiling() const { return sessions_.load(std::memory_order_relaxed) > 0; }
+  bool device_timing() const { return timed_sessions_.load(std::memory_order_relaxed) > 0; }
   /// Event pair timing one launch.
   struct Timing {
     hal::Backend* backend = nullptr;
@@ -158,7 +179,7 @@ class Tracer {
 
   std::atomic<bool> enabled_{true};
   std::atomic<size_t> capacity_{65536};
-  std::atomic<int> profiling_{0};
+  std::atomic<int> sessions_{0}, timed_sessions_{0};
   std::atomic<bool> timing_failed_{false};
   std::atomic<uint32_t> next_thread_{1};
   uint64_t tick0_ = 0;  // calibration: Ticks() and steady ns at the start, and the ratio

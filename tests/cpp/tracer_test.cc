@@ -205,6 +205,8 @@ TEST(Tracer, CapacityIsBounded) {
   EXPECT_EQ(t.capacity(), size_t{1} << 26);
   t.set_capacity(0);
   EXPECT_EQ(t.capacity(), 1u);
+  t.set_capacity(1000);  // rounded up to a power of two (slots are indexed by a mask)
+  EXPECT_EQ(t.capacity(), 1024u);
   t.set_capacity(saved);
 }
 
