@@ -36,12 +36,12 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: the default)")
     p.add_argument("--ops", type=int, default=10_000, help="ops per timed loop")
-    p.add_argument("--rounds", type=int, default=31, help="pairs of loops per case")
-    p.add_argument("--quick", action="store_true", help="7 rounds")
+    p.add_argument("--rounds", type=int, default=61, help="pairs of loops per case")
+    p.add_argument("--quick", action="store_true", help="15 rounds")
     p.add_argument("--out", default=None, help="JSON folder (default benchmarks/results)")
     args = p.parse_args()
     if args.quick:
-        args.rounds = 7
+        args.rounds = 15
     dev = gp.Device(args.device) if args.device else gp.default_device()
     props = gp.device_properties(dev)
     x = gp.ones((16,), device=dev)

@@ -129,15 +129,17 @@ const std::string* Tracer::Intern(absl::string_view name) {
   return s;
 }
 
+// A plain pointer for the per-record access (no TLS guard or destructor wrapper); the holder
+// keeps the ring and marks it dead when its thread exits (the tracer keeps it for collection).
+thread_local Tracer::Ring* Tracer::this_thread_ = nullptr;
+
 Tracer::Ring* Tracer::ThisThread() {
-  // A plain pointer for the per-record access (no TLS guard or destructor wrapper); the holder
-  // keeps the ring and marks it dead when its thread exits (the tracer keeps it for collection).
-  thread_local Ring* fast = nullptr;
+  Ring*& fast = this_thread_;
   thread_local bool exiting = false;  // trivial: safe to read in later TLS destructors
   struct Holder {
     std::shared_ptr<Ring> ring;
     ~Holder() {
-      fast = nullptr;
+      this_thread_ = nullptr;
       exiting = true;  // records made after this (other TLS destructors) are dropped
       if (ring) ring->dead = true;
     }
@@ -168,7 +170,8 @@ Tracer::Ring* Tracer::ThisThread() {
 
 uint64_t Tracer::Add(const TraceEntry& e) {
   if (!enabled()) return 0;
-  Ring* r = ThisThread();
+  Ring* r = this_thread_;
+  if (r == nullptr) r = ThisThread();
   if (r == nullptr || r->words == nullptr) return 0;
   Ring& ring = *r;
   const uint64_t n = ring.written.load(std::memory_order_relaxed);  // only this thread writes

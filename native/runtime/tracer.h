@@ -172,7 +172,8 @@ class Tracer {
  private:
   struct Ring;
   Tracer();
-  Ring* ThisThread();  // null while the thread exits
+  Ring* ThisThread();                      // null while the thread exits
+  static thread_local Ring* this_thread_;  // ThisThread()'s ring once made (the record's path)
   void Fail(const absl::Status& s);
   void Recycle(std::unique_ptr<Timing> t);
   int64_t ToNs(uint64_t ticks, uint64_t now_ticks, int64_t now_ns) const;
