@@ -184,7 +184,7 @@ MemoryPool::MemoryPool(hal::Backend* backend, Device device, PoolOptions options
   neutral_ = std::make_unique<StreamState>();
   neutral_->safe_seq = UINT64_MAX;
   stats_.limit_bytes = options_.limit_bytes;
-  Tracer::Get();  // made here, not on a first record under mu_ (it calibrates its clock)
+  // The tracer is made here, not on a first record under mu_ (it calibrates its clock).
 }
 
 MemoryPool::~MemoryPool() {
@@ -439,18 +439,16 @@ absl::StatusOr<std::shared_ptr<Buffer>> MemoryPool::Allocate(size_t bytes, hal::
   TraceEntry record;
   if (MemoryRecord(TraceKind::kAlloc, bytes, &stream, &record)) {
     lock.unlock();
-    Tracer::Get().Add(record);
+    tracer_.Add(record);
   }
   return buffer;
 }
 
 bool MemoryPool::MemoryRecord(TraceKind kind, size_t bytes, hal::Stream* stream,
                               TraceEntry* out) const {
-  Tracer& tracer = Tracer::Get();
-  if (!tracer.enabled()) return false;
-  static const std::string* const names[] = {tracer.Intern("alloc"), tracer.Intern("free")};
+  if (!tracer_.enabled()) return false;
   out->kind = kind;
-  out->name = names[kind == TraceKind::kAlloc ? 0 : 1];
+  out->name = kind == TraceKind::kAlloc ? alloc_name_ : free_name_;
   out->device = device_;
   out->stream = reinterpret_cast<uintptr_t>(stream);
   out->begin = Tracer::Ticks();
@@ -635,7 +633,7 @@ void MemoryPool::Free(Buffer& buffer) {
     void* host = buffer.host_copy_;
     const bool traced = MemoryRecord(TraceKind::kFree, buffer.requested_, buffer.stream_, &record);
     lock.unlock();
-    if (traced) Tracer::Get().Add(record);
+    if (traced) tracer_.Add(record);
     if (engine_ != nullptr) (void)engine_->pinned().Free(host);
     return;
   }
@@ -671,7 +669,7 @@ void MemoryPool::Free(Buffer& buffer) {
     FreeBlock(b);
   }
   lock.unlock();
-  if (traced) Tracer::Get().Add(record);
+  if (traced) tracer_.Add(record);
 }
 
 MemoryStats MemoryPool::stats() const {

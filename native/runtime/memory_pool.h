@@ -341,6 +341,9 @@ class MemoryPool {
   // and numbers agree with other threads' records) and added to the trace after unlocking
   // (the lock is not held longer); false when tracing is off.
   bool MemoryRecord(TraceKind kind, size_t bytes, hal::Stream* stream, TraceEntry* out) const;
+  Tracer& tracer_ = Tracer::Get();
+  const std::string* const alloc_name_ = tracer_.Intern("alloc");
+  const std::string* const free_name_ = tracer_.Intern("free");
 
   hal::Backend* backend_;
   Device device_;

@@ -83,10 +83,7 @@ absl::string_view TraceKindName(TraceKind kind) {
   return "unknown";
 }
 
-Tracer& Tracer::Get() {
-  static auto* tracer = new Tracer;  // never destroyed: threads record until process exit
-  return *tracer;
-}
+Tracer* Tracer::Make() { return new Tracer; }
 
 Tracer::Tracer() {
   if (const char* e = std::getenv("PYGPUKIT_TRACE")) enabled_ = std::string(e) != "0";

@@ -112,7 +112,10 @@ class TraceRange {
 /// seqlock: collection copies a ring and keeps what was not overwritten meanwhile).
 class Tracer {
  public:
-  static Tracer& Get();
+  static Tracer& Get() {
+    static Tracer* const tracer = Make();  // never destroyed: threads record until process exit
+    return *tracer;
+  }
 
   /// Whether records are taken (default on; PYGPUKIT_TRACE=0 turns it off at start).
   bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
@@ -172,6 +175,7 @@ class Tracer {
  private:
   struct Ring;
   Tracer();
+  static Tracer* Make();
   Ring* ThisThread();                      // null while the thread exits
   static thread_local Ring* this_thread_;  // ThisThread()'s ring once made (the record's path)
   void Fail(const absl::Status& s);
