@@ -287,6 +287,9 @@ def committed(pattern):
 def test_every_committed_file_has_an_adapter_or_is_legacy():
     seen = set()
     for path in committed("*.json"):
+        with open(path) as f:
+            if "suite" in json.load(f):
+                continue  # a combined run (test_the_committed_quick_run)
         m = results.AREA_FILE.match(os.path.basename(path))
         area = m and registry.area_of(m["rest"])
         if area is None:
@@ -299,6 +302,22 @@ def test_every_committed_file_has_an_adapter_or_is_legacy():
         assert all(r["ours"] is None or r["ours"] >= 0 for r in rs)
     assert {"gemm", "elementwise", "reduction", "sorting", "rng", "jit", "memory"} <= seen
     assert {"memory-cpp", "launch-cpp", "scheduler", "scheduler-cpp"} <= seen
+
+
+def test_the_committed_quick_run():
+    (path,) = committed("*-quick.json")
+    with open(path) as f:
+        data = json.load(f)
+    src = results.load([path])
+    assert set(src.raw) == set(registry.by_area())  # every area ran
+    rs, failures = results.normalize(src.raw)
+    assert not failures and rs
+    assert {a for a, st in data["areas"].items() if st["status"] not in ("ok", "loaded")} == set()
+    overhead = [r for r in rs if r["area"] == "trace-overhead"]
+    assert len(overhead) == 3 and all(r["ok"] is not None for r in overhead)
+    charts_dir = os.path.join(RESULTS, "charts")
+    stem = os.path.basename(path)[: -len(".json")]
+    assert os.path.exists(os.path.join(charts_dir, f"{stem}-overview.png"))
 
 
 def test_committed_gemm_speedups_match_the_script_ratios():
@@ -334,8 +353,8 @@ def test_committed_time_and_bandwidth_speedups_match_the_script_ratios():
 
 
 def test_loading_the_committed_folder():
-    src = results.load([RESULTS])
-    assert src.stem == H100  # most files; the H200 ones are noted
+    src = results.load([RESULTS], gpu="h100")
+    assert src.stem == H100
     assert any("NVIDIA-H200-sm90" in n for n in src.notes)
     assert any("-matmul.json: no adapter" in n for n in src.notes)
     assert src.meta["gpu"] == "NVIDIA H100 80GB HBM3" and src.meta["sm"] == "90"
@@ -343,6 +362,6 @@ def test_loading_the_committed_folder():
     assert not failures
     assert len({rows.key(r) for r in rs}) == len(rs)
     h200 = results.load([RESULTS], gpu="h200")
-    assert h200.stem == "NVIDIA-H200-sm90" and set(h200.raw) == {"gemm", "trace-overhead"}
+    assert h200.stem == "NVIDIA-H200-sm90" and set(h200.raw) == set(registry.by_area())
     with pytest.raises(ValueError, match="no results for GPU 'A100'"):
         results.load([RESULTS], gpu="A100")
