@@ -234,6 +234,7 @@ DispatchStats Dispatcher::stats() const {
   s.host_tasks = host_tasks_.load(std::memory_order_relaxed);
   s.device_kernels = device_kernels_.load(std::memory_order_relaxed);
   s.library_calls = library_calls_.load(std::memory_order_relaxed);
+  s.copies = copies_.load(std::memory_order_relaxed);
   std::lock_guard<std::mutex> l(mu_);
   for (const auto& [name, counter] : counters_) {
     if (int64_t n = counter.load(std::memory_order_relaxed); n > 0) s.per_kernel.emplace(name, n);
@@ -245,6 +246,7 @@ void Dispatcher::ResetStats() {
   host_tasks_.store(0, std::memory_order_relaxed);
   device_kernels_.store(0, std::memory_order_relaxed);
   library_calls_.store(0, std::memory_order_relaxed);
+  copies_.store(0, std::memory_order_relaxed);
   std::lock_guard<std::mutex> l(mu_);
   for (auto& [name, counter] : counters_) counter.store(0, std::memory_order_relaxed);
 }

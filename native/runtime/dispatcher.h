@@ -34,6 +34,7 @@ struct DispatchStats {
   int64_t host_tasks = 0;
   int64_t device_kernels = 0;
   int64_t library_calls = 0;
+  int64_t copies = 0;  // device copies (LaunchCopy)
   std::map<std::string, int64_t, std::less<>> per_kernel;
 };
 
@@ -91,7 +92,7 @@ class Dispatcher {
                              const std::function<absl::Status()>& call, LaunchCost cost = {});
 
   /// Runs `call`, which enqueues a copy of `bytes` on `stream` (a device-to-device memcpy),
-  /// recorded as a copy named `what`.
+  /// recorded as a copy named `what` (not paced by a LaunchGate, as before it was traced).
   absl::Status LaunchCopy(hal::Stream& stream, absl::string_view what,
                           const std::function<absl::Status()>& call, int64_t bytes);
 
@@ -115,7 +116,7 @@ class Dispatcher {
   absl::flat_hash_map<std::pair<std::string, int>, void*> functions_;
   // Dynamic shared-memory limit raised so far per function (launches above 48 KiB need it).
   absl::flat_hash_map<void*, unsigned> shared_limit_;
-  std::atomic<int64_t> host_tasks_{0}, device_kernels_{0}, library_calls_{0};
+  std::atomic<int64_t> host_tasks_{0}, device_kernels_{0}, library_calls_{0}, copies_{0};
   // Per-kernel counters. Map nodes never move and are never erased (a reset zeroes them), so
   // threads keep pointers to them (Count's cache) and bump them without the lock; the lock
   // guards insertion and iteration.

@@ -83,7 +83,10 @@ absl::string_view TraceKindName(TraceKind kind) {
   return "unknown";
 }
 
-Tracer* Tracer::Make() { return new Tracer; }
+Tracer& Tracer::Get() {
+  static auto* tracer = new Tracer;  // never destroyed: threads record until process exit
+  return *tracer;
+}
 
 Tracer::Tracer() {
   if (const char* e = std::getenv("PYGPUKIT_TRACE")) enabled_ = std::string(e) != "0";
@@ -257,7 +260,8 @@ void Tracer::EndProfiling(bool device_timing) {
   }
   if (n == 1) {  // the last timed session has collected: its device times are not needed
     std::lock_guard<std::mutex> l(mu_);
-    resolved_.clear();
+    // Unless a session began meanwhile (its Collect may have filed times here already).
+    if (timed_sessions_.load() == 0) resolved_.clear();
   }
 }
 

@@ -112,10 +112,9 @@ class TraceRange {
 /// seqlock: collection copies a ring and keeps what was not overwritten meanwhile).
 class Tracer {
  public:
-  static Tracer& Get() {
-    static Tracer* const tracer = Make();  // never destroyed: threads record until process exit
-    return *tracer;
-  }
+  /// The process's tracer. Out of line on purpose: an inline function-local static would give
+  /// modules built with hidden visibility (the Python extension) their own copy.
+  static Tracer& Get();
 
   /// Whether records are taken (default on; PYGPUKIT_TRACE=0 turns it off at start).
   bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
@@ -175,7 +174,6 @@ class Tracer {
  private:
   struct Ring;
   Tracer();
-  static Tracer* Make();
   Ring* ThisThread();                      // null while the thread exits
   static thread_local Ring* this_thread_;  // ThisThread()'s ring once made (the record's path)
   void Fail(const absl::Status& s);

@@ -152,7 +152,7 @@ class Profile:
 
     def __init__(self, gpu_timing=True, name=None):
         self.gpu_timing = gpu_timing
-        self.name = name
+        self.name = None if name is None else str(name)
         self.events = []
         self.last = self
         self._session = None

@@ -50,6 +50,7 @@ pyb::dict DispatchStatsDict() {
   out["host_tasks"] = s.host_tasks;
   out["device_kernels"] = s.device_kernels;
   out["library_calls"] = s.library_calls;
+  out["copies"] = s.copies;
   pyb::dict per;
   for (const auto& [k, v] : s.per_kernel) per[pyb::str(k)] = v;
   out["per_kernel"] = per;

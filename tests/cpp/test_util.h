@@ -119,7 +119,7 @@ inline int64_t Ravel(absl::Span<const int64_t> idx, absl::Span<const int64_t> sh
 /// Total launches the dispatcher has counted.
 inline int64_t TotalLaunches() {
   DispatchStats s = Runtime::Get().dispatcher().stats();
-  return s.host_tasks + s.device_kernels + s.library_calls;
+  return s.host_tasks + s.device_kernels + s.library_calls + s.copies;
 }
 
 }  // namespace pygpukit::testing

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <set>
 #include <string>
 #include <thread>
@@ -173,6 +174,7 @@ TEST(Tracer, EachKindKeepsItsFields) {
   task.to = 3;
   t.Add(task);
   PushTraceRange("packing_range");
+  std::this_thread::sleep_for(std::chrono::milliseconds(3));
   ASSERT_OK(PopTraceRange());
   EXPECT_EQ(ErrorTypeOf(PopTraceRange()), ErrorType::kRuntime);  // none open
   int seen = 0;
@@ -181,7 +183,6 @@ TEST(Tracer, EachKindKeepsItsFields) {
       EXPECT_EQ(r.kind, TraceKind::kKernel);
       EXPECT_EQ(r.bytes, 12345);
       EXPECT_EQ(r.flops, int64_t{1} << 40);
-      EXPECT_EQ(r.allocated, -1);
       ++seen;
     } else if (r.name == task.name) {
       EXPECT_EQ(r.kind, TraceKind::kTask);
@@ -191,7 +192,7 @@ TEST(Tracer, EachKindKeepsItsFields) {
       ++seen;
     } else if (r.name != nullptr && *r.name == "packing_range") {
       EXPECT_EQ(r.kind, TraceKind::kRange);
-      EXPECT_GE(r.end_ns, r.begin_ns);
+      EXPECT_GE(r.end_ns - r.begin_ns, 2'900'000);  // the range spans the sleep
       ++seen;
     }
   }

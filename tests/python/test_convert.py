@@ -759,8 +759,8 @@ def test_dispatch_stats_count_launches(rng, device):
     gp.synchronize()
     gp.reset_dispatch_stats()
     s0 = gp.dispatch_stats()
-    assert set(s0) == {"host_tasks", "device_kernels", "library_calls", "per_kernel"}
-    assert s0["host_tasks"] == s0["device_kernels"] == s0["library_calls"] == 0
+    assert set(s0) == {"host_tasks", "device_kernels", "library_calls", "copies", "per_kernel"}
+    assert s0["host_tasks"] == s0["device_kernels"] == s0["library_calls"] == s0["copies"] == 0
     assert s0["per_kernel"] == {}
 
     def adds(s):

@@ -59,6 +59,19 @@ absl::Status Matmul(hal::Stream& s, const MatmulProblem& p, Device device) {
   return MatmulCublasLt(s, p, device);
 }
 
+namespace {
+// The epilogue pass: the product read, the output written, the addend and the bias read.
+LaunchCost EpilogueCost(const MatmulProblem& p, DType src_dtype) {
+  const int64_t n = p.batch * p.m * p.n, out = ItemSize(p.epilogue.out);
+  LaunchCost c{n, n * (ItemSize(src_dtype) + out)};
+  if (p.epilogue.beta != 0.0 && p.epilogue.addend != nullptr) c.bytes += n * out;
+  if (p.epilogue.bias != nullptr) {
+    c.bytes += (p.epilogue.bias_batch != 0 ? p.batch : 1) * p.n * out;
+  }
+  return c;
+}
+}  // namespace
+
 absl::Status GemmEpilogueApply(hal::Stream& s, const MatmulProblem& p, const void* src,
                                DType src_dtype) {
   kernels::GemmParams params = GemmParamsOf(p);
@@ -75,7 +88,7 @@ absl::Status GemmEpilogueApply(hal::Stream& s, const MatmulProblem& p, const voi
   void* args[] = {&params};
   return Runtime::Get().dispatcher().LaunchDevice(
       s, absl::StrCat("pgk_gemm_epilogue_", DTypeCode(src_dtype), "_", DTypeCode(p.epilogue.out)),
-      dims, args, LaunchCost{n, n * (ItemSize(src_dtype) + ItemSize(p.epilogue.out))});
+      dims, args, EpilogueCost(p, src_dtype));
 }
 
 }  // namespace pygpukit::ops::cuda_kernels

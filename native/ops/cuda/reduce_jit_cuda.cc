@@ -315,10 +315,10 @@ absl::Status ScanJit(hal::Stream& s, const ReduceLaunch& l, DType in, DType out,
     PGK_ASSIGN_OR_RETURN(workspace,
                          NewArray({p.n_lines * p.chunks * kMaxAcc}, DType::UInt8, device, l.name));
     p.partial = workspace.data();
-    // The input is read twice in this mode (totals, then the block scan).
+    // The input is read twice in this mode (totals, then the block scan); the scan's operations
+    // are declared once, by the block pass.
     PGK_RETURN_IF_ERROR(rt.dispatcher().LaunchFunction(
-        s, l.name, e.totals, chunks, params,
-        LaunchCost{l.cost.flops, p.n_lines * p.length * ItemSize(in)}));
+        s, l.name, e.totals, chunks, params, LaunchCost{0, p.n_lines * p.length * ItemSize(in)}));
     PGK_RETURN_IF_ERROR(rt.dispatcher().LaunchFunction(s, l.name, e.prefixes, lines, params));
   }
   return rt.dispatcher().LaunchFunction(s, l.name, e.block, chunks, params, l.cost);
