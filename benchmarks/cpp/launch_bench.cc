@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "bench_util.h"
 #include "core/cuda/cuda_backend.h"
 #include "ops/ops.h"
 #include "runtime/runtime.h"
@@ -19,21 +20,9 @@
 namespace pygpukit {
 namespace {
 
-template <typename T>
-T OrDie(absl::StatusOr<T> v, const char* what) {
-  if (!v.ok()) {
-    std::fprintf(stderr, "launch_bench: %s: %s\n", what, std::string(v.status().message()).c_str());
-    std::exit(1);
-  }
-  return *std::move(v);
-}
+using bench::OrDie;
 
-void Check(const absl::Status& s, const char* what) {
-  if (!s.ok()) {
-    std::fprintf(stderr, "launch_bench: %s: %s\n", what, std::string(s.message()).c_str());
-    std::exit(1);
-  }
-}
+using bench::Check;
 
 // A 16-element float32 add: the operands, and for the raw launches a kernel with the generated
 // add kernel's parameters (count, output, two inputs).

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
 #include "runtime/runtime.h"
 
 namespace pygpukit {
@@ -29,14 +30,7 @@ struct Env {
   std::string name;
 };
 
-template <typename T>
-T OrDie(absl::StatusOr<T> v, const char* what) {
-  if (!v.ok()) {
-    std::fprintf(stderr, "memory_bench: %s: %s\n", what, std::string(v.status().message()).c_str());
-    std::exit(1);
-  }
-  return *std::move(v);
-}
+using bench::OrDie;
 
 const Env& GetEnv() {
   static const Env env = [] {

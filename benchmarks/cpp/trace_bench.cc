@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "bench_util.h"
 #include "ops/ops.h"
 #include "runtime/runtime.h"
 #include "runtime/tracer.h"
@@ -17,14 +18,7 @@
 namespace pygpukit {
 namespace {
 
-template <typename T>
-T OrDie(absl::StatusOr<T> v, const char* what) {
-  if (!v.ok()) {
-    std::fprintf(stderr, "trace_bench: %s: %s\n", what, std::string(v.status().message()).c_str());
-    std::exit(1);
-  }
-  return *std::move(v);
-}
+using bench::OrDie;
 
 // Tracing on (arg 1) or off (arg 0) for one benchmark; restored after.
 class TraceSetting {
@@ -73,7 +67,7 @@ void BM_TinyAdd(benchmark::State& state) {
   for (auto _ : state) {
     benchmark::DoNotOptimize(OrDie(ops::Binary(ops::ElementwiseOp::kAdd, a, a), "add"));
   }
-  if (!rt.Synchronize(dev).ok()) std::exit(1);
+  bench::Check(rt.Synchronize(dev), "synchronize");
 }
 BENCHMARK(BM_TinyAdd)->ArgName("trace")->Arg(0)->Arg(1)->UseRealTime();
 

@@ -117,11 +117,10 @@ absl::Status TransferEngine::Order(hal::Stream& first, hal::Stream& later) {
   return backend_->Wait(later, *ev);
 }
 
-absl::Status TransferEngine::ToDevice(void* dst, const void* src, size_t bytes, hal::Stream& stream,
-                                      bool blocking) {
-  static const std::string* const name = Tracer::Get().Intern("copy_h2d");
+absl::Status TransferEngine::Traced(const std::string* name, size_t bytes, hal::Stream& stream,
+                                    const std::function<absl::Status()>& copy) {
   const uint64_t begin = Tracer::Ticks();
-  absl::Status s = CopyToDevice(dst, src, bytes, stream, blocking);
+  absl::Status s = copy();
   if (s.ok() && bytes > 0) {
     Tracer::Get().AddSpan(TraceKind::kCopy, name, device_, reinterpret_cast<uintptr_t>(&stream),
                           begin, static_cast<int64_t>(bytes));
@@ -129,16 +128,16 @@ absl::Status TransferEngine::ToDevice(void* dst, const void* src, size_t bytes, 
   return s;
 }
 
+absl::Status TransferEngine::ToDevice(void* dst, const void* src, size_t bytes, hal::Stream& stream,
+                                      bool blocking) {
+  return Traced(h2d_name_, bytes, stream,
+                [&] { return CopyToDevice(dst, src, bytes, stream, blocking); });
+}
+
 absl::Status TransferEngine::ToHost(void* dst, const void* src, size_t bytes, hal::Stream& stream,
                                     bool blocking) {
-  static const std::string* const name = Tracer::Get().Intern("copy_d2h");
-  const uint64_t begin = Tracer::Ticks();
-  absl::Status s = CopyToHost(dst, src, bytes, stream, blocking);
-  if (s.ok() && bytes > 0) {
-    Tracer::Get().AddSpan(TraceKind::kCopy, name, device_, reinterpret_cast<uintptr_t>(&stream),
-                          begin, static_cast<int64_t>(bytes));
-  }
-  return s;
+  return Traced(d2h_name_, bytes, stream,
+                [&] { return CopyToHost(dst, src, bytes, stream, blocking); });
 }
 
 absl::Status TransferEngine::CopyToDevice(void* dst, const void* src, size_t bytes,

@@ -8,13 +8,16 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/device.h"
 #include "core/hal/backend.h"
 #include "runtime/pinned_pool.h"
+#include "runtime/tracer.h"
 
 namespace pygpukit {
 
@@ -61,6 +64,9 @@ class TransferEngine {
 
  private:
   TransferEngine(hal::Backend* backend, Device device, PinnedPool* pinned, TransferOptions options);
+  // Runs `copy` and records it in the trace as a copy named `name` (the call's host span).
+  absl::Status Traced(const std::string* name, size_t bytes, hal::Stream& stream,
+                      const std::function<absl::Status()>& copy);
   // ToDevice / ToHost without their trace records.
   absl::Status CopyToDevice(void* dst, const void* src, size_t bytes, hal::Stream& stream,
                             bool blocking);
@@ -76,6 +82,9 @@ class TransferEngine {
   PinnedPool* pinned_;
   TransferOptions options_;
   std::unique_ptr<hal::Stream> h2d_, d2h_;
+  // The copies' names in the trace (interned once).
+  const std::string* const h2d_name_ = Tracer::Get().Intern("copy_h2d");
+  const std::string* const d2h_name_ = Tracer::Get().Intern("copy_d2h");
   std::atomic<int64_t> h2d_bytes_{0}, d2h_bytes_{0}, staged_chunks_{0}, direct_copies_{0};
 };
 

@@ -16,10 +16,14 @@
 namespace pygpukit::ops::cuda_kernels {
 
 absl::Status Matmul(hal::Stream& s, const MatmulProblem& p, Device device) {
-  GemmLaunch g{p.dtype, p.epilogue.out,
+  GemmLaunch g{p.dtype,
+               p.epilogue.out,
                p.dtype == DType::Float32 && p.options.precision == MatmulPrecision::kTF32,
-               GemmParamsOf(p)};
-  g.cost = MatmulCost(p);
+               GemmParamsOf(p),
+               /*sm90_bn=*/0,
+               /*sm90_cluster=*/0,
+               /*sm90_splits=*/0,
+               MatmulCost(p)};
   PGK_ASSIGN_OR_RETURN(hal::DeviceProperties props,
                        Runtime::Get().cuda_backend()->properties(device.index));
   if (p.options.backend == MatmulBackend::kAuto && GemmAutotuneEnabled()) {
