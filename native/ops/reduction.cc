@@ -130,7 +130,7 @@ absl::StatusOr<GPUArray> Reduce(ReduceOp op, const GPUArray& a, const ReduceOpti
   }
   PGK_ASSIGN_OR_RETURN(GPUArray out, NewArray(kept, typing.result, a.device(), name));
   if (out.size() > 0) {
-    ReduceLaunch l{op, name, typing.compute, options.correction};
+    ReduceLaunch l{op, name, typing.compute, options.correction, {}};
     PGK_RETURN_IF_ERROR(LaunchReduce(l, a, reduced, out));
   }
   if (!options.keepdims) return out;
@@ -159,7 +159,7 @@ absl::StatusOr<GPUArray> CumulativeReduce(ReduceOp op, const GPUArray& a,
   shape[d] += include_initial ? 1 : 0;
   PGK_ASSIGN_OR_RETURN(GPUArray out, NewArray(shape, typing.result, a.device(), name));
   if (out.size() > 0) {
-    ReduceLaunch l{op, name, typing.compute, 0.0};
+    ReduceLaunch l{op, name, typing.compute, 0.0, {}};
     PGK_RETURN_IF_ERROR(LaunchScan(l, a, d, include_initial, out));
   }
   return out;

@@ -27,9 +27,6 @@ constexpr size_t kMaxPending = 1 << 16;
 // Records per ring at most (64 bytes each: 4 GiB), so that the ring's size cannot overflow.
 constexpr size_t kMaxCapacity = size_t{1} << 26;
 
-inline void Put(uint64_t* w, uint64_t v) {
-  std::atomic_ref<uint64_t>(*w).store(v, std::memory_order_relaxed);
-}
 inline uint64_t Take(uint64_t* w) {
   return std::atomic_ref<uint64_t>(*w).load(std::memory_order_relaxed);
 }
@@ -41,25 +38,9 @@ int64_t SteadyNs() {
 constexpr uint64_t kIndexMask = (uint64_t{1} << 40) - 1;  // a seq's record count
 }  // namespace
 
-// A thread's records: kWords 64-bit words per slot, written by the owner only (relaxed atomic
-// stores through atomic_ref, so a concurrent collection is no data race). The owner announces a
-// record in `begun` before writing its slot and publishes it in `written` after; a reader copies
-// the published slots, then keeps those that `begun` says were not overwritten meanwhile.
-struct alignas(128) Tracer::Ring {
-  // begin, end, name, stream, kind|device, then by kind: bytes, flops | allocated, reserved;
-  // for tasks: id, from|to.
-  static constexpr size_t kWords = 8;
-  explicit Ring(size_t cap)
-      : capacity(cap), words(static_cast<uint64_t*>(std::calloc(cap * kWords, 8))) {}
-  ~Ring() { std::free(words); }
-  Ring(const Ring&) = delete;
-  Ring& operator=(const Ring&) = delete;
-  const size_t capacity;
-  uint64_t* const words;  // calloc: pages are touched only as the ring fills; null if it failed
-  std::atomic<uint64_t> begun{0}, written{0};
-  uint32_t thread = 0;
-  std::atomic<bool> dead{false};
-};
+Tracer::Ring::Ring(size_t cap)
+    : capacity(cap), words(static_cast<uint64_t*>(std::calloc(cap * kWords, 8))) {}
+Tracer::Ring::~Ring() { std::free(words); }
 
 absl::string_view TraceKindName(TraceKind kind) {
   switch (kind) {
@@ -164,38 +145,9 @@ Tracer::Ring* Tracer::ThisThread() {
     rings_.push_back(ring);
     holder.ring = std::move(ring);
   }
-  fast = holder.ring.get();
-  return fast;
-}
-
-uint64_t Tracer::Add(const TraceEntry& e) {
-  if (!enabled()) return 0;
-  Ring* r = this_thread_;
-  if (r == nullptr) r = ThisThread();
-  if (r == nullptr || r->words == nullptr) return 0;
-  Ring& ring = *r;
-  const uint64_t n = ring.written.load(std::memory_order_relaxed);  // only this thread writes
-  ring.begun.store(n + 1, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
-  uint64_t* w = ring.words + (n & (ring.capacity - 1)) * Ring::kWords;
-  Put(w + 0, e.begin);
-  Put(w + 1, e.end < e.begin ? e.begin : e.end);
-  Put(w + 2, reinterpret_cast<uintptr_t>(e.name));
-  Put(w + 3, e.stream);
-  Put(w + 4, uint64_t{static_cast<uint8_t>(e.kind)} |
-                 uint64_t{static_cast<uint8_t>(e.device.type)} << 8 |
-                 uint64_t{static_cast<uint16_t>(e.device.index)} << 16);
-  const bool memory = e.kind == TraceKind::kAlloc || e.kind == TraceKind::kFree;
-  if (e.kind == TraceKind::kTask) {
-    Put(w + 5, e.task);
-    Put(w + 6, uint64_t{e.from} | uint64_t{e.to} << 8);
-  } else {
-    Put(w + 5, static_cast<uint64_t>(e.bytes));
-    Put(w + 6, static_cast<uint64_t>(memory ? e.allocated : e.flops));
-    Put(w + 7, static_cast<uint64_t>(memory ? e.reserved : -1));
-  }
-  ring.written.store(n + 1, std::memory_order_release);
-  return (uint64_t{ring.thread} << 40) | (n + 1);
+  // A ring without memory (calloc failed) is not cached: its thread's records are dropped.
+  if (holder.ring->words != nullptr) fast = holder.ring.get();
+  return holder.ring.get();
 }
 
 void Tracer::AddSpan(TraceKind kind, const std::string* name, Device device, uint64_t stream,

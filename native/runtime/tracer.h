@@ -138,7 +138,8 @@ class Tracer {
   }
   /// The name as a pointer that lives as long as the process (one per distinct name).
   const std::string* Intern(absl::string_view name);
-  /// Appends a record to this thread's ring; returns its seq, 0 when tracing is off.
+  /// Appends a record to this thread's ring; returns its seq, 0 when tracing is off. Inline:
+  /// callers build the entry in registers and nothing is zeroed or copied (a few ns a record).
   uint64_t Add(const TraceEntry& e);
   /// Records a span from `begin` (a Ticks() mark) to now: for hooks off the launch path (copies).
   void AddSpan(TraceKind kind, const std::string* name, Device device, uint64_t stream,
@@ -172,10 +173,29 @@ class Tracer {
   absl::Status status() const;
 
  private:
-  struct Ring;
+  // A thread's records: kWords 64-bit words per slot, written by the owner only (relaxed atomic
+  // stores through atomic_ref, so a concurrent collection is no data race). The owner announces
+  // a record in `begun` before writing its slot and publishes it in `written` after; a reader
+  // copies the published slots, then keeps those that `begun` says were not overwritten.
+  struct alignas(128) Ring {
+    // begin, end, name, stream, kind|device, then by kind: bytes, flops | allocated, reserved;
+    // for tasks: id, from|to.
+    static constexpr size_t kWords = 8;
+    explicit Ring(size_t cap);
+    ~Ring();
+    Ring(const Ring&) = delete;
+    Ring& operator=(const Ring&) = delete;
+    const size_t capacity;  // a power of two
+    uint64_t* const words;  // calloc: pages are touched only as the ring fills; null if it failed
+    std::atomic<uint64_t> begun{0}, written{0};
+    uint32_t thread = 0;
+    std::atomic<bool> dead{false};
+  };
   Tracer();
-  Ring* ThisThread();                      // null while the thread exits
-  static thread_local Ring* this_thread_;  // ThisThread()'s ring once made (the record's path)
+  Ring* ThisThread();  // null while the thread exits
+  // ThisThread()'s ring once made: the record's path (the runtime is built with TLS
+  // descriptors where the compiler has them, so this is no __tls_get_addr call per record).
+  static thread_local Ring* this_thread_;
   void Fail(const absl::Status& s);
   void Recycle(std::unique_ptr<Timing> t);
   int64_t ToNs(uint64_t ticks, uint64_t now_ticks, int64_t now_ns) const;
@@ -202,5 +222,39 @@ class Tracer {
   std::vector<std::unique_ptr<Timing>> spare_;
   absl::Status status_;
 };
+
+inline uint64_t Tracer::Add(const TraceEntry& e) {
+  if (!enabled()) return 0;
+  Ring* r = this_thread_;
+  if (r == nullptr) [[unlikely]] {
+    r = ThisThread();
+    if (r == nullptr || r->words == nullptr) return 0;
+  }
+  const auto put = [](uint64_t* w, uint64_t v) {
+    std::atomic_ref<uint64_t>(*w).store(v, std::memory_order_relaxed);
+  };
+  const uint64_t n = r->written.load(std::memory_order_relaxed);  // only this thread writes
+  r->begun.store(n + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  uint64_t* w = r->words + (n & (r->capacity - 1)) * Ring::kWords;
+  put(w + 0, e.begin);
+  put(w + 1, e.end < e.begin ? e.begin : e.end);
+  put(w + 2, reinterpret_cast<uintptr_t>(e.name));
+  put(w + 3, e.stream);
+  put(w + 4, uint64_t{static_cast<uint8_t>(e.kind)} |
+                 uint64_t{static_cast<uint8_t>(e.device.type)} << 8 |
+                 uint64_t{static_cast<uint16_t>(e.device.index)} << 16);
+  const bool memory = e.kind == TraceKind::kAlloc || e.kind == TraceKind::kFree;
+  if (e.kind == TraceKind::kTask) {
+    put(w + 5, e.task);
+    put(w + 6, uint64_t{e.from} | uint64_t{e.to} << 8);
+  } else {
+    put(w + 5, static_cast<uint64_t>(e.bytes));
+    put(w + 6, static_cast<uint64_t>(memory ? e.allocated : e.flops));
+    put(w + 7, static_cast<uint64_t>(memory ? e.reserved : -1));
+  }
+  r->written.store(n + 1, std::memory_order_release);
+  return (uint64_t{r->thread} << 40) | (n + 1);
+}
 
 }  // namespace pygpukit
