@@ -193,8 +193,9 @@ class Tracer {
   };
   Tracer();
   Ring* ThisThread();  // null while the thread exits
-  // ThisThread()'s ring once made: the record's path (the runtime is built with TLS
-  // descriptors where the compiler has them, so this is no __tls_get_addr call per record).
+  // ThisThread()'s ring once made: the record's path. General-dynamic TLS (a __tls_get_addr
+  // call): initial-exec needs static TLS that a library Python dlopens cannot count on, and TLS
+  // descriptors (-mtls-dialect=gnu2) broke records of other threads under dlopen on the GPU host.
   static thread_local Ring* this_thread_;
   void Fail(const absl::Status& s);
   void Recycle(std::unique_ptr<Timing> t);
