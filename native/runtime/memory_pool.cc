@@ -451,7 +451,11 @@ bool MemoryPool::MemoryRecord(TraceKind kind, size_t bytes, hal::Stream* stream,
   out->name = kind == TraceKind::kAlloc ? alloc_name_ : free_name_;
   out->device = device_;
   out->stream = reinterpret_cast<uintptr_t>(stream);
-  out->begin = Tracer::Ticks();
+  // Outside profiling sessions an allocation or free is untimed: its record keeps its place in
+  // the thread's order and takes the time of the record before it. A clock read is most of a
+  // record's cost and the always-on budget is 2% of the tiniest op (benchmarks/trace_overhead.py);
+  // sessions, whose memory timeline needs the times, read the clock.
+  out->begin = tracer_.profiling() ? Tracer::Ticks() : 0;
   out->bytes = static_cast<int64_t>(bytes);
   out->allocated = stats_.allocated_bytes;
   out->reserved = stats_.reserved_bytes;

@@ -316,14 +316,21 @@ std::vector<TraceRecord> Tracer::Collect(uint64_t since) {
     const size_t cap = ring->capacity;
     const uint64_t w1 = ring->written.load(std::memory_order_acquire);
     const size_t first = out.size();
+    uint64_t last_begin = tick0_;  // an untimed record's lower bound: its thread's previous time
     for (uint64_t i = w1 > cap ? w1 - cap : 0; i < w1; ++i) {
       uint64_t* w = ring->words + (i % cap) * Ring::kWords;
-      const uint64_t begin = Take(w + 0);
+      uint64_t begin = Take(w + 0);
+      uint64_t end = Take(w + 1);
+      if (begin == 0) {
+        begin = end = last_begin;
+      } else {
+        last_begin = begin;
+      }
       if (begin < since) continue;
       TraceRecord r;
       r.seq = (uint64_t{ring->thread} << 40) | (i + 1);
       r.begin_ns = ToNs(begin, now_ticks, now_ns);
-      r.end_ns = ToNs(Take(w + 1), now_ticks, now_ns);
+      r.end_ns = ToNs(end, now_ticks, now_ns);
       r.name = reinterpret_cast<const std::string*>(static_cast<uintptr_t>(Take(w + 2)));
       r.stream = Take(w + 3);
       const uint64_t packed = Take(w + 4);

@@ -3,9 +3,11 @@
 // ranges) in per-thread ring buffers, and, while a profiling session is open, the host span and
 // the GPU time of each launch (a pair of events resolved when the session collects).
 // An always-on record costs one read of the time-stamp counter and a few stores into the
-// thread's own ring (benchmarks/cpp/trace_bench.cc); it takes no lock, never synchronizes,
-// allocates only a thread's ring (once) and never throws. A failure (an event that cannot be
-// created or recorded) turns GPU timing off and is reported once through status().
+// thread's own ring (benchmarks/cpp/trace_bench.cc); allocations and frees outside profiling
+// sessions skip the clock read (untimed: at collection they take the time of their thread's
+// record before them, a lower bound; their order is exact). A record takes no lock, never
+// synchronizes, allocates only a thread's ring (once) and never throws. A failure (an event that
+// cannot be created or recorded) turns GPU timing off and is reported once through status().
 #pragma once
 
 #include <atomic>
@@ -57,7 +59,8 @@ struct LaunchCost {
 /// What a hook records (the hot path: times in Ticks()). Which fields a record keeps depends
 /// on its kind (they share the slot's last three words).
 struct TraceEntry {
-  uint64_t begin = 0;                 // Ticks() at the start of the host call
+  uint64_t begin = 0;                 // Ticks() at the start of the host call; 0: untimed (the
+                                      // time of its thread's previous record at collection)
   uint64_t end = 0;                   // Ticks() at its end (0: an instant; launches outside
                                       // profiling sessions are instants)
   const std::string* name = nullptr;  // interned (Tracer::Intern or the dispatcher's names)
@@ -165,7 +168,9 @@ class Tracer {
 
   /// Every record still held that began at or after `since` (a Ticks() mark), in time order
   /// (ties by seq), with GPU times resolved (this waits for the timed launches to finish: call
-  /// it off the hot path).
+  /// it off the hot path). An untimed record counts from its thread's record before it: one made
+  /// after the mark but with no timed record of its thread between is left out (sessions time
+  /// every record).
   std::vector<TraceRecord> Collect(uint64_t since);
   /// Records lost to ring wrap-around since the process started.
   int64_t dropped() const;

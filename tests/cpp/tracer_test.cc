@@ -26,8 +26,14 @@ std::vector<TraceRecord> Since(uint64_t mark) {
   return Tracer::Get().Collect(mark);
 }
 
+// A launch after the mark: the untimed pool records that follow it take its time.
+void MarkLaunch() {
+  ASSERT_OK(Runtime::Get().dispatcher().LaunchHost(CpuStream(), "trace_mark", [] {}));
+}
+
 TEST(Tracer, LaunchesAndPoolOperationsAreRecordedInOrder) {
   const uint64_t mark = Tracer::Ticks();
+  MarkLaunch();
   ASSERT_OK_AND_ASSIGN(GPUArray a, ops::Ones({16}, DType::Float32, kCpu));
   ASSERT_OK_AND_ASSIGN(GPUArray b, ops::Add(a, a));
   std::vector<TraceRecord> rs = Since(mark);
@@ -43,22 +49,53 @@ TEST(Tracer, LaunchesAndPoolOperationsAreRecordedInOrder) {
     EXPECT_EQ(r.device, kCpu);
     EXPECT_EQ(r.gpu_ms, -1);  // no profiling session
   }
-  EXPECT_EQ(kinds, (std::vector<std::string>{"alloc", "host_task", "alloc", "host_task"}));
-  EXPECT_EQ(names[1], "fill");
-  EXPECT_EQ(names[3], "add");
+  EXPECT_EQ(kinds,
+            (std::vector<std::string>{"host_task", "alloc", "host_task", "alloc", "host_task"}));
+  EXPECT_EQ(names[0], "trace_mark");
+  EXPECT_EQ(names[2], "fill");
+  EXPECT_EQ(names[4], "add");
   for (size_t i = 1; i < rs.size(); ++i) EXPECT_LE(rs[i - 1].begin_ns, rs[i].begin_ns);
   for (size_t i = 1; i < mine.size(); ++i) EXPECT_LT(mine[i - 1].seq, mine[i].seq);  // one thread
+  // Outside a profiling session allocations are untimed: each takes the launch's before it.
+  EXPECT_EQ(mine[1].begin_ns, mine[0].begin_ns);
+  EXPECT_EQ(mine[3].begin_ns, mine[2].begin_ns);
   // The pool's bytes after each allocation: the second adds a block (64 bytes round to 512).
-  EXPECT_EQ(mine[0].bytes, 64);
-  EXPECT_EQ(mine[2].allocated - mine[0].allocated, 512);
-  EXPECT_GE(mine[0].reserved, mine[0].allocated);
+  EXPECT_EQ(mine[1].bytes, 64);
+  EXPECT_EQ(mine[3].allocated - mine[1].allocated, 512);
+  EXPECT_GE(mine[1].reserved, mine[1].allocated);
+}
+
+TEST(Tracer, PoolRecordsAreTimedInProfilingSessions) {
+  Tracer& t = Tracer::Get();
+  const uint64_t mark = Tracer::Ticks();
+  MarkLaunch();
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  ASSERT_OK_AND_ASSIGN(GPUArray untimed, ops::Empty({8}, DType::Float32, kCpu));
+  t.BeginProfiling(false);
+  MarkLaunch();
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  ASSERT_OK_AND_ASSIGN(GPUArray timed, ops::Empty({8}, DType::Float32, kCpu));
+  t.EndProfiling(false);
+  std::vector<const TraceRecord*> seen;
+  std::vector<TraceRecord> rs = Since(mark);
+  for (const TraceRecord& r : rs) {
+    if (r.kind == TraceKind::kAlloc || *r.name == "trace_mark") seen.push_back(&r);
+  }
+  ASSERT_EQ(seen.size(), 4u);
+  EXPECT_EQ(seen[1]->kind, TraceKind::kAlloc);
+  EXPECT_EQ(seen[1]->begin_ns, seen[0]->begin_ns);  // untimed: the mark's time
+  EXPECT_EQ(seen[3]->kind, TraceKind::kAlloc);
+  EXPECT_GE(seen[3]->begin_ns - seen[2]->begin_ns, 1'900'000);  // its own: after the sleep
 }
 
 TEST(Tracer, FreesCarryThePoolState) {
   ASSERT_OK_AND_ASSIGN(GPUArray a, ops::Empty({100}, DType::Float64, kCpu));
   const uint64_t mark = Tracer::Ticks();
+  MarkLaunch();
   a = GPUArray();
   std::vector<TraceRecord> rs = Since(mark);
+  ASSERT_EQ(rs.size(), 2u);
+  rs.erase(rs.begin());  // the mark
   ASSERT_EQ(rs.size(), 1u);
   EXPECT_EQ(rs[0].kind, TraceKind::kFree);
   EXPECT_EQ(rs[0].bytes, 800);
