@@ -191,7 +191,7 @@ class Tracer {
     Ring(const Ring&) = delete;
     Ring& operator=(const Ring&) = delete;
     const size_t capacity;  // a power of two
-    uint64_t* const words;  // calloc: pages are touched only as the ring fills; null if it failed
+    uint64_t* const words;  // pages are touched only as the ring fills; null if it failed
     std::atomic<uint64_t> begun{0}, written{0};
     uint32_t thread = 0;
     std::atomic<bool> dead{false};
