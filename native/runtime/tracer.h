@@ -260,6 +260,10 @@ inline uint64_t Tracer::Add(const TraceEntry& e) {
     put(w + 7, static_cast<uint64_t>(memory ? e.reserved : -1));
   }
   r->written.store(n + 1, std::memory_order_release);
+  // The next slot's line, for writing, now: the ring is larger than the caches, and a store that
+  // misses to memory at the next record would hold up every store behind it (they commit in
+  // order), where the prefetch overlaps the miss with the work until then.
+  __builtin_prefetch(r->words + ((n + 1) & (r->capacity - 1)) * Ring::kWords, 1, 3);
   return (uint64_t{r->thread} << 40) | (n + 1);
 }
 
