@@ -451,8 +451,8 @@ bool MemoryPool::MemoryRecord(TraceKind kind, size_t bytes, hal::Stream* stream,
   out->name = kind == TraceKind::kAlloc ? alloc_name_ : free_name_;
   out->device = device_;
   out->stream = reinterpret_cast<uintptr_t>(stream);
-  // Outside profiling sessions an allocation or free is untimed: its record keeps its place in
-  // the thread's order and takes the time of the record before it. A clock read is most of a
+  // Outside profiling sessions an allocation or free is untimed: at collection it is placed
+  // after its thread's records before it (Tracer::Collect). A clock read is most of a
   // record's cost and the always-on budget is 2% of the tiniest op (benchmarks/trace_overhead.py);
   // sessions, whose memory timeline needs the times, read the clock.
   out->begin = tracer_.profiling() ? Tracer::Ticks() : 0;

@@ -314,26 +314,21 @@ std::vector<TraceRecord> Tracer::Collect(uint64_t since) {
   const uint64_t now_ticks = Ticks();
   const int64_t now_ns = SteadyNs();
   std::vector<TraceRecord> out;
+  struct Copied {
+    uint64_t index, begin, end;  // raw ticks: untimed records are placed after the copy
+    TraceRecord r;
+  };
+  std::vector<Copied> copied;
   for (const auto& ring : rings) {
     if (ring->words == nullptr) continue;
     const size_t cap = ring->capacity;
     const uint64_t w1 = ring->written.load(std::memory_order_acquire);
-    const size_t first = out.size();
-    uint64_t last_begin = tick0_;  // an untimed record's lower bound: its thread's previous time
+    copied.clear();
     for (uint64_t i = w1 > cap ? w1 - cap : 0; i < w1; ++i) {
       uint64_t* w = ring->words + (i % cap) * Ring::kWords;
-      uint64_t begin = Take(w + 0);
-      uint64_t end = Take(w + 1);
-      if (begin == 0) {
-        begin = end = last_begin;
-      } else {
-        last_begin = begin;
-      }
-      if (begin < since) continue;
-      TraceRecord r;
+      Copied c{i, Take(w + 0), Take(w + 1), {}};
+      TraceRecord& r = c.r;
       r.seq = (uint64_t{ring->thread} << 40) | (i + 1);
-      r.begin_ns = ToNs(begin, now_ticks, now_ns);
-      r.end_ns = ToNs(end, now_ticks, now_ns);
       r.name = reinterpret_cast<const std::string*>(static_cast<uintptr_t>(Take(w + 2)));
       r.stream = Take(w + 3);
       const uint64_t packed = Take(w + 4);
@@ -354,16 +349,31 @@ std::vector<TraceRecord> Tracer::Collect(uint64_t since) {
         r.flops = static_cast<int64_t>(Take(w + 6));
       }
       r.thread = ring->thread;
-      out.push_back(r);
+      copied.push_back(c);
     }
-    // What the owner overwrote while this copy ran goes (its seq tells the record's index).
+    // What the owner overwrote while this copy ran goes (slots before keep_from may hold newer
+    // records by now), before any record lends its time to an untimed one.
     std::atomic_thread_fence(std::memory_order_acquire);
     const uint64_t b2 = ring->begun.load(std::memory_order_relaxed);
     const uint64_t keep_from = b2 > cap ? b2 - cap : 0;
-    out.erase(
-        std::remove_if(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(),
-                       [&](const TraceRecord& r) { return (r.seq & kIndexMask) - 1 < keep_from; }),
-        out.end());
+    // An untimed record is placed at the latest end among the kept records of its thread before
+    // it: a lower bound that keeps it after every span closed before it was made (a range's
+    // record is added at its end but begins at its start). With none kept before it, it has no
+    // bound and is left out.
+    uint64_t bound = 0;
+    for (Copied& c : copied) {
+      if (c.index < keep_from) continue;
+      if (c.begin == 0) {
+        if (bound == 0) continue;
+        c.begin = c.end = bound;
+      } else {
+        bound = std::max({bound, c.begin, c.end});
+      }
+      if (c.begin < since) continue;
+      c.r.begin_ns = ToNs(c.begin, now_ticks, now_ns);
+      c.r.end_ns = ToNs(c.end, now_ticks, now_ns);
+      out.push_back(c.r);
+    }
   }
   for (TraceRecord& r : out) {
     if (auto it = gpu_ms.find(r.seq); it != gpu_ms.end()) r.gpu_ms = it->second;

@@ -4,8 +4,9 @@
 // the GPU time of each launch (a pair of events resolved when the session collects).
 // An always-on record costs one read of the time-stamp counter and a few stores into the
 // thread's own ring (benchmarks/cpp/trace_bench.cc); allocations and frees outside profiling
-// sessions skip the clock read (untimed: at collection they take the time of their thread's
-// record before them, a lower bound; their order is exact). A record takes no lock, never
+// sessions skip the clock read (untimed: at collection they are placed at the latest end of
+// their thread's records before them, a lower bound that keeps the thread's order). A record
+// takes no lock, never
 // synchronizes, allocates only a thread's ring (once) and never throws. A failure (an event that
 // cannot be created or recorded) turns GPU timing off and is reported once through status().
 #pragma once
@@ -59,8 +60,8 @@ struct LaunchCost {
 /// What a hook records (the hot path: times in Ticks()). Which fields a record keeps depends
 /// on its kind (they share the slot's last three words).
 struct TraceEntry {
-  uint64_t begin = 0;                 // Ticks() at the start of the host call; 0: untimed (the
-                                      // time of its thread's previous record at collection)
+  uint64_t begin = 0;                 // Ticks() at the start of the host call; 0: untimed
+                                      // (placed after its thread's records at collection)
   uint64_t end = 0;                   // Ticks() at its end (0: an instant; launches outside
                                       // profiling sessions are instants)
   const std::string* name = nullptr;  // interned (Tracer::Intern or the dispatcher's names)
@@ -168,9 +169,9 @@ class Tracer {
 
   /// Every record still held that began at or after `since` (a Ticks() mark), in time order
   /// (ties by seq), with GPU times resolved (this waits for the timed launches to finish: call
-  /// it off the hot path). An untimed record counts from its thread's record before it: one made
-  /// after the mark but with no timed record of its thread between is left out (sessions time
-  /// every record).
+  /// it off the hot path). An untimed record takes the latest end of its thread's records before
+  /// it: one made after the mark with no timed record of its thread between is left out, and so
+  /// is one with no earlier record still held (sessions time every record).
   std::vector<TraceRecord> Collect(uint64_t since);
   /// Records lost to ring wrap-around since the process started.
   int64_t dropped() const;
@@ -254,6 +255,7 @@ inline uint64_t Tracer::Add(const TraceEntry& e) {
   if (e.kind == TraceKind::kTask) {
     put(w + 5, e.task);
     put(w + 6, uint64_t{e.from} | uint64_t{e.to} << 8);
+    put(w + 7, 0);  // every word written: a collection never reads stale memory
   } else {
     put(w + 5, static_cast<uint64_t>(e.bytes));
     put(w + 6, static_cast<uint64_t>(memory ? e.allocated : e.flops));

@@ -78,14 +78,45 @@ TEST(Tracer, PoolRecordsAreTimedInProfilingSessions) {
   t.EndProfiling(false);
   std::vector<const TraceRecord*> seen;
   std::vector<TraceRecord> rs = Since(mark);
+  uint32_t me = 0;  // this thread's records only (the CPU backend's workers free buffers too)
   for (const TraceRecord& r : rs) {
-    if (r.kind == TraceKind::kAlloc || *r.name == "trace_mark") seen.push_back(&r);
+    if (*r.name == "trace_mark") me = r.thread;
+  }
+  for (const TraceRecord& r : rs) {
+    if (r.thread == me && (r.kind == TraceKind::kAlloc || *r.name == "trace_mark")) {
+      seen.push_back(&r);
+    }
   }
   ASSERT_EQ(seen.size(), 4u);
   EXPECT_EQ(seen[1]->kind, TraceKind::kAlloc);
   EXPECT_EQ(seen[1]->begin_ns, seen[0]->begin_ns);  // untimed: the mark's time
   EXPECT_EQ(seen[3]->kind, TraceKind::kAlloc);
   EXPECT_GE(seen[3]->begin_ns - seen[2]->begin_ns, 1'900'000);  // its own: after the sleep
+}
+
+// A range's record is added at its end but begins at its start: an untimed record made after
+// it must still come after the launches inside it.
+TEST(Tracer, AnUntimedRecordAfterARangeFollowsItsLaunches) {
+  const uint64_t mark = Tracer::Ticks();
+  PushTraceRange("trace_outer");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  MarkLaunch();
+  ASSERT_OK(PopTraceRange());
+  ASSERT_OK_AND_ASSIGN(GPUArray a, ops::Empty({8}, DType::Float32, kCpu));
+  std::vector<TraceRecord> rs = Since(mark);
+  int range = -1, launch = -1, alloc = -1;
+  for (int i = 0; i < static_cast<int>(rs.size()); ++i) {
+    if (*rs[i].name == "trace_outer") range = i;
+    if (*rs[i].name == "trace_mark") launch = i;
+  }
+  ASSERT_GE(range, 0);
+  ASSERT_GE(launch, 0);
+  for (int i = 0; i < static_cast<int>(rs.size()); ++i) {
+    if (rs[i].kind == TraceKind::kAlloc && rs[i].thread == rs[launch].thread) alloc = i;
+  }
+  ASSERT_GE(alloc, 0);
+  EXPECT_GT(alloc, launch);
+  EXPECT_GE(rs[alloc].begin_ns, rs[range].end_ns);
 }
 
 TEST(Tracer, FreesCarryThePoolState) {
@@ -155,20 +186,22 @@ TEST(Tracer, AFullRingOverwritesItsOldestRecordsAndCountsThem) {
 }
 
 // Collections while the owner keeps wrapping its ring return only whole records: each record's
-// words were written together (allocated == 2 * bytes), in order, none torn.
+// words were written together (allocated == 2 * bytes), in order, none torn. Every other record
+// is untimed: it must take the time of the kept record just before it (never that of a newer
+// record that overwrote an older slot meanwhile), and one with no kept record before it goes.
 TEST(Tracer, CollectingWhileARingWrapsReturnsOnlyWholeRecords) {
   Tracer& t = Tracer::Get();
   const size_t saved = t.capacity();
-  t.set_capacity(64);
+  t.set_capacity(8);
   const uint64_t mark = Tracer::Ticks();
   const std::string* name = t.Intern("trace_race");
   std::atomic<bool> stop{false}, started{false};
   std::thread writer([&] {
     for (int64_t i = 0; !stop; ++i) {
-      if (i == 1) started = true;  // its ring (of 64 records) exists
+      if (i == 1) started = true;  // its ring (of 8 records) exists
       TraceEntry e;
       e.kind = TraceKind::kAlloc;  // a kind that keeps all three numbers
-      e.begin = Tracer::Ticks();
+      e.begin = i % 2 == 0 ? Tracer::Ticks() : 0;
       e.name = name;
       e.bytes = i;
       e.allocated = 2 * i;
@@ -178,14 +211,19 @@ TEST(Tracer, CollectingWhileARingWrapsReturnsOnlyWholeRecords) {
   });
   while (!started) std::this_thread::yield();
   t.set_capacity(saved);
-  for (int round = 0; round < 200; ++round) {
-    int64_t last = -1;
+  for (int round = 0; round < 2000; ++round) {
+    const TraceRecord* last = nullptr;
     for (const TraceRecord& r : t.Collect(mark)) {
       if (r.name != name) continue;
       ASSERT_EQ(r.allocated, 2 * r.bytes);
       ASSERT_EQ(r.reserved, 3 * r.bytes);
-      ASSERT_GT(r.bytes, last);
-      last = r.bytes;
+      if (last == nullptr) {
+        ASSERT_EQ(r.bytes % 2, 0) << "an untimed record kept without its predecessor";
+      } else {
+        ASSERT_EQ(r.bytes, last->bytes + 1);  // the kept records are one run, in order
+        if (r.bytes % 2 == 1) ASSERT_EQ(r.begin_ns, last->begin_ns);
+      }
+      last = &r;
     }
   }
   stop = true;
