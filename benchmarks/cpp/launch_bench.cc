@@ -20,9 +20,8 @@
 namespace pygpukit {
 namespace {
 
-using bench::OrDie;
-
 using bench::Check;
+using bench::OrDie;
 
 // A 16-element float32 add: the operands, and for the raw launches a kernel with the generated
 // add kernel's parameters (count, output, two inputs).

@@ -35,7 +35,6 @@ int64_t SteadyNs() {
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
-constexpr uint64_t kIndexMask = (uint64_t{1} << 40) - 1;  // a seq's record count
 }  // namespace
 
 Tracer::Ring::Ring(size_t cap)

@@ -6,9 +6,9 @@
 // thread's own ring (benchmarks/cpp/trace_bench.cc); allocations and frees outside profiling
 // sessions skip the clock read (untimed: at collection they are placed at the latest end of
 // their thread's records before them, a lower bound that keeps the thread's order). A record
-// takes no lock, never
-// synchronizes, allocates only a thread's ring (once) and never throws. A failure (an event that
-// cannot be created or recorded) turns GPU timing off and is reported once through status().
+// takes no lock, never synchronizes, allocates only a thread's ring (once) and never throws.
+// A failure (an event that cannot be created or recorded) turns GPU timing off and is reported
+// once through status().
 #pragma once
 
 #include <atomic>
