@@ -146,27 +146,44 @@ def first_call_ms(op, cache_dir):
 
 
 def main():
-    args, dev, props, libs, versions = start(__doc__, iters=20)
+    def add_arguments(p):
+        p.add_argument(
+            "--overhead-rounds",
+            type=int,
+            default=15,
+            help="rounds of the per-call overhead loops, taken in turn by the libraries",
+        )
+
+    args, dev, props, libs, versions = start(__doc__, iters=20, add_arguments=add_arguments)
     rng = np.random.default_rng(0)
     n = 1 << args.log2n
 
     # Per-call overhead first, before the large cases leave their memory and state behind. The
-    # lent machines' host speed drifts by a third within a process, so the libraries take turns
-    # over five rounds and each keeps its best round (the least disturbed, as timeit advises);
-    # every round is in the JSON.
+    # lent machines' host speed drifts by a third for seconds at a time (everything slows
+    # together, the driver's own launch included), so the libraries take turns over
+    # --overhead-rounds rounds spread over several seconds and each keeps its best round (the
+    # least disturbed, as timeit advises); every round is in the JSON, and so is the median over
+    # rounds of ours / each peer within a round (adjacent in time: the host's speed cancels).
     tiny = {"ours": gp.ones((16,), device=dev)}
     for lib in libs[1:]:
         tiny[lib.name] = lib.array(np.ones(16, np.float32), "float32")
     rounds = {name: [] for name in tiny}
-    for _ in range(5):
+    for _ in range(args.overhead_rounds):
         for lib in libs:
             t = tiny[lib.name]
             rounds[lib.name].append(overhead_us(lambda t=t: t + t, 5000, args.reps))
             lib.sync()
     overhead = {name: min(v) for name, v in rounds.items()}
+    ratio = {
+        name: statistics.median(o / p for o, p in zip(rounds["ours"], v))
+        for name, v in rounds.items()
+        if name != "ours"
+    }
     print(
         "per-call overhead, 16-element add (us): "
         + ", ".join(f"{k} {v:.2f}" for k, v in overhead.items())
+        + "; ours / peer within a round (median): "
+        + ", ".join(f"{k} {v:.3f}" for k, v in ratio.items())
     )
 
     rows = []
@@ -220,11 +237,14 @@ def main():
         "bandwidth": rows,
         "overhead_us_per_call": overhead,
         "overhead_us_rounds": rounds,
+        "overhead_ratio_to_peer": ratio,
         "gelu_fusion": fusion,
         "first_call_ms": {"compile": compile_ms, "disk_hit_fresh_process": disk_ms},
         "timing": "CUDA events of each library around back-to-back calls, median of reps; "
         "GB/s = bytes read + written once / time. Overhead: host wall time per call in a loop of "
-        "5000 calls, median of reps per round, best of 5 rounds taken in turn by the libraries.",
+        "5000 calls, median of reps per round, best of --overhead-rounds rounds taken in turn by "
+        "the libraries; overhead_ratio_to_peer: median over rounds of ours / the peer's same "
+        "round.",
     }
     write_result(result, args.out, props, "elementwise", cuda=True)
 

@@ -80,14 +80,17 @@ def load(dev):
     return libs, versions
 
 
-def start(doc, iters):
-    """The bandwidth scripts' common start: parses --log2n / --iters / --reps / --out, exits
-    without a CUDA device, and returns (args, device, its properties, libs, versions)."""
+def start(doc, iters, add_arguments=None):
+    """The bandwidth scripts' common start: parses --log2n / --iters / --reps / --out (and what
+    add_arguments(parser) adds), exits without a CUDA device, and returns (args, device, its
+    properties, libs, versions)."""
     p = argparse.ArgumentParser(description=doc.split("\n")[0])
     p.add_argument("--log2n", type=int, default=28)
     p.add_argument("--iters", type=int, default=iters)
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--out", default=None, help="JSON folder (default benchmarks/results)")
+    if add_arguments is not None:
+        add_arguments(p)
     args = p.parse_args()
     info = gp.runtime_info()
     if not info["cuda_available"]:

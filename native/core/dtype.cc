@@ -12,33 +12,7 @@ namespace {
 struct Info {
   absl::string_view name;
   absl::string_view code;
-  int itemsize;
-  DTypeKind kind;
 };
-
-constexpr DTypeKind KindFor(DType dt) {
-  switch (dt) {
-    case DType::Bool:
-      return DTypeKind::Bool;
-    case DType::Int8:
-    case DType::Int16:
-    case DType::Int32:
-    case DType::Int64:
-      return DTypeKind::Signed;
-    case DType::UInt8:
-    case DType::UInt16:
-    case DType::UInt32:
-    case DType::UInt64:
-      return DTypeKind::Unsigned;
-    case DType::Float16:
-    case DType::BFloat16:
-    case DType::Float32:
-    case DType::Float64:
-      return DTypeKind::Float;
-    default:
-      return DTypeKind::Complex;
-  }
-}
 
 constexpr absl::string_view NameFor(DType dt) {
   constexpr std::array<absl::string_view, kNumDTypes> names = {
@@ -50,8 +24,8 @@ constexpr absl::string_view NameFor(DType dt) {
 constexpr std::array<Info, kNumDTypes> kInfo = [] {
   std::array<Info, kNumDTypes> a{};
   int i = 0;
-#define PGK_INFO(E, T, C)                                                             \
-  a[i] = Info{NameFor(DType::E), #C, static_cast<int>(sizeof(T)), KindFor(DType::E)}; \
+#define PGK_INFO(E, T, C)             \
+  a[i] = Info{NameFor(DType::E), #C}; \
   ++i;
   PGK_FOR_EACH_DTYPE(PGK_INFO)
 #undef PGK_INFO
@@ -87,8 +61,6 @@ DType PromoteFloats(DType a, DType b) {
 
 }  // namespace
 
-int ItemSize(DType dt) { return InfoOf(dt).itemsize; }
-DTypeKind KindOf(DType dt) { return InfoOf(dt).kind; }
 absl::string_view DTypeName(DType dt) { return InfoOf(dt).name; }
 absl::string_view DTypeCode(DType dt) { return InfoOf(dt).code; }
 

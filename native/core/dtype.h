@@ -27,10 +27,48 @@ inline constexpr int kNumDTypes = static_cast<int>(DType::Complex128) + 1;
 /// Broad category of a dtype, in promotion order.
 enum class DTypeKind : uint8_t { Bool, Signed, Unsigned, Float, Complex };
 
+namespace dtype_internal {
+// Per-dtype size and kind, in the header: ops ask for them several times per call, and an
+// out-of-line call costs more than the lookup.
+inline constexpr unsigned char kItemSize[] = {
+#define PGK_DTYPE_SIZE(E, T, C) static_cast<unsigned char>(sizeof(T)),
+    PGK_FOR_EACH_DTYPE(PGK_DTYPE_SIZE)
+#undef PGK_DTYPE_SIZE
+};
+constexpr DTypeKind KindFor(DType dt) {
+  switch (dt) {
+    case DType::Bool:
+      return DTypeKind::Bool;
+    case DType::Int8:
+    case DType::Int16:
+    case DType::Int32:
+    case DType::Int64:
+      return DTypeKind::Signed;
+    case DType::UInt8:
+    case DType::UInt16:
+    case DType::UInt32:
+    case DType::UInt64:
+      return DTypeKind::Unsigned;
+    case DType::Float16:
+    case DType::BFloat16:
+    case DType::Float32:
+    case DType::Float64:
+      return DTypeKind::Float;
+    default:
+      return DTypeKind::Complex;
+  }
+}
+inline constexpr DTypeKind kKind[] = {
+#define PGK_DTYPE_KIND(E, T, C) KindFor(DType::E),
+    PGK_FOR_EACH_DTYPE(PGK_DTYPE_KIND)
+#undef PGK_DTYPE_KIND
+};
+}  // namespace dtype_internal
+
 /// Size in bytes of one element.
-int ItemSize(DType dt);
+inline int ItemSize(DType dt) { return dtype_internal::kItemSize[static_cast<int>(dt)]; }
 /// Kind of a dtype.
-DTypeKind KindOf(DType dt);
+inline DTypeKind KindOf(DType dt) { return dtype_internal::kKind[static_cast<int>(dt)]; }
 /// NumPy-style name: "float32", "bfloat16", "bool", ...
 absl::string_view DTypeName(DType dt);
 /// Short code used in CUDA kernel symbol names ("f4", "bf2", ...).

@@ -8,6 +8,8 @@ GPUArray::GPUArray(std::shared_ptr<Buffer> buffer, DType dtype, Shape shape, Str
       dtype_(dtype),
       shape_(std::move(shape)),
       strides_(std::move(strides)),
-      offset_(offset) {}
+      offset_(offset),
+      size_(NumElements(shape_)),
+      contiguous_(IsContiguous(shape_, strides_)) {}
 
 }  // namespace pygpukit

@@ -27,11 +27,11 @@ class GPUArray {
   int64_t offset() const { return offset_; }
   Device device() const { return buffer_ ? buffer_->device() : Device{}; }
   int ndim() const { return static_cast<int>(shape_.size()); }
-  int64_t size() const { return NumElements(shape_); }
+  int64_t size() const { return size_; }
   int64_t itemsize() const { return ItemSize(dtype_); }
   int64_t nbytes() const { return size() * itemsize(); }
   /// Dense C-order layout.
-  bool is_contiguous() const { return IsContiguous(shape_, strides_); }
+  bool is_contiguous() const { return contiguous_; }
   /// Address of element 0 (device address on CUDA).
   void* data() const { return static_cast<char*>(buffer_->data()) + offset_ * ItemSize(dtype_); }
   const std::shared_ptr<Buffer>& buffer() const { return buffer_; }
@@ -43,6 +43,10 @@ class GPUArray {
   Shape shape_;
   Strides strides_;
   int64_t offset_ = 0;
+  // Derived from the shape and strides once (an array never changes them): ops ask for both
+  // several times per call.
+  int64_t size_ = 1;  // of the default shape ()
+  bool contiguous_ = true;
 };
 
 /// A Python-style scalar: bool, int, float or complex. Used for fill values and for weak scalar

@@ -76,6 +76,14 @@ DType PromoteTypesOf(absl::Span<const std::optional<DType>> dtypes,
 }
 
 DType Promote(absl::Span<const EwOperand> operands) {
+  // Arrays of one dtype (the common case) promote to it.
+  if (!operands.empty() && operands[0].array != nullptr) {
+    const DType first = operands[0].array->dtype();
+    bool same = true;
+    for (const EwOperand& o : operands)
+      same = same && o.array != nullptr && o.array->dtype() == first;
+    if (same) return first;
+  }
   absl::InlinedVector<std::optional<DType>, 3> dtypes;
   absl::InlinedVector<ScalarKind, 3> kinds;
   for (const EwOperand& o : operands) {
@@ -162,7 +170,7 @@ absl::Status CheckOut(absl::string_view name, const GPUArray& out, absl::Span<co
     return ValueError(absl::StrCat(name, ": out is on ", out.device().ToString(),
                                    ", the operands on ", device.ToString()));
   }
-  if (out.shape() != Shape(shape.begin(), shape.end())) {
+  if (absl::Span<const int64_t>(out.shape()) != shape) {
     return ValueError(absl::StrCat(name, ": out has shape ", ShapeToString(out.shape()),
                                    ", the result has shape ", ShapeToString(shape)));
   }
@@ -188,9 +196,11 @@ absl::StatusOr<GPUArray> Run(ElementwiseOp op, absl::Span<const EwOperand> opera
     return ValueError(
         absl::StrCat(info.name, ": expected ", info.arity, " operands, got ", operands.size()));
   }
-  // Devices and the broadcast shape.
+  // Devices and the broadcast shape (built only when the shapes differ: a view of the first
+  // array's shape otherwise).
   std::optional<Device> device;
-  Shape shape;
+  absl::Span<const int64_t> shape;
+  Shape broadcast;
   bool any_array = false;
   for (const EwOperand& o : operands) {
     if (o.array == nullptr) continue;
@@ -202,8 +212,9 @@ absl::StatusOr<GPUArray> Run(ElementwiseOp op, absl::Span<const EwOperand> opera
     device = o.array->device();
     if (!any_array) {
       shape = o.array->shape();
-    } else if (o.array->shape() != shape) {
-      PGK_ASSIGN_OR_RETURN(shape, BroadcastShapes(shape, o.array->shape(), info.name));
+    } else if (absl::Span<const int64_t>(o.array->shape()) != shape) {
+      PGK_ASSIGN_OR_RETURN(broadcast, BroadcastShapes(shape, o.array->shape(), info.name));
+      shape = broadcast;
     }
     any_array = true;
   }
@@ -240,12 +251,11 @@ absl::StatusOr<GPUArray> Run(ElementwiseOp op, absl::Span<const EwOperand> opera
     }
     launch.inputs.push_back(in);
   }
-  GPUArray dst;
   if (out != nullptr) {
-    dst = *out;
-  } else {
-    PGK_ASSIGN_OR_RETURN(dst, NewArray(shape, result, *device, info.name));
+    PGK_RETURN_IF_ERROR(LaunchElementwise(launch, *out));
+    return *out;
   }
+  PGK_ASSIGN_OR_RETURN(GPUArray dst, NewArray(shape, result, *device, info.name));
   PGK_RETURN_IF_ERROR(LaunchElementwise(launch, dst));
   return dst;
 }

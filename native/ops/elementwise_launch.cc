@@ -171,28 +171,28 @@ absl::Status LaunchCuda(const EwLaunch& l, const GPUArray& out) {
   if (absl::Status available = rt.jit().Available(); !available.ok()) {
     return LaunchCudaPrecompiled(l, out, available);
   }
-  absl::InlinedVector<GPUArray, 3> inputs;
+  // Inputs by address; only broadcast views are built (the common case has none to build).
+  absl::InlinedVector<GPUArray, 3> views;
+  views.reserve(l.inputs.size());  // the addresses below stay valid
+  absl::InlinedVector<const GPUArray*, 3> inputs;
   bool conflict = false;
   for (const EwLaunch::Input& in : l.inputs) {
-    GPUArray v;
-    if (in.array != nullptr) {
-      if (in.array->shape() == out.shape()) {
-        v = *in.array;  // the common case: no broadcast view to build
-      } else {
-        PGK_ASSIGN_OR_RETURN(v, BroadcastTo(*in.array, out.shape()));
+    const GPUArray* v = in.array;
+    if (v != nullptr) {
+      if (v->shape() != out.shape()) {
+        PGK_ASSIGN_OR_RETURN(GPUArray view, BroadcastTo(*v, out.shape()));
+        views.push_back(std::move(view));
+        v = &views.back();
       }
-      conflict = conflict || Conflicts(out, v);
+      conflict = conflict || Conflicts(out, *v);
     }
-    inputs.push_back(std::move(v));
+    inputs.push_back(v);
   }
-  GPUArray dst = out;
-  if (conflict) {
-    PGK_ASSIGN_OR_RETURN(dst, NewArray(out.shape(), out.dtype(), out.device(), l.name));
-  }
-  PGK_ASSIGN_OR_RETURN(hal::Stream * s, rt.stream(dst.device()));
+  PGK_ASSIGN_OR_RETURN(hal::Stream * s, rt.stream(out.device()));
+  if (!conflict) return cuda_kernels::ElementwiseJit(*s, l, out, inputs);
+  PGK_ASSIGN_OR_RETURN(GPUArray dst, NewArray(out.shape(), out.dtype(), out.device(), l.name));
   PGK_RETURN_IF_ERROR(cuda_kernels::ElementwiseJit(*s, l, dst, inputs));
-  if (conflict) return Assign(out, dst);
-  return absl::OkStatus();
+  return Assign(out, dst);
 }
 
 }  // namespace

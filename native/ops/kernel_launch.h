@@ -286,10 +286,11 @@ absl::Status Random(hal::Stream& s, DType dtype, const kernels::RandomParams& p)
 absl::Status Binary(hal::Stream& s, ElementwiseOp op, DType dtype,
                     const kernels::ElementwiseParams& p);
 absl::Status Negative(hal::Stream& s, DType dtype, const kernels::ElementwiseParams& p);
-/// The JIT kernel of `l` (ops/elementwise_codegen.h): inputs in their own dtypes (broadcast to
-/// out's shape; null for scalars), converted in the kernel; the result stored as out's dtype.
+/// The JIT kernel of `l` (ops/elementwise_codegen.h): inputs in their own dtypes (of out's shape
+/// or broadcast to it; null for scalars), converted in the kernel; the result stored as out's
+/// dtype.
 absl::Status ElementwiseJit(hal::Stream& s, const EwLaunch& l, const GPUArray& out,
-                            absl::Span<const GPUArray> inputs);
+                            absl::Span<const GPUArray* const> inputs);
 /// dst = src converted to dst's dtype (shapes equal; src may have broadcast strides) through a
 /// JIT kernel (16-byte accesses on dense operands).
 absl::Status CopyJit(hal::Stream& s, const GPUArray& src, const GPUArray& dst);

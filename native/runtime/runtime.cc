@@ -191,6 +191,11 @@ absl::StatusOr<hal::Stream*> Runtime::stream(Device d) const {
 }
 
 absl::StatusOr<hal::Stream*> Runtime::default_stream(Device d) const {
+  // A present CUDA device straight away (every op asks, several times); per_device explains
+  // the others.
+  if (d.is_cuda() && static_cast<size_t>(d.index) < cuda_devices_.size()) {
+    return cuda_devices_[d.index].stream.get();
+  }
   PGK_ASSIGN_OR_RETURN(const PerDevice* p, per_device(d));
   return p->stream.get();
 }
@@ -233,6 +238,9 @@ void Runtime::ReleaseStream(hal::Stream* stream) {
 }
 
 absl::StatusOr<MemoryPool*> Runtime::pool(Device d) const {
+  if (d.is_cuda() && static_cast<size_t>(d.index) < cuda_devices_.size()) {
+    return cuda_devices_[d.index].pool.get();  // as in default_stream
+  }
   PGK_ASSIGN_OR_RETURN(const PerDevice* p, per_device(d));
   return p->pool.get();
 }

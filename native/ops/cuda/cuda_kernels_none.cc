@@ -28,7 +28,7 @@ absl::Status Binary(hal::Stream&, ElementwiseOp, DType, const kernels::Elementwi
 }
 absl::Status Negative(hal::Stream&, DType, const kernels::ElementwiseParams&) { return NoCuda(); }
 absl::Status ElementwiseJit(hal::Stream&, const EwLaunch&, const GPUArray&,
-                            absl::Span<const GPUArray>) {
+                            absl::Span<const GPUArray* const>) {
   return NoCuda();
 }
 absl::Status ReduceJit(hal::Stream&, const ReduceLaunch&, DType, DType, kernels::ReduceParams,

@@ -62,32 +62,36 @@ const Tuning& Knobs() {
 
 // Everything the generated source depends on, as a short byte string: the kernel's own part
 // (`head`), the operands' storage dtypes and the layout.
-KernelKey KeyOf(absl::string_view head, absl::Span<const GPUArray> outs,
-                absl::Span<const GPUArray> inputs, absl::Span<const DType> scalar_dtypes,
+// Written in place into a key sized once: this runs on every launch.
+KernelKey KeyOf(absl::string_view head, absl::Span<const GPUArray* const> outs,
+                absl::Span<const GPUArray* const> inputs, absl::Span<const DType> scalar_dtypes,
                 const EwLayout& layout, int device) {
-  KernelKey k(head.begin(), head.end());
-  for (const GPUArray& o : outs) k.push_back(static_cast<char>(o.dtype()));
-  k.push_back(static_cast<char>(0x7f));  // the outputs' end
-  k.push_back(static_cast<char>(device));
-  k.push_back(static_cast<char>(layout.contiguous ? 0 : layout.ndim));
-  k.push_back(static_cast<char>(layout.vec));
-  k.push_back(static_cast<char>((layout.index32 ? 1 : 0) | layout.unroll << 1));
-  const char* mask = reinterpret_cast<const char*>(&layout.broadcast_inner);
-  k.insert(k.end(), mask, mask + sizeof(uint32_t));
+  KernelKey k(head.size() + outs.size() + 5 + sizeof(uint32_t) + 2 * inputs.size());
+  char* p = k.data();
+  std::memcpy(p, head.data(), head.size());
+  p += head.size();
+  for (const GPUArray* o : outs) *p++ = static_cast<char>(o->dtype());
+  *p++ = static_cast<char>(0x7f);  // the outputs' end
+  *p++ = static_cast<char>(device);
+  *p++ = static_cast<char>(layout.contiguous ? 0 : layout.ndim);
+  *p++ = static_cast<char>(layout.vec);
+  *p++ = static_cast<char>((layout.index32 ? 1 : 0) | layout.unroll << 1);
+  std::memcpy(p, &layout.broadcast_inner, sizeof(uint32_t));
+  p += sizeof(uint32_t);
   for (size_t i = 0; i < inputs.size(); ++i) {
-    k.push_back(static_cast<char>(inputs[i].valid() ? inputs[i].dtype() : scalar_dtypes[i]));
-    k.push_back(inputs[i].valid() ? 1 : 0);
+    *p++ = static_cast<char>(inputs[i] != nullptr ? inputs[i]->dtype() : scalar_dtypes[i]);
+    *p++ = inputs[i] != nullptr ? 1 : 0;
   }
   return k;
 }
 
-EwKernelSpec SpecOf(const EwLaunch& l, DType out, absl::Span<const GPUArray> inputs,
+EwKernelSpec SpecOf(const EwLaunch& l, DType out, absl::Span<const GPUArray* const> inputs,
                     const EwLayout& layout) {
   absl::InlinedVector<EwInput, 3> in;
   absl::InlinedVector<DType, 3> compute;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const bool scalar = !inputs[i].valid();
-    in.push_back(EwInput{scalar ? l.inputs[i].compute : inputs[i].dtype(), scalar});
+    const bool scalar = inputs[i] == nullptr;
+    in.push_back(EwInput{scalar ? l.inputs[i].compute : inputs[i]->dtype(), scalar});
     compute.push_back(l.inputs[i].compute);
   }
   return OpKernelSpec(l.op, l.name, in, compute, out, layout);
@@ -101,6 +105,11 @@ struct Entry {
 JitKernelCache<Entry>& Cache() {
   static auto* cache = new JitKernelCache<Entry>;  // never destroyed: used until process exit
   return *cache;
+}
+
+// Whether `p` is aligned to `bytes`, a power of two (a mask: this runs per operand and launch).
+bool AlignedTo(const void* p, int64_t bytes) {
+  return (reinterpret_cast<uintptr_t>(p) & static_cast<uintptr_t>(bytes - 1)) == 0;
 }
 
 // Whether the strided layout `c` can move runs of `v` elements along its last dimension: its
@@ -121,7 +130,7 @@ bool RunsOf(const CoalescedLayout& c, absl::Span<const GPUArray* const> arrays,
     for (size_t d = 0; d + 1 < st.size(); ++d) {
       if (st[d] % v != 0) return false;
     }
-    if (reinterpret_cast<uintptr_t>(arrays[k]->data()) % (v * arrays[k]->itemsize()) != 0) {
+    if (!AlignedTo(arrays[k]->data(), v * arrays[k]->itemsize())) {
       return false;
     }
   }
@@ -142,19 +151,20 @@ struct EwJitKernel {
 };
 
 // Launches `kernel` writing `outs` (one or more, of one shape) from `inputs` (broadcast to it;
-// invalid entries stand for the scalars).
-absl::Status LaunchEwJit(hal::Stream& s, const EwJitKernel& kernel, absl::Span<const GPUArray> outs,
-                         absl::Span<const GPUArray> inputs) {
-  const GPUArray& out = outs[0];
+// null entries stand for the scalars).
+absl::Status LaunchEwJit(hal::Stream& s, const EwJitKernel& kernel,
+                         absl::Span<const GPUArray* const> outs,
+                         absl::Span<const GPUArray* const> inputs) {
+  const GPUArray& out = *outs[0];
   absl::InlinedVector<const GPUArray*, 4> arrays;
   absl::InlinedVector<int, 4> input_of;  // per array operand: its input index (-1: an output)
-  for (const GPUArray& o : outs) {
-    arrays.push_back(&o);
+  for (const GPUArray* o : outs) {
+    arrays.push_back(o);
     input_of.push_back(-1);
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i].valid()) continue;
-    arrays.push_back(&inputs[i]);
+    if (inputs[i] == nullptr) continue;
+    arrays.push_back(inputs[i]);
     input_of.push_back(static_cast<int>(i));
   }
   PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident(absl::MakeConstSpan(arrays)));
@@ -186,7 +196,7 @@ absl::Status LaunchEwJit(hal::Stream& s, const EwJitKernel& kernel, absl::Span<c
     // 16 bytes per access for the widest operand when every pointer is aligned for it.
     layout.vec = static_cast<int>(std::max<int64_t>(1, 16 / widest));
     for (const GPUArray* a : arrays) {
-      if (reinterpret_cast<uintptr_t>(a->data()) % (layout.vec * a->itemsize()) != 0) {
+      if (!AlignedTo(a->data(), layout.vec * a->itemsize())) {
         layout.vec = 1;
       }
     }
@@ -246,16 +256,16 @@ absl::Status LaunchEwJit(hal::Stream& s, const EwJitKernel& kernel, absl::Span<c
     if (!layout.contiguous) params.push_back(const_cast<int64_t*>(coalesced.strides[k].data()));
     ++k;
   };
-  for (const GPUArray& o : outs) push_array(o);
+  for (const GPUArray* o : outs) push_array(*o);
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i].valid()) {
-      push_array(inputs[i]);
+    if (inputs[i] != nullptr) {
+      push_array(*inputs[i]);
     } else {
       params.push_back(const_cast<unsigned char*>(kernel.scalars[i]));
     }
   }
   const int64_t per_thread = layout.unroll * layout.vec;
-  const int64_t units = std::max<int64_t>(1, n / per_thread + (n % per_thread != 0));
+  const int64_t units = std::max<int64_t>(1, (n + per_thread - 1) / per_thread);
   hal::LaunchDims dims;
   dims.block[0] = kEwBlock;
   dims.grid[0] = static_cast<unsigned>(std::clamp<int64_t>(
@@ -291,7 +301,7 @@ bool CallsMathLibrary(ElementwiseOp op) {
 }  // namespace
 
 absl::Status ElementwiseJit(hal::Stream& s, const EwLaunch& l, const GPUArray& out,
-                            absl::Span<const GPUArray> inputs) {
+                            absl::Span<const GPUArray* const> inputs) {
   std::string head = {static_cast<char>(l.op), static_cast<char>(l.compute)};
   absl::InlinedVector<DType, 3> scalar_dtypes;
   absl::InlinedVector<const unsigned char*, 3> scalars;
@@ -308,7 +318,8 @@ absl::Status ElementwiseJit(hal::Stream& s, const EwLaunch& l, const GPUArray& o
     return k;
   };
   EwJitKernel kernel{l.name, CallsMathLibrary(l.op), std::move(head), spec, scalar_dtypes, scalars};
-  return LaunchEwJit(s, kernel, absl::MakeConstSpan(&out, 1), inputs);
+  const GPUArray* const outs[] = {&out};
+  return LaunchEwJit(s, kernel, outs, inputs);
 }
 
 absl::Status CopyJit(hal::Stream& s, const GPUArray& src, const GPUArray& dst) {
@@ -318,7 +329,9 @@ absl::Status CopyJit(hal::Stream& s, const GPUArray& src, const GPUArray& dst) {
   const DType dtypes[] = {src.dtype()};
   const unsigned char* const no_scalars[] = {nullptr};
   EwJitKernel kernel{"copy", false, "cast", spec, dtypes, no_scalars};
-  return LaunchEwJit(s, kernel, absl::MakeConstSpan(&dst, 1), absl::MakeConstSpan(&src, 1));
+  const GPUArray* const outs[] = {&dst};
+  const GPUArray* const inputs[] = {&src};
+  return LaunchEwJit(s, kernel, outs, inputs);
 }
 
 absl::Status UserElementwiseJit(hal::Stream& s, const UserEwLaunch& l,
@@ -334,7 +347,12 @@ absl::Status UserElementwiseJit(hal::Stream& s, const UserEwLaunch& l,
     return k;
   };
   EwJitKernel kernel{l.spec.name, false, std::move(head), spec, l.scalar_dtypes, scalars};
-  return LaunchEwJit(s, kernel, outs, inputs);
+  auto addresses = [](absl::Span<const GPUArray> arrays) {
+    absl::InlinedVector<const GPUArray*, 6> a;
+    for (const GPUArray& x : arrays) a.push_back(x.valid() ? &x : nullptr);
+    return a;
+  };
+  return LaunchEwJit(s, kernel, addresses(outs), addresses(inputs));
 }
 
 }  // namespace pygpukit::ops::cuda_kernels

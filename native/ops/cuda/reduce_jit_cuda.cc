@@ -167,11 +167,9 @@ void PlanGrid(const ReduceKernelSpec& k, const kernels::ReduceParams& p, int64_t
   }
 }
 
-std::string ReduceKey(const ReduceKernelSpec& k, int device) {
-  return absl::StrCat("r", static_cast<int>(k.op), ",", static_cast<int>(k.in), ",",
-                      static_cast<int>(k.compute), ",", static_cast<int>(k.out), ",", k.out_ndim,
-                      ",", k.red_ndim, ",", k.inner, ",", k.bx, ",", k.vec, ",", k.unroll, "@",
-                      device);
+KernelKey ReduceKey(const ReduceKernelSpec& k, int device) {
+  return PodKey('r', k.op, k.in, k.compute, k.out, k.out_ndim, k.red_ndim, k.inner, k.bx, k.vec,
+                k.unroll, device);
 }
 
 struct ReduceEntry {
@@ -206,9 +204,9 @@ absl::Status ReduceJit(hal::Stream& s, const ReduceLaunch& l, DType in, DType ou
   Runtime& rt = Runtime::Get();
   PGK_ASSIGN_OR_RETURN(int64_t sms, Multiprocessors(device));
   const ReduceKernelSpec spec = ReduceSpecOf(l, in, out, p);
+  const KernelKey key = ReduceKey(spec, device.index);
   PGK_ASSIGN_OR_RETURN(
-      ReduceEntry e,
-      ReduceCache().Get(ReduceKey(spec, device.index), [&]() -> absl::StatusOr<ReduceEntry> {
+      ReduceEntry e, ReduceCache().Get(KeyView(key), [&]() -> absl::StatusOr<ReduceEntry> {
         const JitSource src = ReduceProgram(spec);
         ReduceEntry e;
         PGK_ASSIGN_OR_RETURN(e.main, rt.jit().Function(src, kReduceKernelName, device.index));
@@ -280,22 +278,23 @@ absl::Status ScanJit(hal::Stream& s, const ReduceLaunch& l, DType in, DType out,
     p.chunk = RoundUp(std::max<int64_t>(1, CeilDiv(p.length, per_line)), tile);
     p.chunks = CeilDiv(p.length, p.chunk);
   }
-  const std::string key = absl::StrCat(
-      "s", static_cast<int>(spec.op), ",", static_cast<int>(in), ",",
-      static_cast<int>(spec.compute), ",", static_cast<int>(out), ",", spec.line_ndim, ",",
-      spec.serial, ",", spec.k, ",", spec.vec_in, ",", spec.vec_out, "@", device.index);
-  PGK_ASSIGN_OR_RETURN(ScanEntry e, ScanCache().Get(key, [&]() -> absl::StatusOr<ScanEntry> {
-    const JitSource src = ScanProgram(spec);
-    ScanEntry e;
-    if (spec.serial) {
-      PGK_ASSIGN_OR_RETURN(e.serial, rt.jit().Function(src, kScanSerialKernelName, device.index));
-      return e;
-    }
-    PGK_ASSIGN_OR_RETURN(e.totals, rt.jit().Function(src, kScanTotalsKernelName, device.index));
-    PGK_ASSIGN_OR_RETURN(e.prefixes, rt.jit().Function(src, kScanPrefixesKernelName, device.index));
-    PGK_ASSIGN_OR_RETURN(e.block, rt.jit().Function(src, kScanBlockKernelName, device.index));
-    return e;
-  }));
+  const KernelKey key = PodKey('s', spec.op, in, spec.compute, out, spec.line_ndim, spec.serial,
+                               spec.k, spec.vec_in, spec.vec_out, device.index);
+  PGK_ASSIGN_OR_RETURN(
+      ScanEntry e, ScanCache().Get(KeyView(key), [&]() -> absl::StatusOr<ScanEntry> {
+        const JitSource src = ScanProgram(spec);
+        ScanEntry e;
+        if (spec.serial) {
+          PGK_ASSIGN_OR_RETURN(e.serial,
+                               rt.jit().Function(src, kScanSerialKernelName, device.index));
+          return e;
+        }
+        PGK_ASSIGN_OR_RETURN(e.totals, rt.jit().Function(src, kScanTotalsKernelName, device.index));
+        PGK_ASSIGN_OR_RETURN(e.prefixes,
+                             rt.jit().Function(src, kScanPrefixesKernelName, device.index));
+        PGK_ASSIGN_OR_RETURN(e.block, rt.jit().Function(src, kScanBlockKernelName, device.index));
+        return e;
+      }));
   void* params[] = {&p};
   hal::LaunchDims lines;  // one thread per line
   lines.block[0] = kBlock;
