@@ -74,15 +74,23 @@ TEST(JitKernelCache, KeysDifferingInOneByteOrInLengthAreDistinct) {
   EXPECT_EQ(builds, 3 * 64);
 }
 
-TEST(JitKernelCache, LongKeysAreCachedInTheSharedMap) {
+TEST(JitKernelCache, KeysAreComparedWhole) {
   JitKernelCache<Entry>& cache = NewCache();
   int builds = 0;
-  const std::string prefix(200, 'k');  // beyond the per-thread table's key size
-  for (int round = 0; round < 2; ++round) {
-    EXPECT_EQ(GetOrBuild(cache, prefix + "1", 1, &builds)->value, 1);
-    EXPECT_EQ(GetOrBuild(cache, prefix + "2", 2, &builds)->value, 2);
+  // More keys than the per-thread table has slots (so at least two share one), long ones
+  // (user kernels carry their source) sharing a 200-byte prefix, of one length and of others.
+  const std::string prefix(200, 'k');
+  std::vector<std::string> keys;
+  for (int i = 0; i < 20; ++i) keys.push_back(absl::StrCat(prefix, i));
+  for (int i = 0; i < 20; ++i) keys.push_back(absl::StrCat(prefix, i, std::string(i + 1, 'z')));
+  for (int round = 0; round < 3; ++round) {
+    for (size_t i = 0; i < keys.size(); ++i) {
+      absl::StatusOr<Entry> e = GetOrBuild(cache, keys[i], static_cast<int>(i), &builds);
+      ASSERT_TRUE(e.ok());
+      EXPECT_EQ(e->value, static_cast<int>(i)) << keys[i].substr(200);
+    }
   }
-  EXPECT_EQ(builds, 2);
+  EXPECT_EQ(builds, static_cast<int>(keys.size()));
 }
 
 TEST(JitKernelCache, TwoCachesDoNotShareEntries) {
