@@ -28,14 +28,19 @@ inline constexpr int kNumDTypes = static_cast<int>(DType::Complex128) + 1;
 enum class DTypeKind : uint8_t { Bool, Signed, Unsigned, Float, Complex };
 
 namespace dtype_internal {
-// Per-dtype size and kind, in the header: ops ask for them several times per call, and an
-// out-of-line call costs more than the lookup.
+// Sizes in the header: ops ask for them several times per call, and an out-of-line call costs
+// more than the lookup.
 inline constexpr unsigned char kItemSize[] = {
 #define PGK_DTYPE_SIZE(E, T, C) static_cast<unsigned char>(sizeof(T)),
     PGK_FOR_EACH_DTYPE(PGK_DTYPE_SIZE)
 #undef PGK_DTYPE_SIZE
 };
-constexpr DTypeKind KindFor(DType dt) {
+}  // namespace dtype_internal
+
+/// Size in bytes of one element.
+inline int ItemSize(DType dt) { return dtype_internal::kItemSize[static_cast<int>(dt)]; }
+/// Kind of a dtype.
+constexpr DTypeKind KindOf(DType dt) {
   switch (dt) {
     case DType::Bool:
       return DTypeKind::Bool;
@@ -58,17 +63,6 @@ constexpr DTypeKind KindFor(DType dt) {
       return DTypeKind::Complex;
   }
 }
-inline constexpr DTypeKind kKind[] = {
-#define PGK_DTYPE_KIND(E, T, C) KindFor(DType::E),
-    PGK_FOR_EACH_DTYPE(PGK_DTYPE_KIND)
-#undef PGK_DTYPE_KIND
-};
-}  // namespace dtype_internal
-
-/// Size in bytes of one element.
-inline int ItemSize(DType dt) { return dtype_internal::kItemSize[static_cast<int>(dt)]; }
-/// Kind of a dtype.
-inline DTypeKind KindOf(DType dt) { return dtype_internal::kKind[static_cast<int>(dt)]; }
 /// NumPy-style name: "float32", "bfloat16", "bool", ...
 absl::string_view DTypeName(DType dt);
 /// Short code used in CUDA kernel symbol names ("f4", "bf2", ...).

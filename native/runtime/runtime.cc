@@ -147,6 +147,11 @@ std::vector<Device> Runtime::devices() const {
 }
 
 absl::StatusOr<const Runtime::PerDevice*> Runtime::per_device(Device d) const {
+  // A present CUDA device straight away (every op asks, several times); the checks below
+  // explain the others.
+  if (d.is_cuda() && static_cast<size_t>(d.index) < cuda_devices_.size()) {
+    return &cuda_devices_[d.index];
+  }
   if (d.is_cpu()) {
     if (d.index != 0) return ValueError(absl::StrCat("device: no device cpu:", d.index));
     return &cpu_device_;
@@ -191,11 +196,6 @@ absl::StatusOr<hal::Stream*> Runtime::stream(Device d) const {
 }
 
 absl::StatusOr<hal::Stream*> Runtime::default_stream(Device d) const {
-  // A present CUDA device straight away (every op asks, several times); per_device explains
-  // the others.
-  if (d.is_cuda() && static_cast<size_t>(d.index) < cuda_devices_.size()) {
-    return cuda_devices_[d.index].stream.get();
-  }
   PGK_ASSIGN_OR_RETURN(const PerDevice* p, per_device(d));
   return p->stream.get();
 }
@@ -238,9 +238,6 @@ void Runtime::ReleaseStream(hal::Stream* stream) {
 }
 
 absl::StatusOr<MemoryPool*> Runtime::pool(Device d) const {
-  if (d.is_cuda() && static_cast<size_t>(d.index) < cuda_devices_.size()) {
-    return cuda_devices_[d.index].pool.get();  // as in default_stream
-  }
   PGK_ASSIGN_OR_RETURN(const PerDevice* p, per_device(d));
   return p->pool.get();
 }

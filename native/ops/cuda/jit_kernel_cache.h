@@ -13,6 +13,7 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/container/node_hash_map.h"
+#include "absl/hash/hash.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/status.h"
@@ -49,7 +50,7 @@ class JitKernelCache {
  public:
   template <class Build>
   absl::StatusOr<Entry> Get(absl::string_view key, Build&& build) {
-    const uint64_t hash = Hash(key);
+    const size_t hash = absl::Hash<absl::string_view>{}(key);
     Slot& slot = Recent()[hash % kSlots];
     if (slot.owner == this && slot.hash == hash && *slot.key == key) return slot.entry;
     absl::StatusOr<std::pair<const std::string*, Entry>> e =
@@ -62,7 +63,7 @@ class JitKernelCache {
  private:
   struct Slot {
     const JitKernelCache* owner = nullptr;
-    uint64_t hash = 0;
+    size_t hash = 0;
     const std::string* key = nullptr;  // the shared map's copy
     Entry entry{};
   };
@@ -71,22 +72,6 @@ class JitKernelCache {
   static std::array<Slot, kSlots>& Recent() {
     thread_local std::array<Slot, kSlots> recent;
     return recent;
-  }
-
-  // FNV-1a over the key, eight bytes per step (it runs per launch), then a finalizer so that
-  // every byte reaches the low bits the slot is taken from.
-  static uint64_t Hash(absl::string_view key) {
-    uint64_t h = 1469598103934665603ull;
-    size_t i = 0;
-    for (; i + 8 <= key.size(); i += 8) {
-      uint64_t w;
-      std::memcpy(&w, key.data() + i, 8);
-      h = (h ^ w) * 1099511628211ull;
-    }
-    for (; i < key.size(); ++i) h = (h ^ static_cast<unsigned char>(key[i])) * 1099511628211ull;
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    return h ^ (h >> 33);
   }
 
   // The entry of `key` and the address of the map's copy of the key.
