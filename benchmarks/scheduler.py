@@ -8,16 +8,20 @@ matmuls. Reported, each for the same duration:
   be_alone        the best-effort load alone (its throughput is the 100% reference)
   plain           both on plain streams of equal priority, no scheduler
   plain_prio      plain streams, the loop's stream at the highest priority, no scheduler
-  sched           the scheduler: guaranteed + best-effort tenants, defaults (best-effort keeps
-                  2 kernels in flight, 1 while guaranteed work runs; its matmuls split into
-                  blocks of at most 2^37 FLOPs)
-  sched_inflight2 the scheduler, best-effort keeps 2 kernels in flight while guaranteed runs
-  sched_noslice   the scheduler without splitting best-effort matmuls
+  sched           the scheduler: guaranteed + best-effort tenants, defaults (best-effort runs on
+                  a partition of 85% of the SMs, a green context, and keeps 2 kernels in
+                  flight, 1 while guaranteed work runs)
+  sched_smsN      the same with best_effort_sms=N (e.g. sched_sms104)
+  sched_nopart    the scheduler without the partition (best_effort_sms=0): best-effort matmuls
+                  are split into blocks of at most 2^37 FLOPs instead
+  sched_inflight2 sched_nopart, best-effort keeps 2 kernels in flight while guaranteed runs
+  sched_noslice   sched_nopart without splitting best-effort matmuls
   sched_hold      the scheduler with best_effort_inflight_while_guaranteed=0 (best-effort waits
                   while guaranteed work runs)
   sched_per_task  the scheduler, each loop iteration its own task (`with sched.task(...)` +
                   wait): adds the per-task overhead
-  torch_*         the same loop and load in PyTorch on plain streams, when importable
+  torch_*         the same loop and load in PyTorch on plain streams (torch_green: its load on
+                  a green context of 85% of the SMs), when importable
 
 Latency is host wall clock per iteration (launch to synchronize return), p50/p99 over all
 iterations; best-effort throughput counts the matmuls that completed while the loop ran. The
@@ -47,13 +51,18 @@ MODES = (
     "plain",
     "plain_prio",
     "sched",
+    "sched_sms104",
+    "sched_sms120",
+    "sched_nopart",
     "sched_inflight2",
     "sched_noslice",
     "sched_hold",
     "sched_per_task",
     "torch_alone",
     "torch_plain_prio",
+    "torch_green",
 )
+BEST_EFFORT_SHARE = 0.85  # the scheduler's automatic best-effort partition
 TARGET_P99_INFLATION = 0.05
 TARGET_BE_KEPT = 0.80
 
@@ -233,6 +242,21 @@ def run_torch(modes, args, g_size, be_size, duration, rng):
         res.append(measure("torch_alone", W, duration, step=step))
     if "torch_plain_prio" in modes:
         res.append(measure("torch_plain_prio", W, duration, BeLoad(be_batch, args.batch), step))
+    if "torch_green" in modes:
+        from torch.cuda.green_contexts import GreenContext
+
+        sms = int(torch.cuda.get_device_properties(dev).multi_processor_count * BEST_EFFORT_SHARE)
+        green = GreenContext.create(num_sms=sms, device_id=dev.index or 0).Stream()
+
+        def green_batch():
+            with torch.cuda.stream(green):
+                for _ in range(args.batch):
+                    bx @ bw
+            green.synchronize()
+
+        r = measure("torch_green", W, duration, BeLoad(green_batch, args.batch), step)
+        r["be_sms"] = sms
+        res.append(r)
     return res, torch.__version__
 
 
@@ -293,11 +317,15 @@ def main():
                 mode, w, duration, BeLoad(plain_be(w, be_stream, args.batch), args.batch), step
             )
         elif mode.startswith("sched"):
+            nopart = {"best_effort_sms": 0}
             kw = {
                 "sched_hold": {"best_effort_inflight_while_guaranteed": 0},
-                "sched_inflight2": {"best_effort_inflight_while_guaranteed": 2},
-                "sched_noslice": {"best_effort_slice_flops": 0},
+                "sched_nopart": nopart,
+                "sched_inflight2": {**nopart, "best_effort_inflight_while_guaranteed": 2},
+                "sched_noslice": {**nopart, "best_effort_slice_flops": 0},
             }.get(mode, {})
+            if mode.startswith("sched_sms"):
+                kw["best_effort_sms"] = int(mode[len("sched_sms") :])
             if args.slice_flops is not None and mode != "sched_noslice":
                 kw["best_effort_slice_flops"] = args.slice_flops
             with gp.scheduler.Scheduler(dev, **kw) as sched:
@@ -322,6 +350,7 @@ def main():
                     # The whole loop is one guaranteed task.
                     r = measure(mode, w, duration, be, step, lambda: sched.task("online"))
                 st = sched.stats()["tenants"]
+                r["be_sms"] = st["batch"]["sms"]
                 r["batch_paced_waits"] = st["batch"]["paced_waits"]
                 r["batch_max_inflight_seen"] = st["batch"]["max_inflight_seen"]
         else:
@@ -375,8 +404,8 @@ def main():
             f"{r['mode']:16s} {f('p50_us', '9.1f')} {f('p99_us', '9.1f')} "
             f"{f('p99_inflation', '9.1%')} {f('be_tflops', '11.1f')} {f('be_kept', '8.1%')}"
         )
-    for m in ("sched", "sched_inflight2", "sched_noslice", "sched_hold"):
-        if m in by and "p99_inflation" in by[m] and "be_kept" in by[m]:
+    for m in by:
+        if m.startswith("sched") and "p99_inflation" in by[m] and "be_kept" in by[m]:
             summary[m] = {
                 "p99_inflation": by[m]["p99_inflation"],
                 "be_kept": by[m]["be_kept"],

@@ -200,21 +200,25 @@ absl::StatusOr<hal::Stream*> Runtime::default_stream(Device d) const {
   return p->stream.get();
 }
 
-absl::StatusOr<hal::Stream*> Runtime::AcquireStream(Device d, int priority) {
+absl::StatusOr<hal::Stream*> Runtime::AcquireStream(Device d, int priority, int sms) {
   PGK_RETURN_IF_ERROR(CheckDevice(d));
   PGK_ASSIGN_OR_RETURN(hal::Backend * b, backend(d.type));
+  if (sms < 0) return ValueError(absl::StrCat("stream: negative SM partition ", sms));
   auto [least, greatest] = b->StreamPriorityRange();
   priority = std::clamp(priority, std::min(least, greatest), std::max(least, greatest));
   std::lock_guard<std::mutex> l(streams_mu_);
-  auto& list = free_streams_[{static_cast<int>(d.type), d.index, priority}];
+  const StreamKey key{static_cast<int>(d.type), d.index, priority, sms};
+  auto& list = free_streams_[key];
   if (!list.empty()) {
     hal::Stream* s = list.back();
     list.pop_back();
     return s;
   }
-  PGK_ASSIGN_OR_RETURN(std::unique_ptr<hal::Stream> s, b->CreateStream(d.index, priority));
-  pooled_streams_.push_back(std::move(s));
-  return pooled_streams_.back().get();
+  PGK_ASSIGN_OR_RETURN(std::unique_ptr<hal::Stream> s,
+                       sms > 0 ? b->CreatePartitionedStream(d.index, priority, sms)
+                               : b->CreateStream(d.index, priority));
+  pooled_streams_.emplace_back(std::move(s), key);
+  return pooled_streams_.back().first.get();
 }
 
 absl::Status StreamWaitStream(hal::Stream& waiter, hal::Stream& producer) {
@@ -233,8 +237,12 @@ absl::Status StreamWaitStream(hal::Stream& waiter, hal::Stream& producer) {
 void Runtime::ReleaseStream(hal::Stream* stream) {
   if (stream == nullptr) return;
   std::lock_guard<std::mutex> l(streams_mu_);
-  const Device d = stream->device();
-  free_streams_[{static_cast<int>(d.type), d.index, stream->priority()}].push_back(stream);
+  for (const auto& [s, key] : pooled_streams_) {
+    if (s.get() == stream) {
+      free_streams_[key].push_back(stream);
+      return;
+    }
+  }
 }
 
 absl::StatusOr<MemoryPool*> Runtime::pool(Device d) const {

@@ -80,8 +80,9 @@ class Runtime {
   absl::StatusOr<hal::Stream*> default_stream(Device d) const;
   /// A stream of `priority` (clamped to the device's range) for the caller's exclusive use
   /// until ReleaseStream. Streams are pooled and live as long as the runtime, so buffers that
-  /// recorded a use on one never see it destroyed.
-  absl::StatusOr<hal::Stream*> AcquireStream(Device d, int priority);
+  /// recorded a use on one never see it destroyed. `sms` > 0: its kernels are confined to a
+  /// partition of that many SMs (hal::Backend::CreatePartitionedStream).
+  absl::StatusOr<hal::Stream*> AcquireStream(Device d, int priority, int sms = 0);
   /// Returns a stream from AcquireStream to the pool.
   void ReleaseStream(hal::Stream* stream);
   /// The memory pool of `d`.
@@ -116,9 +117,10 @@ class Runtime {
   std::unique_ptr<cuda::CudaBackend> cuda_;
   // Pooled streams outlive the pools below, which may hold them as recorded uses.
   std::mutex streams_mu_;
-  std::vector<std::unique_ptr<hal::Stream>> pooled_streams_;  // every acquired stream
-  // (device type, index, priority) -> streams free for reuse
-  std::map<std::tuple<int, int, int>, std::vector<hal::Stream*>> free_streams_;
+  // Every acquired stream, with the key it was asked for.
+  using StreamKey = std::tuple<int, int, int, int>;  // device type, index, priority, sms asked
+  std::vector<std::pair<std::unique_ptr<hal::Stream>, StreamKey>> pooled_streams_;
+  std::map<StreamKey, std::vector<hal::Stream*>> free_streams_;  // free for reuse
   std::unique_ptr<PinnedPool> cpu_pinned_, cuda_pinned_;
   absl::Status cuda_status_;
   std::string forced_;

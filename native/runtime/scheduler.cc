@@ -35,6 +35,10 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(SchedulerOptions op
                                    " and best_effort_inflight ", options.best_effort_inflight,
                                    " must be >= 1"));
   }
+  if (options.best_effort_sms < -1) {
+    return ValueError(absl::StrCat("scheduler: best_effort_sms ", options.best_effort_sms,
+                                   " (use -1 for automatic, 0 for none)"));
+  }
   if (options.best_effort_inflight_while_guaranteed < 0 || options.memory_capacity < 0 ||
       options.best_effort_slice_flops < 0) {
     return ValueError(
@@ -97,6 +101,20 @@ absl::Status Scheduler::AddTenant(const TenantOptions& o) {
   if (o.streams < 1 || o.streams > 16) {
     return ValueError(absl::StrCat(what, ": streams ", o.streams, " is outside [1, 16]"));
   }
+  if (o.sms && *o.sms < 0) return ValueError(absl::StrCat(what, ": negative sms ", *o.sms));
+  // The partition: asked for, else by class. An automatic one is dropped where the device
+  // cannot partition; one asked for fails instead.
+  int sms = o.sms.value_or(0);
+  bool automatic = false;
+  if (!o.sms && o.qos == QosClass::kBestEffort && options_.best_effort_sms != 0) {
+    automatic = options_.best_effort_sms < 0;
+    sms = options_.best_effort_sms;
+    if (automatic) {
+      PGK_ASSIGN_OR_RETURN(hal::DeviceProperties props, Runtime::Get().properties(device_));
+      sms = static_cast<int>(props.multiprocessors * SchedulerOptions::kBestEffortSmShare);
+      if (sms < 1 || sms >= props.multiprocessors) sms = 0;
+    }
+  }
   auto t = std::make_shared<TenantRt>();
   t->options = o;
   t->backend = backend_;
@@ -127,9 +145,16 @@ absl::Status Scheduler::AddTenant(const TenantOptions& o) {
   // rejected other tenants' queued tasks, which cannot be undone.
   absl::Status status;
   for (int i = 0; i < o.streams && status.ok(); ++i) {
-    auto s = Runtime::Get().AcquireStream(device_, t->stream_priority);
-    status = s.status();
-    if (s.ok()) t->streams.push_back(*s);
+    auto s = Runtime::Get().AcquireStream(device_, t->stream_priority, sms);
+    if (automatic && absl::IsUnimplemented(s.status())) {
+      sms = 0;
+      s = Runtime::Get().AcquireStream(device_, t->stream_priority, 0);
+    }
+    if (!s.ok()) {
+      status = absl::Status(s.status().code(), absl::StrCat(what, ": ", s.status().message()));
+    } else {
+      t->streams.push_back(*s);
+    }
   }
   std::vector<Decision> rejected;
   if (status.ok()) status = admission_.AddTenant(spec, &rejected);  // validates the memory spec
@@ -143,6 +168,7 @@ absl::Status Scheduler::AddTenant(const TenantOptions& o) {
                             : o.qos == QosClass::kBestEffort ? SpillOrder::kFirst
                                                              : SpillOrder::kNormal);
   t->stream_priority = t->streams.front()->priority();  // as clamped
+  t->sms = t->streams.front()->sm_count();              // as rounded
   tenants_[o.name] = std::move(t);
   UpdateQuotasLocked();
   if (!rejected.empty()) ApplyLocked(rejected);
@@ -518,6 +544,7 @@ SchedulerStats Scheduler::stats() const {
     ts.memory_used = t.quota->used();
     ts.memory_peak = t.quota->peak();
     ts.stream_priority = t.stream_priority;
+    ts.sms = t.sms;
     ts.inflight_limit = t.inflight_limit;
     {
       std::lock_guard<std::mutex> tl(t.mu);

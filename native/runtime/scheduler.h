@@ -54,6 +54,11 @@ struct TenantOptions {
   int max_inflight = 0;
   /// CUDA convention (lower = more urgent); unset: by class (Guaranteed most urgent).
   std::optional<int> stream_priority;
+  /// SMs the tenant's kernels are confined to (a spatial partition: CUDA green contexts, rounded
+  /// up to the driver's granularity; CPU: worker threads); 0: the whole device. Unset: by class,
+  /// best-effort tenants SchedulerOptions::best_effort_sms, the others the whole device. Tenants
+  /// without a partition still use every SM, so a partition reserves the rest for them.
+  std::optional<int> sms;
   int streams = 1;  // streams the tenant's tasks are spread over (round robin)
   int max_running = 0;
   int queue_capacity = 1024;
@@ -174,6 +179,7 @@ struct TenantStats {
   TenantAdmissionStats admission;            // queue, counts, admitted memory
   int64_t memory_used = 0, memory_peak = 0;  // live bytes under the tenant's quota
   int inflight = 0, inflight_limit = 0;      // paced kernels now; 0 limit: not paced
+  int sms = 0;                               // SMs of the tenant's partition; 0: whole device
   int64_t launches = 0, paced_waits = 0;     // launches; launches that had to wait
   int max_inflight_seen = 0;
   int stream_priority = 0;
@@ -199,9 +205,15 @@ struct SchedulerOptions {
   int inflight_budget = 32;      // kernels in flight for a burstable tenant of share 1
   int best_effort_inflight = 2;  // for a best-effort tenant of share 1: one running, one queued
   int best_effort_inflight_while_guaranteed = 1;  // 0: hold best-effort while guaranteed runs
-  /// Best-effort launches are split to at most this many FLOPs (a matmul by rows), so that
-  /// guaranteed work waits for at most one piece; 2^37 is about 0.2 ms of bf16 on an H100.
-  /// 0: no splitting.
+  /// SMs best-effort tenants are confined to unless they say otherwise: -1 (automatic):
+  /// kBestEffortSmShare of the device, leaving the rest to the other tenants at once however
+  /// long best-effort kernels run; 0: no partition (best-effort kernels then are split, below).
+  /// Automatic falls back to no partition where the driver cannot partition.
+  int best_effort_sms = -1;
+  static constexpr double kBestEffortSmShare = 0.85;
+  /// Best-effort launches of tenants without a partition are split to at most this many FLOPs
+  /// (a matmul by rows), so that guaranteed work waits for at most one piece; 2^37 is about
+  /// 0.2 ms of bf16 on an H100. 0: no splitting.
   int64_t best_effort_slice_flops = int64_t{1} << 37;
   size_t history_capacity = 4096;  // transitions kept for history()
   size_t latency_window = 4096;    // tasks per tenant kept for percentiles

@@ -23,6 +23,7 @@ struct Scheduler::TenantRt {
   size_t next_stream = 0;
   int stream_priority = 0;
   int inflight_limit = 0;  // 0: not paced
+  int sms = 0;             // SMs of the streams' partition; 0: the whole device
   bool removing = false;
   int running = 0;
   // Pacing state (under `mu`, not the scheduler lock): an event recorded after each paced

@@ -134,7 +134,8 @@ absl::Status Scheduler::Gate::BeforeLaunch(hal::Stream& stream) {
 }
 
 int64_t Scheduler::Gate::max_launch_flops() const {
-  return tenant_->options.qos == QosClass::kBestEffort
+  // A partitioned tenant leaves the other SMs free whatever its kernels' length: no splitting.
+  return tenant_->options.qos == QosClass::kBestEffort && tenant_->sms == 0
              ? scheduler_->options_.best_effort_slice_flops
              : 0;
 }

@@ -181,8 +181,13 @@ class Scheduler:
         best_effort_inflight: the same for a best-effort tenant (one running, one queued).
         best_effort_inflight_while_guaranteed: best-effort kernels in flight while a
             guaranteed task runs (0: best-effort waits until it ends).
-        best_effort_slice_flops: best-effort matmuls are split by rows into launches of at
-            most this many FLOPs, so guaranteed work waits for one piece (0: no splitting).
+        best_effort_sms: SMs best-effort tenants are confined to (a spatial partition of the
+            device, CUDA green contexts; on the CPU device, worker threads): -1 (default) 85% of
+            the device, so the rest is free for the other tenants at once however long
+            best-effort kernels run; 0: no partition. A tenant's own ``sms`` overrides it.
+        best_effort_slice_flops: best-effort matmuls of tenants without a partition are split
+            by rows into launches of at most this many FLOPs, so guaranteed work waits for one
+            piece (0: no splitting).
         record_admission: keep admission inputs and decisions (for `decisions()` and
             `replay_decisions()`).
     """
@@ -196,6 +201,7 @@ class Scheduler:
         inflight_budget=32,
         best_effort_inflight=2,
         best_effort_inflight_while_guaranteed=1,
+        best_effort_sms=-1,
         best_effort_slice_flops=1 << 37,
         record_admission=False,
         history_capacity=4096,
@@ -207,6 +213,7 @@ class Scheduler:
             inflight_budget,
             best_effort_inflight,
             best_effort_inflight_while_guaranteed,
+            best_effort_sms,
             best_effort_slice_flops,
             record_admission,
             history_capacity,
@@ -231,12 +238,17 @@ class Scheduler:
         compute_share=1.0,
         max_inflight=0,
         stream_priority=None,
+        sms=None,
         streams=1,
         max_running=0,
         queue_capacity=1024,
     ):
         """Adds a tenant. ValueError for a bad spec or when guaranteed and burstable requests
-        would exceed the capacity."""
+        would exceed the capacity.
+
+        sms: SMs the tenant's kernels are confined to (rounded up to the driver's granularity,
+        8 on Hopper; ``stats()`` tells the size); 0: the whole device; None: by class
+        (best-effort: the scheduler's ``best_effort_sms``, the others the whole device)."""
         self._core.add_tenant(
             name,
             qos,
@@ -245,6 +257,7 @@ class Scheduler:
             compute_share,
             max_inflight,
             stream_priority,
+            sms,
             streams,
             max_running,
             queue_capacity,

@@ -128,6 +128,7 @@ pyb::dict StatsDict(const SchedulerStats& s) {
     d["launches"] = t.launches;
     d["paced_waits"] = t.paced_waits;
     d["stream_priority"] = t.stream_priority;
+    d["sms"] = t.sms;
     d["queue_us"] = LatencyDict(t.queue_us);
     d["run_us"] = LatencyDict(t.run_us);
     d["total_us"] = LatencyDict(t.total_us);
@@ -240,8 +241,9 @@ void BindScheduler(pyb::module_& m) {
   pyb::class_<Scheduler, std::shared_ptr<Scheduler>>(s, "Scheduler")
       .def(pyb::init([](const pyb::object& device, int workers, int64_t memory_capacity,
                         int inflight_budget, int best_effort_inflight,
-                        int best_effort_inflight_while_guaranteed, int64_t best_effort_slice_flops,
-                        bool record_admission, size_t history_capacity) {
+                        int best_effort_inflight_while_guaranteed, int best_effort_sms,
+                        int64_t best_effort_slice_flops, bool record_admission,
+                        size_t history_capacity) {
              SchedulerOptions o;
              if (!device.is_none()) {
                o.device = ToDevice(device, "Scheduler");
@@ -252,6 +254,7 @@ void BindScheduler(pyb::module_& m) {
              o.inflight_budget = inflight_budget;
              o.best_effort_inflight = best_effort_inflight;
              o.best_effort_inflight_while_guaranteed = best_effort_inflight_while_guaranteed;
+             o.best_effort_sms = best_effort_sms;
              o.best_effort_slice_flops = best_effort_slice_flops;
              o.record_admission = record_admission;
              o.history_capacity = history_capacity;
@@ -269,7 +272,7 @@ void BindScheduler(pyb::module_& m) {
            pyb::arg("device") = pyb::none(), pyb::arg("workers") = 4,
            pyb::arg("memory_capacity") = 0, pyb::arg("inflight_budget") = 32,
            pyb::arg("best_effort_inflight") = 2,
-           pyb::arg("best_effort_inflight_while_guaranteed") = 1,
+           pyb::arg("best_effort_inflight_while_guaranteed") = 1, pyb::arg("best_effort_sms") = -1,
            pyb::arg("best_effort_slice_flops") = int64_t{1} << 37,
            pyb::arg("record_admission") = false, pyb::arg("history_capacity") = 4096)
       .def_property_readonly("device", &Scheduler::device)
@@ -278,7 +281,8 @@ void BindScheduler(pyb::module_& m) {
           "add_tenant",
           [](Scheduler& sch, const std::string& name, const std::string& qos,
              int64_t memory_request, int64_t memory_limit, double compute_share, int max_inflight,
-             const pyb::object& stream_priority, int streams, int max_running, int queue_capacity) {
+             const pyb::object& stream_priority, const pyb::object& sms, int streams,
+             int max_running, int queue_capacity) {
             TenantOptions o;
             o.name = name;
             o.qos = ToQos(qos);
@@ -287,6 +291,13 @@ void BindScheduler(pyb::module_& m) {
             o.compute_share = compute_share;
             o.max_inflight = max_inflight;
             if (!stream_priority.is_none()) o.stream_priority = stream_priority.cast<int>();
+            if (!sms.is_none()) {
+              const int64_t n = ToInt(sms, "sms", "add_tenant");
+              if (n < INT32_MIN || n > INT32_MAX) {
+                throw pyb::value_error(absl::StrCat("add_tenant: sms ", n, " is out of range"));
+              }
+              o.sms = static_cast<int>(n);
+            }
             o.streams = streams;
             o.max_running = max_running;
             o.queue_capacity = queue_capacity;
@@ -295,7 +306,8 @@ void BindScheduler(pyb::module_& m) {
           pyb::arg("name"), pyb::arg("qos") = "burstable", pyb::arg("memory_request") = 0,
           pyb::arg("memory_limit") = 0, pyb::arg("compute_share") = 1.0,
           pyb::arg("max_inflight") = 0, pyb::arg("stream_priority") = pyb::none(),
-          pyb::arg("streams") = 1, pyb::arg("max_running") = 0, pyb::arg("queue_capacity") = 1024)
+          pyb::arg("sms") = pyb::none(), pyb::arg("streams") = 1, pyb::arg("max_running") = 0,
+          pyb::arg("queue_capacity") = 1024)
       .def("remove_tenant",
            [](Scheduler& sch, const std::string& name) { Check(sch.RemoveTenant(name)); })
       .def("tenants", &Scheduler::tenants)

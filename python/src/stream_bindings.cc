@@ -3,9 +3,11 @@
 // Event.record() in the block use it. The scheduler gives tasks such streams itself.
 #include <pybind11/pybind11.h>
 
+#include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "array_bindings.h"
 #include "convert.h"
 
@@ -33,17 +35,30 @@ clamped to the device's range). Inside `with s:` work on s's device goes to s.
     with s:
         C = A @ B            # queued on s
     s.synchronize()
+
+sms=N confines the stream's kernels to a partition of N SMs (CUDA green contexts, rounded up
+to the driver's granularity, 8 on Hopper; the CPU device: N worker threads); `s.sms` tells the
+size, 0 for the whole device. Other streams still use every SM.
 )doc")
-      .def(pyb::init([](const pyb::object& device, int priority) {
+      .def(pyb::init([](const pyb::object& device, int priority, const pyb::object& sms) {
              auto s = std::make_unique<PyStream>();
              s->device = ToDevice(device, "Stream");
              s->backend = Unwrap(Runtime::Get().backend(s->device.type));
-             s->stream = Unwrap(Runtime::Get().AcquireStream(s->device, priority));
+             const int64_t n = sms.is_none() ? 0 : ToInt(sms, "sms", "Stream");
+             if (!sms.is_none() && (n < 1 || n > INT32_MAX)) {
+               throw pyb::value_error(absl::StrCat("Stream: sms must be >= 1, got ", n));
+             }
+             s->stream =
+                 Unwrap(Runtime::Get().AcquireStream(s->device, priority, static_cast<int>(n)));
              return s;
            }),
-           pyb::arg("device") = pyb::none(), pyb::arg("priority") = 0)
+           pyb::arg("device") = pyb::none(), pyb::arg("priority") = 0,
+           pyb::arg("sms") = pyb::none())
       .def_readonly("device", &PyStream::device)
       .def_property_readonly("priority", [](const PyStream& s) { return s.stream->priority(); })
+      .def_property_readonly(
+          "sms", [](const PyStream& s) { return s.stream->sm_count(); },
+          "SMs of the stream's partition; 0: the whole device.")
       .def(
           "synchronize",
           [](PyStream& s) { Check(WithoutGil([&] { return s.backend->Synchronize(*s.stream); })); },

@@ -7,10 +7,13 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
 #include "core/cpu/cpu_backend.h"
+#include "core/cpu/thread_pool.h"
 #include "test_util.h"
 
 namespace pygpukit {
@@ -178,6 +181,43 @@ TEST(Backend, PropertiesDescribeTheDevice) {
   }
 }
 
+TEST(Backend, PartitionedStreamsAreCheckedRoundedAndOrdered) {
+  for (const Target& t : Targets()) {
+    SCOPED_TRACE(t.name);
+    ASSERT_OK_AND_ASSIGN(hal::DeviceProperties p, t.backend->properties(t.device));
+    for (int bad : {0, -1, p.multiprocessors + 1}) {
+      auto s = t.backend->CreatePartitionedStream(t.device, 0, bad);
+      EXPECT_EQ(ErrorTypeOf(s.status()), ErrorType::kValue) << bad << ": " << s.status();
+    }
+    EXPECT_FALSE(t.backend->CreatePartitionedStream(t.backend->device_count(), 0, 1).ok());
+    ASSERT_OK_AND_ASSIGN(auto whole,
+                         t.backend->CreatePartitionedStream(t.device, 0, p.multiprocessors));
+    EXPECT_EQ(whole->sm_count(), 0) << "the whole device is no partition";
+    if (p.multiprocessors < 2) continue;
+    auto [least, greatest] = t.backend->StreamPriorityRange();
+    ASSERT_OK_AND_ASSIGN(auto part, t.backend->CreatePartitionedStream(t.device, least + 100, 1));
+    EXPECT_EQ(part->priority(), least);
+    EXPECT_GE(part->sm_count(), 1);
+    EXPECT_LT(part->sm_count(), p.multiprocessors);
+    // Copies and events on the partition order with a plain stream's work.
+    ASSERT_OK_AND_ASSIGN(auto plain, t.backend->CreateStream(t.device, greatest));
+    std::vector<uint8_t> in = testing::RandomInts<uint8_t>(1 << 20, 11, 0, 255), out(in.size());
+    RawBlock d(t.backend, t.device, in.size());
+    ASSERT_OK(t.backend->CopyAsync(d.ptr, in.data(), in.size(), CopyKind::kHostToDevice, *part));
+    ASSERT_OK_AND_ASSIGN(auto ev, t.backend->CreateEvent(t.device, false));
+    ASSERT_OK(t.backend->Record(*ev, *part));
+    ASSERT_OK(t.backend->Wait(*plain, *ev));
+    ASSERT_OK(t.backend->CopyAsync(out.data(), d.ptr, out.size(), CopyKind::kDeviceToHost, *plain));
+    ASSERT_OK(t.backend->Synchronize(*plain));
+    EXPECT_EQ(in, out);
+    ASSERT_OK(t.backend->MemsetAsync(d.ptr, 0x5a, in.size(), *part));
+    ASSERT_OK(t.backend->Synchronize(*part));
+    ASSERT_OK(t.backend->CopyAsync(out.data(), d.ptr, out.size(), CopyKind::kDeviceToHost, *part));
+    ASSERT_OK(t.backend->Synchronize(*part));
+    EXPECT_EQ(out, std::vector<uint8_t>(in.size(), 0x5a));
+  }
+}
+
 // ---- CPU backend only: host tasks make stream timing deterministic ----
 
 class Gate {
@@ -320,6 +360,39 @@ TEST(CpuBackend, ElapsedTimeMeasuresTheWorkBetweenEvents) {
   ASSERT_OK_AND_ASSIGN(float ms, b.ElapsedMs(*start, *end));
   EXPECT_GE(ms, 25.0f);
   EXPECT_LT(ms, 5000.0f);
+}
+
+// A partition of the CPU device is a cap on the threads a stream's kernels fan out to.
+TEST(CpuBackend, APartitionCapsTheThreadsOfItsKernels) {
+  if (cpu::NumThreads() < 2) GTEST_SKIP() << "one worker thread: nothing to cap";
+  cpu::CpuBackend b;
+  auto threads_used = [&](hal::Stream& s) {
+    std::mutex mu;
+    std::set<std::thread::id> ids;
+    EXPECT_OK(b.Enqueue(s, [&] {
+      cpu::ParallelFor(1 << 16, 1, [&](int64_t, int64_t) {
+        std::lock_guard<std::mutex> l(mu);
+        ids.insert(std::this_thread::get_id());
+      });
+    }));
+    EXPECT_OK(b.Synchronize(s));
+    return static_cast<int>(ids.size());
+  };
+  // The calling thread takes the first chunk and pool threads the others, so a fan-out to k
+  // chunks uses at least 2 and at most k threads.
+  ASSERT_OK_AND_ASSIGN(auto plain, b.CreateStream(0, 0));
+  EXPECT_GE(threads_used(*plain), 2);
+  ASSERT_OK_AND_ASSIGN(auto one, b.CreatePartitionedStream(0, 0, 1));
+  EXPECT_EQ(one->sm_count(), 1);
+  EXPECT_EQ(threads_used(*one), 1);
+  for (int cap = 2; cap < cpu::NumThreads() && cap <= 4; ++cap) {
+    ASSERT_OK_AND_ASSIGN(auto part, b.CreatePartitionedStream(0, 0, cap));
+    EXPECT_EQ(part->sm_count(), cap);
+    const int used = threads_used(*part);
+    EXPECT_GE(used, 2);
+    EXPECT_LE(used, cap);
+  }
+  EXPECT_GE(threads_used(*plain), 2) << "other streams keep every thread";
 }
 
 TEST(CpuBackend, DestroyingAStreamDrainsItsQueue) {

@@ -73,6 +73,30 @@ TEST(Runtime, PropertiesOfTheTestDevice) {
   EXPECT_GT(p.total_memory, 0);
 }
 
+// Pooled streams come back for the same (priority, partition) request only.
+TEST(Runtime, AcquiredStreamsArePooledByPriorityAndPartition) {
+  Runtime& rt = Runtime::Get();
+  const Device d = testing::TestDevice();
+  ASSERT_OK_AND_ASSIGN(hal::DeviceProperties p, rt.properties(d));
+  EXPECT_EQ(ErrorTypeOf(rt.AcquireStream(d, 0, -1).status()), ErrorType::kValue);
+  EXPECT_EQ(ErrorTypeOf(rt.AcquireStream(d, 0, p.multiprocessors + 1).status()), ErrorType::kValue);
+  if (p.multiprocessors < 2) GTEST_SKIP() << "a one-SM device has no partitions";
+  ASSERT_OK_AND_ASSIGN(hal::Stream * part, rt.AcquireStream(d, 0, 1));
+  ASSERT_OK_AND_ASSIGN(hal::Stream * plain, rt.AcquireStream(d, 0));
+  EXPECT_NE(part, plain);
+  EXPECT_GE(part->sm_count(), 1);
+  EXPECT_LT(part->sm_count(), p.multiprocessors);
+  EXPECT_EQ(plain->sm_count(), 0);
+  rt.ReleaseStream(part);
+  rt.ReleaseStream(plain);
+  ASSERT_OK_AND_ASSIGN(hal::Stream * again, rt.AcquireStream(d, 0));
+  EXPECT_EQ(again, plain) << "a plain request never gets the partitioned stream";
+  ASSERT_OK_AND_ASSIGN(hal::Stream * part_again, rt.AcquireStream(d, 0, 1));
+  EXPECT_EQ(part_again, part);
+  rt.ReleaseStream(again);
+  rt.ReleaseStream(part_again);
+}
+
 TEST(Runtime, ParseDevice) {
   ASSERT_OK_AND_ASSIGN(Device c, ParseDevice("cuda:3"));
   EXPECT_EQ(c, (Device{DeviceType::kCUDA, 3}));

@@ -155,6 +155,77 @@ TEST(Scheduler, AddTenantValidatesAndDerivesPacingAndPriorities) {
   EXPECT_EQ(st.admission.reserved, 2 * kMiB);
 }
 
+// Best-effort tenants are confined to a partition of the device unless told otherwise, so the
+// other tenants keep the rest of it whatever the best-effort kernels' length; the others get the
+// whole device unless they ask. Their tasks run on streams of that partition.
+TEST(Scheduler, TenantsGetSmPartitionsByClassOrOnRequest) {
+  ASSERT_OK_AND_ASSIGN(hal::DeviceProperties props, Runtime::Get().properties(TestDevice()));
+  const int all = props.multiprocessors;
+  if (all < 2) GTEST_SKIP() << "a one-SM device has no partitions";
+  {
+    SchedulerOptions o;
+    o.best_effort_sms = -2;
+    ExpectError(Scheduler::Create(o).status(), ErrorType::kValue, "best_effort_sms -2");
+  }
+  auto s = Make();
+  ASSERT_NE(s, nullptr);
+  TenantOptions neg = Tenant("neg", QosClass::kBestEffort);
+  neg.sms = -1;
+  ExpectError(s->AddTenant(neg), ErrorType::kValue, "tenant 'neg': negative sms -1");
+  TenantOptions huge = Tenant("huge", QosClass::kBurstable);
+  huge.sms = all + 1;
+  ExpectError(s->AddTenant(huge), ErrorType::kValue, "tenant 'huge': stream: a partition of");
+  EXPECT_TRUE(s->tenants().empty());
+
+  ASSERT_OK(s->AddTenant(Tenant("g", QosClass::kGuaranteed, kMiB)));
+  ASSERT_OK(s->AddTenant(Tenant("b", QosClass::kBurstable)));
+  ASSERT_OK(s->AddTenant(Tenant("be", QosClass::kBestEffort)));
+  TenantOptions whole = Tenant("be_whole", QosClass::kBestEffort);
+  whole.sms = 0;
+  ASSERT_OK(s->AddTenant(whole));
+  TenantOptions small = Tenant("g_small", QosClass::kGuaranteed, kMiB);
+  small.sms = 1;
+  ASSERT_OK(s->AddTenant(small));
+  const int automatic = static_cast<int>(all * SchedulerOptions::kBestEffortSmShare);
+  EXPECT_EQ(TenantOf(*s, "g").sms, 0);
+  EXPECT_EQ(TenantOf(*s, "b").sms, 0);
+  EXPECT_EQ(TenantOf(*s, "be_whole").sms, 0);
+  if (automatic >= 1) {
+    EXPECT_GE(TenantOf(*s, "be").sms, automatic) << "rounded up, never down";
+    EXPECT_LT(TenantOf(*s, "be").sms, all);
+  } else {
+    EXPECT_EQ(TenantOf(*s, "be").sms, 0);
+  }
+  const int small_sms = TenantOf(*s, "g_small").sms;
+  EXPECT_GE(small_sms, 1);
+  EXPECT_LT(small_sms, all);
+
+  auto seen = std::make_shared<std::atomic<int>>(-1);
+  const Device d = TestDevice();
+  ASSERT_OK_AND_ASSIGN(auto task, s->Submit("g_small", [seen, d]() -> absl::Status {
+    PGK_ASSIGN_OR_RETURN(hal::Stream * stream, Runtime::Get().stream(d));
+    seen->store(stream->sm_count());
+    return absl::OkStatus();
+  }));
+  ASSERT_TRUE(task->Wait(kLongWaitNs));
+  ASSERT_EQ(task->state(), TaskState::kCompleted) << task->status();
+  EXPECT_EQ(seen->load(), small_sms);
+
+  for (int be_sms : {0, 1}) {
+    SchedulerOptions o;
+    o.best_effort_sms = be_sms;
+    auto s2 = Make(o);
+    ASSERT_NE(s2, nullptr);
+    ASSERT_OK(s2->AddTenant(Tenant("be", QosClass::kBestEffort)));
+    if (be_sms == 0) {
+      EXPECT_EQ(TenantOf(*s2, "be").sms, 0);
+    } else {
+      EXPECT_GE(TenantOf(*s2, "be").sms, 1);
+      EXPECT_LT(TenantOf(*s2, "be").sms, all);
+    }
+  }
+}
+
 // ---- the life cycle ----
 
 TEST(Scheduler, SubmittedTaskCompletesWithItsHistoryAndListenersSeeEveryTransition) {

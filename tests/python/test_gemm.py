@@ -468,7 +468,10 @@ def test_paced_row_blocks(rng, device, dtype, out, cshape):
     # C's rows must follow each block.
     m, k, n = 70, 64, 32
     sched = gp.scheduler.Scheduler(
-        device=device, memory_capacity=64 << 20, best_effort_slice_flops=2 * n * k * 10
+        device=device,
+        memory_capacity=64 << 20,
+        best_effort_sms=0,  # row blocks are for tenants without an SM partition
+        best_effort_slice_flops=2 * n * k * 10,
     )
     try:
         sched.add_tenant("be", "best_effort")

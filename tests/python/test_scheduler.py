@@ -35,7 +35,7 @@ STATS_KEYS = set(
 TENANT_KEYS = set(
     "qos memory_request memory_limit memory_admitted memory_used memory_peak pending active "
     "admitted rejected cancelled completed failed inflight inflight_limit max_inflight_seen "
-    "launches paced_waits stream_priority queue_us run_us total_us".split()
+    "launches paced_waits stream_priority sms queue_us run_us total_us".split()
 )
 LATENCY_KEYS = {"count", "p50", "p90", "p99", "max", "mean"}
 LEGAL = {
@@ -1518,7 +1518,8 @@ def test_best_effort_matmul_is_split_and_exact(h, device, rng, ashape, bshape):
     k, n = bshape
     batch = ashape[0] if len(ashape) == 3 else 1
     budget = 2 * batch * n * k * 10
-    sched = h.scheduler(device=device, best_effort_slice_flops=budget)
+    # Splitting is for best-effort tenants without an SM partition (test_sm_partitions.py).
+    sched = h.scheduler(device=device, best_effort_sms=0, best_effort_slice_flops=budget)
     sched.add_tenant("be", "best_effort")
     sched.add_tenant("g", "guaranteed", memory_request=MiB)
     a, b = rand(rng, ashape, "float64"), rand(rng, bshape, "float64")

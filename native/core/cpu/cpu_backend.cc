@@ -14,6 +14,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "core/cpu/thread_pool.h"
 #include "core/status.h"
 
 namespace pygpukit::cpu {
@@ -24,7 +25,8 @@ constexpr size_t kAlignment = 512;  // the memory pool's block alignment
 
 class CpuStream final : public hal::Stream {
  public:
-  explicit CpuStream(int priority) : priority_(priority), worker_([this] { Loop(); }) {}
+  // sms > 0: kernels run on this stream use at most that many threads (a partition).
+  CpuStream(int priority, int sms) : priority_(priority), sms_(sms), worker_([this] { Loop(); }) {}
   ~CpuStream() override {
     {
       std::lock_guard<std::mutex> l(mu_);
@@ -36,6 +38,7 @@ class CpuStream final : public hal::Stream {
   Device device() const override { return Device{DeviceType::kCPU, 0}; }
   int priority() const override { return priority_; }
   void* native_handle() const override { return const_cast<CpuStream*>(this); }
+  int sm_count() const override { return sms_; }
 
   void Push(std::function<void()> task) {
     {
@@ -55,6 +58,7 @@ class CpuStream final : public hal::Stream {
 
  private:
   void Loop() {
+    SetThreadCap(sms_);
     for (;;) {
       std::function<void()> task;
       {
@@ -77,6 +81,7 @@ class CpuStream final : public hal::Stream {
   }
 
   int priority_;
+  int sms_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> q_;
@@ -159,7 +164,7 @@ absl::StatusOr<hal::DeviceProperties> CpuBackend::properties(int device) const {
   if (device != 0) return ValueError(absl::StrCat("cpu: no device ", device));
   hal::DeviceProperties p;
   p.name = CpuModelName();
-  p.multiprocessors = static_cast<int>(std::thread::hardware_concurrency());
+  p.multiprocessors = NumThreads();  // the threads kernels run on; partitions count these
   p.total_memory = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
   return p;
 }
@@ -192,7 +197,21 @@ absl::StatusOr<std::unique_ptr<hal::Stream>> CpuBackend::CreateStream(int device
   if (device != 0) return ValueError(absl::StrCat("cpu: no device ", device));
   auto [least, greatest] = StreamPriorityRange();
   priority = std::clamp(priority, greatest, least);
-  return std::unique_ptr<hal::Stream>(new CpuStream(priority));
+  return std::unique_ptr<hal::Stream>(new CpuStream(priority, 0));
+}
+
+absl::StatusOr<std::unique_ptr<hal::Stream>> CpuBackend::CreatePartitionedStream(int device,
+                                                                                 int priority,
+                                                                                 int sms) {
+  if (device != 0) return ValueError(absl::StrCat("cpu: no device ", device));
+  const int threads = NumThreads();
+  if (sms < 1 || sms > threads) {
+    return ValueError(absl::StrCat("stream: a partition of ", sms, " SMs is outside [1, ", threads,
+                                   "] (the cpu device's worker threads)"));
+  }
+  auto [least, greatest] = StreamPriorityRange();
+  priority = std::clamp(priority, greatest, least);
+  return std::unique_ptr<hal::Stream>(new CpuStream(priority, sms == threads ? 0 : sms));
 }
 
 absl::StatusOr<std::unique_ptr<hal::Event>> CpuBackend::CreateEvent(int device, bool) {

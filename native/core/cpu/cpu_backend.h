@@ -26,6 +26,9 @@ class CpuBackend final : public hal::Backend {
   absl::StatusOr<std::pair<size_t, size_t>> MemoryInfo(int device) const override;
 
   absl::StatusOr<std::unique_ptr<hal::Stream>> CreateStream(int device, int priority) override;
+  /// A stream whose kernels use at most `sms` worker threads.
+  absl::StatusOr<std::unique_ptr<hal::Stream>> CreatePartitionedStream(int device, int priority,
+                                                                       int sms) override;
   std::pair<int, int> StreamPriorityRange() const override { return {0, -5}; }
   absl::StatusOr<std::unique_ptr<hal::Event>> CreateEvent(int device, bool timing) override;
 

@@ -13,6 +13,7 @@ namespace pygpukit::cpu {
 namespace {
 
 thread_local bool tls_in_pool = false;
+thread_local int tls_cap = 0;
 
 class Pool {
  public:
@@ -80,10 +81,13 @@ int NumThreads() {
   return n;
 }
 
+void SetThreadCap(int threads) { tls_cap = std::max(threads, 0); }
+
 void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
-  int64_t chunks = std::min<int64_t>(NumThreads(), (n + grain - 1) / grain);
+  const int threads = tls_cap > 0 ? std::min(tls_cap, NumThreads()) : NumThreads();
+  int64_t chunks = std::min<int64_t>(threads, (n + grain - 1) / grain);
   if (chunks <= 1 || tls_in_pool) {
     fn(0, n);
     return;

@@ -13,4 +13,8 @@ void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int
 /// Number of threads ParallelFor may use (PYGPUKIT_NUM_THREADS overrides the core count).
 int NumThreads();
 
+/// Caps the threads ParallelFor uses when called from this thread (0: NumThreads()). A stream
+/// confined to a partition of the device sets it on its worker.
+void SetThreadCap(int threads);
+
 }  // namespace pygpukit::cpu

@@ -1,5 +1,9 @@
 #include "core/cuda/cuda_backend.h"
 
+#include <algorithm>
+#include <mutex>
+
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "core/cuda/driver_api.h"
 #include "core/status.h"
@@ -11,17 +15,19 @@ const DriverApi* api = nullptr;  // set once by Create()
 
 class CudaStream final : public hal::Stream {
  public:
-  CudaStream(int device, int priority, CUstream s) : device_(device), priority_(priority), s_(s) {}
+  CudaStream(int device, int priority, CUstream s, int sms = 0)
+      : device_(device), priority_(priority), sms_(sms), s_(s) {}
   ~CudaStream() override {
     if (s_ != nullptr) api->cuStreamDestroy(s_);
   }
   Device device() const override { return Device{DeviceType::kCUDA, device_}; }
   int priority() const override { return priority_; }
   void* native_handle() const override { return s_; }
+  int sm_count() const override { return sms_; }
   CUstream get() const { return s_; }
 
  private:
-  int device_, priority_;
+  int device_, priority_, sms_;
   CUstream s_;
 };
 
@@ -52,10 +58,21 @@ absl::Status CheckCuda(const Device& d, absl::string_view what) {
 
 }  // namespace
 
+// A green context holding a partition of a device's SMs; ctx null: the request covers the device.
+struct GreenPartition {
+  CUgreenCtx ctx = nullptr;
+  int sms = 0;
+};
+
 struct CudaBackend::DeviceState {
   CUdevice dev = 0;
   CUcontext ctx = nullptr;
   hal::DeviceProperties props;
+  // Green contexts by requested SM count, made on first use. Never destroyed: their streams are
+  // pooled for the life of the runtime, and a green context retains the primary context, which
+  // stays retained for the process anyway (see ~CudaBackend).
+  std::mutex partitions_mu;
+  absl::flat_hash_map<int, GreenPartition> partitions;
 };
 
 CudaBackend::CudaBackend() = default;
@@ -179,6 +196,65 @@ absl::StatusOr<std::unique_ptr<hal::Stream>> CudaBackend::CreateStream(int devic
   PGK_CU_RETURN_IF_ERROR(api->cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, priority),
                          "cuda: cuStreamCreateWithPriority");
   return std::unique_ptr<hal::Stream>(new CudaStream(device, priority, s));
+}
+
+absl::StatusOr<std::unique_ptr<hal::Stream>> CudaBackend::CreatePartitionedStream(int device,
+                                                                                  int priority,
+                                                                                  int sms) {
+  PGK_RETURN_IF_ERROR(MakeCurrent(device));
+  DeviceState& st = *devices_[device];
+  const int all = st.props.multiprocessors;
+  if (sms < 1 || sms > all) {
+    return ValueError(absl::StrCat("stream: a partition of ", sms, " SMs is outside [1, ", all,
+                                   "] (", st.props.name, ")"));
+  }
+  if (api->cuDeviceGetDevResource == nullptr || api->cuDevSmResourceSplitByCount == nullptr ||
+      api->cuDevResourceGenerateDesc == nullptr || api->cuGreenCtxCreate == nullptr ||
+      api->cuGreenCtxStreamCreate == nullptr) {
+    return NotImplementedError(
+        "stream: SM partitions need CUDA green contexts, which this driver lacks (12.4 or newer)");
+  }
+  GreenPartition part;
+  {
+    std::lock_guard<std::mutex> l(st.partitions_mu);
+    auto it = st.partitions.find(sms);
+    if (it != st.partitions.end()) {
+      part = it->second;
+    } else {
+      CUdevResource whole{};
+      PGK_CU_RETURN_IF_ERROR(api->cuDeviceGetDevResource(st.dev, &whole, CU_DEV_RESOURCE_TYPE_SM),
+                             "cuda: cuDeviceGetDevResource");
+      // Partitions come in multiples of the co-scheduling alignment (8 SMs on Hopper) and no
+      // smaller than the minimum; one that rounds up to the whole device is no partition.
+      const int align = std::max<int>(1, whole.sm.smCoscheduledAlignment);
+      const int want = std::max<int>(static_cast<int>(whole.sm.minSmPartitionSize),
+                                     (sms + align - 1) / align * align);
+      if (want < static_cast<int>(whole.sm.smCount)) {
+        CUdevResource group{};
+        unsigned groups = 1;
+        PGK_CU_RETURN_IF_ERROR(
+            api->cuDevSmResourceSplitByCount(&group, &groups, &whole, nullptr, 0, want),
+            absl::StrCat("cuda: cuDevSmResourceSplitByCount(", want, " SMs)"));
+        CUdevResourceDesc desc = nullptr;
+        PGK_CU_RETURN_IF_ERROR(api->cuDevResourceGenerateDesc(&desc, &group, 1),
+                               "cuda: cuDevResourceGenerateDesc");
+        PGK_CU_RETURN_IF_ERROR(
+            api->cuGreenCtxCreate(&part.ctx, desc, st.dev, CU_GREEN_CTX_DEFAULT_STREAM),
+            "cuda: cuGreenCtxCreate");
+        part.sms = static_cast<int>(group.sm.smCount);
+      }
+      st.partitions.emplace(sms, part);
+    }
+  }
+  if (part.ctx == nullptr) return CreateStream(device, priority);
+  priority = std::clamp(priority, priority_range_.second, priority_range_.first);
+  CUstream s = nullptr;
+  // Kernels of our libraries (CUfunctions of the primary context) launch on green-context
+  // streams as they are: a green context shares the primary context's modules and memory.
+  PGK_CU_RETURN_IF_ERROR(
+      api->cuGreenCtxStreamCreate(&s, part.ctx, CU_STREAM_NON_BLOCKING, priority),
+      "cuda: cuGreenCtxStreamCreate");
+  return std::unique_ptr<hal::Stream>(new CudaStream(device, priority, s, part.sms));
 }
 
 absl::StatusOr<std::unique_ptr<hal::Event>> CudaBackend::CreateEvent(int device, bool timing) {

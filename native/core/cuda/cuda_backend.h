@@ -28,6 +28,9 @@ class CudaBackend final : public hal::Backend {
   absl::StatusOr<std::pair<size_t, size_t>> MemoryInfo(int device) const override;
 
   absl::StatusOr<std::unique_ptr<hal::Stream>> CreateStream(int device, int priority) override;
+  /// A stream of a green context holding `sms` SMs (rounded up to the driver's granularity).
+  absl::StatusOr<std::unique_ptr<hal::Stream>> CreatePartitionedStream(int device, int priority,
+                                                                       int sms) override;
   std::pair<int, int> StreamPriorityRange() const override { return priority_range_; }
   absl::StatusOr<std::unique_ptr<hal::Event>> CreateEvent(int device, bool timing) override;
 

@@ -31,6 +31,7 @@ absl::StatusOr<const DriverApi*> Load() {
       r = v1(name, fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT);
     }
     if (r != CUDA_SUCCESS || *fn == nullptr) {
+      *fn = nullptr;
       return NotImplementedError(
           absl::StrCat("cuda: driver entry point ", name, " not available (driver too old?)"));
     }
@@ -39,6 +40,9 @@ absl::StatusOr<const DriverApi*> Load() {
 #define PGK_RESOLVE(name) PGK_RETURN_IF_ERROR(resolve(#name, reinterpret_cast<void**>(&api->name)));
   PGK_DRIVER_FUNCTIONS(PGK_RESOLVE)
 #undef PGK_RESOLVE
+#define PGK_RESOLVE_OPTIONAL(name) (void)resolve(#name, reinterpret_cast<void**>(&api->name));
+  PGK_DRIVER_OPTIONAL_FUNCTIONS(PGK_RESOLVE_OPTIONAL)
+#undef PGK_RESOLVE_OPTIONAL
   return api;
 }
 

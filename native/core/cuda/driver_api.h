@@ -58,11 +58,21 @@ namespace pygpukit::cuda {
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
   X(cuTensorMapEncodeTiled)
 
+// Entry points of features the runtime can do without: nullptr where the driver lacks them, and
+// the feature reports that it is unavailable. Green contexts (SM partitions) came in CUDA 12.4.
+#define PGK_DRIVER_OPTIONAL_FUNCTIONS(X) \
+  X(cuDeviceGetDevResource)              \
+  X(cuDevSmResourceSplitByCount)         \
+  X(cuDevResourceGenerateDesc)           \
+  X(cuGreenCtxCreate)                    \
+  X(cuGreenCtxStreamCreate)
+
 /// Resolved driver entry points. Types come from cuda.h via decltype, so a signature mismatch is a
 /// compile error rather than a crash.
 struct DriverApi {
 #define PGK_DRIVER_MEMBER(name) decltype(&::name) name = nullptr;
   PGK_DRIVER_FUNCTIONS(PGK_DRIVER_MEMBER)
+  PGK_DRIVER_OPTIONAL_FUNCTIONS(PGK_DRIVER_MEMBER)
 #undef PGK_DRIVER_MEMBER
 };
 

@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/device.h"
+#include "core/status.h"
 
 namespace pygpukit::hal {
 
@@ -34,6 +35,8 @@ class Stream {
   virtual int priority() const = 0;
   /// Backend handle (CUstream on CUDA; the queue object on CPU).
   virtual void* native_handle() const = 0;
+  /// SMs (CPU: worker threads) this stream's kernels are confined to; 0: the whole device.
+  virtual int sm_count() const { return 0; }
 };
 
 /// A marker recorded into a stream; completes when all work before it has finished.
@@ -75,6 +78,16 @@ class Backend {
 
   /// Creates a stream; `priority` is clamped to the device's range.
   virtual absl::StatusOr<std::unique_ptr<Stream>> CreateStream(int device, int priority) = 0;
+  /// Creates a stream whose kernels run on a partition of `sms` of the device's SMs (CUDA: a
+  /// green context; CPU: that many worker threads), rounded up to the device's granularity;
+  /// sm_count() tells the size it got. Streams without a partition keep using every SM, so a
+  /// partition bounds what its stream takes, not what others may use. A request for the whole
+  /// device gives a plain stream. NotImplementedError where the backend or driver cannot.
+  virtual absl::StatusOr<std::unique_ptr<Stream>> CreatePartitionedStream(int /*device*/,
+                                                                          int /*priority*/,
+                                                                          int /*sms*/) {
+    return NotImplementedError("stream: this backend cannot partition its device");
+  }
   /// Range of stream priorities as (least, greatest); greatest is numerically lowest.
   virtual std::pair<int, int> StreamPriorityRange() const = 0;
   virtual absl::StatusOr<std::unique_ptr<Event>> CreateEvent(int device, bool timing) = 0;

@@ -3,6 +3,8 @@
 // returns NotImplementedError when the problem is outside them, never a wrong answer.
 #pragma once
 
+#include <algorithm>
+
 #include "absl/status/status.h"
 #include "core/dtype.h"
 #include "core/hal/backend.h"
@@ -22,6 +24,12 @@ struct GemmLaunch {
   int sm90_bn = 0, sm90_cluster = 0, sm90_splits = 0;
   LaunchCost cost;  // declared to the profiler (MatmulCost)
 };
+
+/// SMs a GEMM launched on `s` can count on: the stream's partition, else the whole device. The
+/// persistent grids are sized by it, so a partitioned stream gets no second, partial wave.
+inline int StreamSms(const hal::Stream& s, const hal::DeviceProperties& props) {
+  return s.sm_count() > 0 ? s.sm_count() : std::max(1, props.multiprocessors);
+}
 
 /// Hopper wgmma + TMA kernels (sm_90a): bf16 / fp16 in, fp32 accumulate, same dtype or float32
 /// out, operands K-major or MN-major; or float32 in as TF32 (g.tf32), float32 out, K-major A and

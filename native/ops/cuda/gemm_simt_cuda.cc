@@ -78,7 +78,7 @@ absl::Status GemmSimt(hal::Stream& s, const GemmLaunch& g) {
   if (p.m == 0 || p.n == 0 || p.batch == 0) return absl::OkStatus();
 
   PGK_ASSIGN_OR_RETURN(hal::DeviceProperties props, Runtime::Get().properties(s.device()));
-  const int sms = std::max(1, props.multiprocessors);
+  const int sms = StreamSms(s, props);
   const SimtTile& tile =
       g.in == DType::Float32 ? Pick(kF4Large, kF4Small, p, sms) : Pick(kF8Large, kF8Small, p, sms);
 

@@ -118,7 +118,7 @@ absl::Status GemmSm80(hal::Stream& s, const GemmLaunch& g) {
           absl::StrCat("matmul: sm80 kernels need compute capability 8.0 or newer; device has ",
                        props->sm_major, ".", props->sm_minor));
     }
-    if (props->multiprocessors > 0) sms = props->multiprocessors;
+    sms = StreamSms(s, *props);
   }
 
   // The large tile needs about one CTA per SM to pay off (3/4 of the SMs busy); skinny problems

@@ -215,7 +215,7 @@ absl::Status GemmSm90(hal::Stream& s, const GemmLaunch& g) {
   plan_in.batch = p.batch;
   plan_in.elem_bytes = esize;
   plan_in.out_bytes = ItemSize(g.out);
-  plan_in.sms = props.multiprocessors;
+  plan_in.sms = StreamSms(s, props);
   plan_in.force_bn = g.sm90_bn != 0 ? g.sm90_bn : env.bn;
   plan_in.force_cluster = g.sm90_cluster;
   // A cluster fixed by the caller (autotuner) keeps its plan unsplit unless splits are asked.
@@ -253,7 +253,7 @@ absl::Status GemmSm90(hal::Stream& s, const GemmLaunch& g) {
   params.split_kblocks = plan.split_kblocks;
   params.dp_tiles = plan.dp_tiles;
   const int64_t units = plan.units();
-  const int sms = std::max(props.multiprocessors, 1);
+  const int sms = plan_in.sms;
   if (workspace != nullptr) {
     const int64_t counter_bytes = plan.counters() * int64_t{sizeof(int32_t)};
     auto* base = static_cast<uint8_t*>(workspace->data());

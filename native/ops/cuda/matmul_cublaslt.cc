@@ -147,6 +147,13 @@ absl::Status MatmulCublasLt(hal::Stream& s, const MatmulProblem& p, Device devic
       CublasStatus(lt->cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_second,
                                                       sizeof(op_second)),
                    "matmul: transb"));
+  if (s.sm_count() > 0) {  // a partitioned stream: plan for the SMs it has
+    const int32_t sms = s.sm_count();
+    PGK_RETURN_IF_ERROR(
+        CublasStatus(lt->cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET,
+                                                        &sms, sizeof(sms)),
+                     "matmul: SM count target"));
+  }
 
   PGK_ASSIGN_OR_RETURN(MemoryPool * alloc, rt.pool(device));
   // The workspace is the runtime's transient scratch, not the caller's data: it is not charged
