@@ -375,7 +375,10 @@ def main():
                     flush=True,
                 )
         except Exception as e:  # noqa: BLE001 - the peer is optional
+            import traceback
+
             print(f"  torch skipped: {type(e).__name__}: {e}")
+            traceback.print_exc(limit=-3)
 
     by = {r["mode"]: r for r in results}
     summary = {}

@@ -26,6 +26,7 @@ struct GemmSummary {
 struct GemmTarget {
   int sm_major = 0, sm_minor = 0;
   bool sm90a_built = false;  // the embedded images hold sm_90a code
+  bool partitioned = false;  // the stream is confined to an SM partition (shares the device)
 };
 
 /// The family `backend` asks for, or the one auto selection picks: our kernels where they are

@@ -204,7 +204,10 @@ struct SchedulerOptions {
   int64_t memory_capacity = 0;   // 0: the pool's limit, else the device's memory
   int inflight_budget = 32;      // kernels in flight for a burstable tenant of share 1
   int best_effort_inflight = 2;  // for a best-effort tenant of share 1: one running, one queued
-  int best_effort_inflight_while_guaranteed = 1;  // 0: hold best-effort while guaranteed runs
+  /// Best-effort kernels in flight while guaranteed work runs, for tenants without a partition
+  /// (partitioned ones keep their limit: their SMs are not the guaranteed tenants'). 0 holds
+  /// every best-effort tenant while guaranteed work runs.
+  int best_effort_inflight_while_guaranteed = 1;
   /// SMs best-effort tenants are confined to unless they say otherwise: -1 (automatic):
   /// kBestEffortSmShare of the device, leaving the rest to the other tenants at once however
   /// long best-effort kernels run; 0: no partition (best-effort kernels then are split, below).

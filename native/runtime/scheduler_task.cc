@@ -82,9 +82,13 @@ absl::StatusOr<std::vector<std::function<void(const Task&)>>> Task::Transition(T
 
 int Scheduler::Gate::Limit() const {
   int limit = tenant_->inflight_limit;
+  const int while_guaranteed = scheduler_->options_.best_effort_inflight_while_guaranteed;
+  // The throttle keeps guaranteed kernels from waiting behind best-effort ones for SMs; a
+  // partitioned tenant leaves them SMs of their own, so only a hold (0) applies to it.
   if (tenant_->options.qos == QosClass::kBestEffort &&
+      (tenant_->sms == 0 || while_guaranteed == 0) &&
       scheduler_->guaranteed_running_.load(std::memory_order_acquire) > 0) {
-    limit = std::min(limit, scheduler_->options_.best_effort_inflight_while_guaranteed);
+    limit = std::min(limit, while_guaranteed);
   }
   return limit;
 }

@@ -180,7 +180,8 @@ class Scheduler:
         inflight_budget: kernels in flight for a burstable tenant with compute_share 1.
         best_effort_inflight: the same for a best-effort tenant (one running, one queued).
         best_effort_inflight_while_guaranteed: best-effort kernels in flight while a
-            guaranteed task runs (0: best-effort waits until it ends).
+            guaranteed task runs, for best-effort tenants without an SM partition (0: every
+            best-effort tenant waits until it ends).
         best_effort_sms: SMs best-effort tenants are confined to (a spatial partition of the
             device, CUDA green contexts; on the CPU device, worker threads): -1 (default) 85% of
             the device, so the rest is free for the other tenants at once however long

@@ -92,6 +92,26 @@ TEST(GemmSelect, ForcedBackendsReturnTheirFamilyWhateverTheProblem) {
   }
 }
 
+TEST(GemmSelect, PartitionedStreamsKeepLargePlainHalfOnSm90) {
+  GemmTarget part = kHopper;
+  part.partitioned = true;
+  for (DType d : {DType::BFloat16, DType::Float16}) {
+    GemmSummary s = Problem(d, 8192);
+    s.n = s.k = 8192;
+    EXPECT_EQ(Auto(s, kHopper), GemmFamily::kCublasLt) << "the whole device: cuBLASLt";
+    EXPECT_EQ(Auto(s, part), GemmFamily::kSm90) << "a partition: persistent CTAs";
+    s.m = 64;  // the sm90 kernels' lower bound still holds
+    EXPECT_EQ(Auto(s, part), GemmFamily::kCublasLt);
+    s = Problem(d, 8192);
+    s.tma_ok = false;
+    EXPECT_EQ(Auto(s, part), GemmFamily::kCublasLt) << "a layout TMA cannot take";
+  }
+  GemmTarget ampere = kAmpere;
+  ampere.partitioned = true;
+  EXPECT_EQ(Auto(Problem(DType::BFloat16, 8192), ampere), GemmFamily::kCublasLt);
+  EXPECT_EQ(Auto(Problem(DType::Float32, 8192), part), GemmFamily::kCublasLt);
+}
+
 TEST(GemmSelect, HalfOnHopperUsesSm90AboveSixtyFourRows) {
   for (DType d : {DType::BFloat16, DType::Float16}) {
     for (bool fused : {false, true}) {

@@ -1030,52 +1030,64 @@ TEST(Scheduler, PacedTenantFillsItsLimitAndWaitsThenDrains) {
   ExpectNear(got, want, 0);
 }
 
-TEST(Scheduler, BestEffortIsThrottledWhileGuaranteedWorkRuns) {
+// Without a partition a best-effort tenant drops to best_effort_inflight_while_guaranteed
+// while guaranteed work runs; with one it keeps its limit (its SMs are not the guaranteed
+// tenant's).
+TEST(Scheduler, BestEffortIsThrottledWhileGuaranteedWorkRunsUnlessPartitioned) {
   SKIP_UNLESS_CPU();
-  Data x = RandomArray({512}, 13);
-  SchedulerOptions so;
-  so.best_effort_inflight_while_guaranteed = 1;
-  auto s = Make(so);
-  ASSERT_NE(s, nullptr);
-  ASSERT_OK(s->AddTenant(Tenant("g", QosClass::kGuaranteed, kMiB)));
-  TenantOptions be = Tenant("be", QosClass::kBestEffort);
-  be.max_inflight = 4;
-  ASSERT_OK(s->AddTenant(be));
-  Blocker blocker;
-  ASSERT_OK_AND_ASSIGN(auto g, s->Submit("g", blocker.Fn()));
-  ASSERT_TRUE(blocker.WaitStarted());
-  EXPECT_EQ(s->stats().guaranteed_running, 1);
-  StreamGate gate(*DefaultStream());
-  auto slot = std::make_shared<Slot>();
-  ASSERT_OK_AND_ASSIGN(auto task, s->Submit("be", [x, slot]() -> absl::Status {
-    GPUArray v = x.array;
-    for (int i = 0; i < 10; ++i) {
-      PGK_ASSIGN_OR_RETURN(v, ops::Binary(ops::ElementwiseOp::kAdd, v, Scalar::Float(1.0)));
+  ASSERT_OK_AND_ASSIGN(hal::DeviceProperties props, Runtime::Get().properties(TestDevice()));
+  for (bool partitioned : {false, true}) {
+    SCOPED_TRACE(partitioned ? "partitioned" : "whole device");
+    if (partitioned && props.multiprocessors < 2) continue;
+    Data x = RandomArray({512}, 13);
+    SchedulerOptions so;
+    so.best_effort_inflight_while_guaranteed = 1;
+    auto s = Make(so);
+    ASSERT_NE(s, nullptr);
+    ASSERT_OK(s->AddTenant(Tenant("g", QosClass::kGuaranteed, kMiB)));
+    TenantOptions be = Tenant("be", QosClass::kBestEffort);
+    be.max_inflight = 4;
+    be.sms = partitioned ? 1 : 0;
+    ASSERT_OK(s->AddTenant(be));
+    ASSERT_EQ(TenantOf(*s, "be").sms > 0, partitioned);
+    Blocker blocker;
+    ASSERT_OK_AND_ASSIGN(auto g, s->Submit("g", blocker.Fn()));
+    ASSERT_TRUE(blocker.WaitStarted());
+    EXPECT_EQ(s->stats().guaranteed_running, 1);
+    StreamGate gate(*DefaultStream());
+    auto slot = std::make_shared<Slot>();
+    ASSERT_OK_AND_ASSIGN(auto task, s->Submit("be", [x, slot]() -> absl::Status {
+      GPUArray v = x.array;
+      for (int i = 0; i < 10; ++i) {
+        PGK_ASSIGN_OR_RETURN(v, ops::Binary(ops::ElementwiseOp::kAdd, v, Scalar::Float(1.0)));
+      }
+      slot->Set(v);
+      return absl::OkStatus();
+    }));
+    // While the gate holds the stream: 1 kernel in flight and the next waiting (limit 1), or
+    // all 4 (the tenant's own limit).
+    const int limit = partitioned ? 4 : 1;
+    ASSERT_TRUE(WaitUntil([&] {
+      TenantStats t = TenantOf(*s, "be");
+      return t.inflight == limit && t.paced_waits >= 1;
+    }));
+    gate.Open();
+    ASSERT_TRUE(task->Wait(kLongWaitNs));
+    ASSERT_EQ(task->state(), TaskState::kCompleted) << task->status();
+    EXPECT_EQ(g->state(), TaskState::kRunning) << "the guaranteed task ran all along";
+    EXPECT_EQ(TenantOf(*s, "be").max_inflight_seen, limit);
+    blocker.Release();
+    ASSERT_TRUE(g->Wait(kLongWaitNs));
+    EXPECT_OK(s->Drain());
+    EXPECT_EQ(s->stats().guaranteed_running, 0);
+    ASSERT_OK_AND_ASSIGN(auto got, ToVector<double>(slot->Get()));
+    std::vector<double> want(512);
+    for (int i = 0; i < 512; ++i) {
+      want[i] = x.host[i];
+      for (int k = 0; k < 10; ++k) want[i] += 1.0;
     }
-    slot->Set(v);
-    return absl::OkStatus();
-  }));
-  // Limit 1 while the guaranteed task runs (4 otherwise): one kernel in flight, one waiting.
-  ASSERT_TRUE(WaitUntil([&] {
-    TenantStats t = TenantOf(*s, "be");
-    return t.inflight == 1 && t.paced_waits >= 1;
-  }));
-  gate.Open();
-  ASSERT_TRUE(task->Wait(kLongWaitNs));
-  ASSERT_EQ(task->state(), TaskState::kCompleted) << task->status();
-  EXPECT_EQ(g->state(), TaskState::kRunning) << "the guaranteed task ran all along";
-  EXPECT_EQ(TenantOf(*s, "be").max_inflight_seen, 1);
-  blocker.Release();
-  ASSERT_TRUE(g->Wait(kLongWaitNs));
-  EXPECT_OK(s->Drain());
-  EXPECT_EQ(s->stats().guaranteed_running, 0);
-  ASSERT_OK_AND_ASSIGN(auto got, ToVector<double>(slot->Get()));
-  std::vector<double> want(512);
-  for (int i = 0; i < 512; ++i) {
-    want[i] = x.host[i];
-    for (int k = 0; k < 10; ++k) want[i] += 1.0;
+    ExpectNear(got, want, 0);
   }
-  ExpectNear(got, want, 0);
 }
 
 TEST(Scheduler, BestEffortWaitsWhileGuaranteedWorkRunsWhenItsBudgetIsZero) {
@@ -1087,6 +1099,7 @@ TEST(Scheduler, BestEffortWaitsWhileGuaranteedWorkRunsWhenItsBudgetIsZero) {
   ASSERT_OK(s->AddTenant(Tenant("g", QosClass::kGuaranteed, kMiB)));
   TenantOptions be = Tenant("be", QosClass::kBestEffort);
   be.max_inflight = 4;
+  be.sms = 1;  // a hold applies to partitioned tenants too (a one-SM device: no partition)
   ASSERT_OK(s->AddTenant(be));
   Blocker blocker;
   ASSERT_OK_AND_ASSIGN(auto g, s->Submit("g", blocker.Fn()));

@@ -5,6 +5,8 @@ launches (gp.dispatch_stats). A forced family may refuse a problem with NotImple
 outside its documented preconditions (ops/cuda/gemm_cuda.h, modelled by `documented_support`);
 inside them a refusal fails the test. Needs a CUDA device: skipped where none exists."""
 
+import threading
+
 import numpy as np
 import pytest
 from gemm_ref import HALF, TF32_ROUNDOFF, check_gemm, check_values
@@ -408,3 +410,42 @@ def test_forced_sm80_refuses_column_major_a(rng, cuda):
     with pytest.raises(NotImplementedError, match="sm80"):
         gp.matmul(a.T, a, backend="sm80")
     check_gemm(gp.matmul(a.T, a), host(a).T, host(a))  # auto serves it
+
+
+@pytest.mark.parametrize(
+    "family, dtype",
+    [
+        ("sm90", "bfloat16"),
+        ("sm80", "bfloat16"),
+        ("cublaslt", "bfloat16"),
+        ("simt", "float32"),
+        ("auto", "bfloat16"),
+    ],
+)
+def test_first_cuda_call_of_a_new_thread(rng, cuda, family, dtype):
+    # A thread's first matmul may make no other driver call before the launcher's own (its
+    # output comes from the pool's cache), so each launcher must make the context current.
+    if family == "sm90" and not (sm(cuda)[0] == 9 and sm90_built()):
+        pytest.skip("needs the sm90 kernels on an SM 9.x GPU")
+    if family == "sm80" and sm(cuda)[0] < 8:
+        pytest.skip("needs SM 8.0+")
+    a, b = randn(rng, (256, 128), dtype), randn(rng, (128, 192), dtype)
+    ga, gb = gp.asarray(a, device=cuda), gp.asarray(b, device=cuda)
+    kw = {} if family == "auto" else {"backend": family}
+    gp.matmul(ga, gb, **kw)  # warms the caches; its output block returns to the pool
+    gp.synchronize(cuda)
+    box = {}
+
+    def run():
+        try:
+            box["out"] = gp.matmul(ga, gb, **kw)
+            gp.synchronize(cuda)
+        except BaseException as e:  # noqa: BLE001 - reported by the test thread
+            box["error"] = e
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join(timeout=60)
+    if "error" in box:
+        raise box["error"]
+    check_gemm(box["out"], a, b)

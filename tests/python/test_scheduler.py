@@ -1121,7 +1121,8 @@ def test_pacing_limits_kernels_in_flight(h, device, rng):
 def test_best_effort_is_throttled_while_guaranteed_runs(h, device, rng):
     s = h.scheduler(best_effort_inflight_while_guaranteed=1)
     s.add_tenant("g", "guaranteed", memory_request=MiB)
-    s.add_tenant("be", "best_effort", max_inflight=8)
+    # Unpartitioned: a partitioned tenant keeps its own limit (test_sm_partitions.py).
+    s.add_tenant("be", "best_effort", max_inflight=8, sms=0)
     b = h.blocker()
     fg = block(s, "g", b)
     assert s.stats()["guaranteed_running"] == 1

@@ -266,6 +266,9 @@ absl::Status GemmSm90(hal::Stream& s, const GemmLaunch& g) {
   }
 
   PGK_ASSIGN_OR_RETURN(const cuda::DriverApi* api, cuda::LoadDriverApi());
+  // Encoding a tensor map needs a current context, which a thread whose first CUDA call this is
+  // (its allocations served from the pool's cache) does not have yet.
+  PGK_RETURN_IF_ERROR(rt.cuda_backend()->MakeCurrent(s.device().index));
   // Float32 operands are rounded to TF32 by the copy (TFLOAT32 maps): the wgmma would otherwise
   // truncate (H200, 1024^3: max error 1.8e-4 truncated vs 7.7e-5 rounded, as cuBLASLt).
   const CUtensorMapDataType type = g.in == DType::BFloat16  ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16

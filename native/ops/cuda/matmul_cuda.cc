@@ -41,7 +41,7 @@ absl::Status Matmul(hal::Stream& s, const MatmulProblem& p, Device device) {
   sum.fused = !p.epilogue.trivial() || p.epilogue.out != p.dtype;
   sum.tma_ok = Sm90Accepts(g);
   sum.sm80_ok = true;  // GemmSm80 checks its own layout and alignment rules
-  GemmTarget target{props.sm_major, props.sm_minor, Sm90KernelsBuilt()};
+  GemmTarget target{props.sm_major, props.sm_minor, Sm90KernelsBuilt(), s.sm_count() > 0};
   const GemmFamily family = SelectGemm(sum, target, p.options.backend);
   absl::Status st;
   switch (family) {
