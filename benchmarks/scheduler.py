@@ -4,7 +4,8 @@ A guaranteed tenant runs a latency-sensitive loop (a 1024^3 bf16 matmul and thre
 ops, synchronized every iteration) while a best-effort tenant saturates the GPU with 8192^3 bf16
 matmuls. Reported, each for the same duration:
 
-  alone           the guaranteed loop on the default stream, nothing else running
+  alone           the guaranteed loop on the default stream, nothing else running (the
+                  reference; alone_end repeats it after the other modes, to show host drift)
   be_alone        the best-effort load alone (its throughput is the 100% reference)
   plain           both on plain streams of equal priority, no scheduler
   plain_prio      plain streams, the loop's stream at the highest priority, no scheduler
@@ -58,6 +59,7 @@ MODES = (
     "sched_noslice",
     "sched_hold",
     "sched_per_task",
+    "alone_end",
     "torch_alone",
     "torch_plain_prio",
     "torch_green",
@@ -246,7 +248,8 @@ def run_torch(modes, args, g_size, be_size, duration, rng):
         from torch.cuda.green_contexts import GreenContext
 
         sms = int(torch.cuda.get_device_properties(dev).multi_processor_count * BEST_EFFORT_SHARE)
-        green = GreenContext.create(num_sms=sms, device_id=dev.index or 0).Stream()
+        ctx = GreenContext.create(num_sms=sms, device_id=dev.index or 0)  # kept alive below
+        green = ctx.Stream()
 
         def green_batch():
             with torch.cuda.stream(green):
@@ -256,6 +259,7 @@ def run_torch(modes, args, g_size, be_size, duration, rng):
 
         r = measure("torch_green", W, duration, BeLoad(green_batch, args.batch), step)
         r["be_sms"] = sms
+        del green, ctx
         res.append(r)
     return res, torch.__version__
 
@@ -299,7 +303,7 @@ def main():
     for mode in modes:
         if mode.startswith("torch"):
             continue
-        if mode == "alone":
+        if mode in ("alone", "alone_end"):
             r = measure(mode, w, duration)
         elif mode == "be_alone":
             s = gp.Stream(dev, priority=least)
