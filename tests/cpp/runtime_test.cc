@@ -87,8 +87,8 @@ TEST(Runtime, AcquiredStreamsArePooledByPriorityAndPartition) {
   EXPECT_GE(part->sm_count(), 1);
   EXPECT_LT(part->sm_count(), p.multiprocessors);
   EXPECT_EQ(plain->sm_count(), 0);
-  rt.ReleaseStream(part);
   rt.ReleaseStream(plain);
+  rt.ReleaseStream(part);  // last in: what a pool keyed by priority alone would hand out next
   ASSERT_OK_AND_ASSIGN(hal::Stream * again, rt.AcquireStream(d, 0));
   EXPECT_EQ(again, plain) << "a plain request never gets the partitioned stream";
   ASSERT_OK_AND_ASSIGN(hal::Stream * part_again, rt.AcquireStream(d, 0, 1));
