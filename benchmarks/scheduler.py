@@ -13,6 +13,8 @@ matmuls. Reported, each for the same duration:
                   a partition of 85% of the SMs, a green context, and keeps 2 kernels in
                   flight, 1 while guaranteed work runs)
   sched_smsN      the same with best_effort_sms=N (e.g. sched_sms104)
+  sched_splitN    best-effort on N SMs and the guaranteed tenant on the others (its kernels
+                  then planned for the SMs it has; the partitions are disjoint)
   sched_nopart    the scheduler without the partition (best_effort_sms=0): best-effort matmuls
                   are split into blocks of at most 2^37 FLOPs instead
   sched_inflight2 sched_nopart, best-effort keeps 2 kernels in flight while guaranteed runs
@@ -54,6 +56,7 @@ MODES = (
     "sched",
     "sched_sms104",
     "sched_sms120",
+    "sched_split96",
     "sched_nopart",
     "sched_inflight2",
     "sched_noslice",
@@ -328,12 +331,16 @@ def main():
                 "sched_inflight2": {**nopart, "best_effort_inflight_while_guaranteed": 2},
                 "sched_noslice": {**nopart, "best_effort_slice_flops": 0},
             }.get(mode, {})
+            g_sms = None
             if mode.startswith("sched_sms"):
                 kw["best_effort_sms"] = int(mode[len("sched_sms") :])
+            if mode.startswith("sched_split"):
+                kw["best_effort_sms"] = int(mode[len("sched_split") :])
+                g_sms = props["multiprocessors"] - kw["best_effort_sms"]
             if args.slice_flops is not None and mode != "sched_noslice":
                 kw["best_effort_slice_flops"] = args.slice_flops
             with gp.scheduler.Scheduler(dev, **kw) as sched:
-                sched.add_tenant("online", "guaranteed", memory_request=1 << 30)
+                sched.add_tenant("online", "guaranteed", memory_request=1 << 30, sms=g_sms)
                 sched.add_tenant("batch", "best_effort")
                 be = BeLoad(sched_be(sched, w, args.batch), args.batch)
                 if mode == "sched_per_task":
@@ -355,6 +362,7 @@ def main():
                     r = measure(mode, w, duration, be, step, lambda: sched.task("online"))
                 st = sched.stats()["tenants"]
                 r["be_sms"] = st["batch"]["sms"]
+                r["guaranteed_sms"] = st["online"]["sms"]
                 r["batch_paced_waits"] = st["batch"]["paced_waits"]
                 r["batch_max_inflight_seen"] = st["batch"]["max_inflight_seen"]
         else:

@@ -37,12 +37,12 @@ GemmFamily SelectGemm(const GemmSummary& s, const GemmTarget& t, MatmulBackend b
     const double macs = static_cast<double>(s.m) * s.n * s.k * s.batch;
     const double tiles = std::ceil(s.m / 128.0) * std::ceil(s.n / 128.0) * s.batch;
     const bool ours_faster = macs <= 1.5 * 1024 * 1024 * 1024 && (tiles >= 64 || s.k <= 1024);
-    // On an SM partition (a stream that shares the device with others) every plain product
-    // takes the persistent sm90 kernels: their CTAs hold their SMs to the end, while cuBLASLt's
-    // grid of short-lived CTAs loses SMs to higher-priority streams' kernels between CTAs (H200,
-    // 8192^3 bf16 on 112 SMs beside the scheduler benchmark's guaranteed loop: 377 matmul/s
-    // sm90 vs 140 cuBLASLt; alone 548 vs 576).
-    if (hopper && (s.fused || ours_faster || t.partitioned)) return GemmFamily::kSm90;
+    // On an SM partition (a stream that shares the device with others) every plain 16-bit
+    // product takes the persistent sm90 kernels: their CTAs hold their SMs to the end, while
+    // cuBLASLt's grid of short-lived CTAs loses SMs to higher-priority streams' kernels between
+    // CTAs (H200, 8192^3 bf16 on 112 SMs beside the scheduler benchmark's guaranteed loop: 377
+    // matmul/s sm90 vs 140 cuBLASLt; alone 548 vs 576).
+    if (hopper && (s.fused || ours_faster || (half && t.partitioned))) return GemmFamily::kSm90;
     // Ampere / Ada (or a Hopper problem TMA cannot take): mma.sync kernels only when an
     // epilogue must be fused; cuBLASLt is faster for plain products.
     if (s.fused && t.sm_major >= 8 && s.sm80_ok) return GemmFamily::kSm80;

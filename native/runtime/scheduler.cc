@@ -39,6 +39,13 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(SchedulerOptions op
     return ValueError(absl::StrCat("scheduler: best_effort_sms ", options.best_effort_sms,
                                    " (use -1 for automatic, 0 for none)"));
   }
+  if (options.best_effort_sms > 0) {
+    PGK_ASSIGN_OR_RETURN(hal::DeviceProperties p, rt.properties(d));
+    if (options.best_effort_sms > p.multiprocessors) {
+      return ValueError(absl::StrCat("scheduler: best_effort_sms ", options.best_effort_sms,
+                                     " exceeds the ", p.multiprocessors, " SMs of ", d.ToString()));
+    }
+  }
   if (options.best_effort_inflight_while_guaranteed < 0 || options.memory_capacity < 0 ||
       options.best_effort_slice_flops < 0) {
     return ValueError(
@@ -146,7 +153,9 @@ absl::Status Scheduler::AddTenant(const TenantOptions& o) {
   absl::Status status;
   for (int i = 0; i < o.streams && status.ok(); ++i) {
     auto s = Runtime::Get().AcquireStream(device_, t->stream_priority, sms);
-    if (automatic && absl::IsUnimplemented(s.status())) {
+    // Automatic: no partition where the device cannot make one (no green contexts, or a driver
+    // or MPS setup that refuses them); a bad size is still an error.
+    if (automatic && !s.ok() && ErrorTypeOf(s.status()) != ErrorType::kValue) {
       sms = 0;
       s = Runtime::Get().AcquireStream(device_, t->stream_priority, 0);
     }

@@ -38,15 +38,19 @@ clamped to the device's range). Inside `with s:` work on s's device goes to s.
 
 sms=N confines the stream's kernels to a partition of N SMs (CUDA green contexts, rounded up
 to the driver's granularity, 8 on Hopper; the CPU device: N worker threads); `s.sms` tells the
-size, 0 for the whole device. Other streams still use every SM.
+size, 0 for the whole device (also what sms=0 asks for). Other streams still use every SM.
+Partitions of one size are the same SMs; on CUDA those of more than half the device come from
+one end and smaller ones from the other, so a small and a large one that fit together are
+disjoint, while two small or two large ones overlap.
 )doc")
       .def(pyb::init([](const pyb::object& device, int priority, const pyb::object& sms) {
              auto s = std::make_unique<PyStream>();
              s->device = ToDevice(device, "Stream");
              s->backend = Unwrap(Runtime::Get().backend(s->device.type));
              const int64_t n = sms.is_none() ? 0 : ToInt(sms, "sms", "Stream");
-             if (!sms.is_none() && (n < 1 || n > INT32_MAX)) {
-               throw pyb::value_error(absl::StrCat("Stream: sms must be >= 1, got ", n));
+             if (n < 0 || n > INT32_MAX) {
+               throw pyb::value_error(
+                   absl::StrCat("Stream: sms ", n, " is outside [0, 2^31) (0: the whole device)"));
              }
              s->stream =
                  Unwrap(Runtime::Get().AcquireStream(s->device, priority, static_cast<int>(n)));

@@ -110,6 +110,9 @@ TEST(GemmSelect, PartitionedStreamsKeepLargePlainHalfOnSm90) {
   ampere.partitioned = true;
   EXPECT_EQ(Auto(Problem(DType::BFloat16, 8192), ampere), GemmFamily::kCublasLt);
   EXPECT_EQ(Auto(Problem(DType::Float32, 8192), part), GemmFamily::kCublasLt);
+  GemmSummary tf32 = Tf32(8192);
+  tf32.n = tf32.k = 8192;
+  EXPECT_EQ(Auto(tf32, part), GemmFamily::kCublasLt) << "measured for 16-bit products only";
 }
 
 TEST(GemmSelect, HalfOnHopperUsesSm90AboveSixtyFourRows) {

@@ -446,6 +446,7 @@ def test_first_cuda_call_of_a_new_thread(rng, cuda, family, dtype):
     t = threading.Thread(target=run)
     t.start()
     t.join(timeout=60)
+    assert not t.is_alive(), "the matmul thread hung"
     if "error" in box:
         raise box["error"]
     check_gemm(box["out"], a, b)

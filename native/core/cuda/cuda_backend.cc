@@ -68,10 +68,12 @@ struct CudaBackend::DeviceState {
   CUdevice dev = 0;
   CUcontext ctx = nullptr;
   hal::DeviceProperties props;
-  // Green contexts by requested SM count, made on first use. Never destroyed: their streams are
-  // pooled for the life of the runtime, and a green context retains the primary context, which
-  // stays retained for the process anyway (see ~CudaBackend).
+  // Green contexts by split (SM count; negative: the remainder of a split of that many), made
+  // on first use. Never destroyed: their streams are pooled for the life of the runtime, and a
+  // green context retains the primary context, which stays retained for the process anyway
+  // (see ~CudaBackend).
   std::mutex partitions_mu;
+  CUdevResource sm_resource{};  // the device's SMs, read on first use (type 0 until then)
   absl::flat_hash_map<int, GreenPartition> partitions;
 };
 
@@ -208,6 +210,7 @@ absl::StatusOr<std::unique_ptr<hal::Stream>> CudaBackend::CreatePartitionedStrea
     return ValueError(absl::StrCat("stream: a partition of ", sms, " SMs is outside [1, ", all,
                                    "] (", st.props.name, ")"));
   }
+  if (sms == all) return CreateStream(device, priority);
   if (api->cuDeviceGetDevResource == nullptr || api->cuDevSmResourceSplitByCount == nullptr ||
       api->cuDevResourceGenerateDesc == nullptr || api->cuGreenCtxCreate == nullptr ||
       api->cuGreenCtxStreamCreate == nullptr) {
@@ -217,33 +220,52 @@ absl::StatusOr<std::unique_ptr<hal::Stream>> CudaBackend::CreatePartitionedStrea
   GreenPartition part;
   {
     std::lock_guard<std::mutex> l(st.partitions_mu);
-    auto it = st.partitions.find(sms);
-    if (it != st.partitions.end()) {
-      part = it->second;
-    } else {
-      CUdevResource whole{};
-      PGK_CU_RETURN_IF_ERROR(api->cuDeviceGetDevResource(st.dev, &whole, CU_DEV_RESOURCE_TYPE_SM),
-                             "cuda: cuDeviceGetDevResource");
-      // Partitions come in multiples of the co-scheduling alignment (8 SMs on Hopper) and no
-      // smaller than the minimum; one that rounds up to the whole device is no partition.
-      const int align = std::max<int>(1, whole.sm.smCoscheduledAlignment);
-      const int want = std::max<int>(static_cast<int>(whole.sm.minSmPartitionSize),
-                                     (sms + align - 1) / align * align);
-      if (want < static_cast<int>(whole.sm.smCount)) {
-        CUdevResource group{};
+    if (st.sm_resource.type != CU_DEV_RESOURCE_TYPE_SM) {
+      PGK_CU_RETURN_IF_ERROR(
+          api->cuDeviceGetDevResource(st.dev, &st.sm_resource, CU_DEV_RESOURCE_TYPE_SM),
+          "cuda: cuDeviceGetDevResource");
+    }
+    CUdevResource whole = st.sm_resource;
+    // The driver carves a group of N SMs from one end of the device, so two groups split
+    // from it overlap. Partitions of more than half the device are such groups (multiples of
+    // the co-scheduling alignment, 8 SMs on Hopper, and no smaller than the minimum); smaller
+    // ones are the remainder of a split of the rest, from the other end. So a small and a large
+    // partition that fit together are disjoint (a guaranteed tenant's beside a best-effort
+    // one's); two small ones, or two large ones, overlap. One that rounds up to the whole
+    // device is no partition.
+    const int total = static_cast<int>(whole.sm.smCount);
+    const int align = std::max<int>(1, whole.sm.smCoscheduledAlignment);
+    const int min_group = std::max<int>(1, whole.sm.minSmPartitionSize);
+    const int want = std::max(min_group, (sms + align - 1) / align * align);
+    const int rest = (total - sms) / align * align;  // the split that leaves >= sms behind
+    const bool from_end = 2 * sms <= total && rest >= min_group;
+    const int count = from_end ? rest : want;
+    if (from_end || want < total) {
+      // Keyed by the split, so requests that round to one layout share one green context.
+      const int key = from_end ? -count : count;
+      auto it = st.partitions.find(key);
+      if (it != st.partitions.end()) {
+        part = it->second;
+      } else {
+        CUdevResource group{}, remaining{};
         unsigned groups = 1;
         PGK_CU_RETURN_IF_ERROR(
-            api->cuDevSmResourceSplitByCount(&group, &groups, &whole, nullptr, 0, want),
-            absl::StrCat("cuda: cuDevSmResourceSplitByCount(", want, " SMs)"));
+            api->cuDevSmResourceSplitByCount(&group, &groups, &whole, &remaining, 0, count),
+            absl::StrCat("cuda: cuDevSmResourceSplitByCount(", count, " SMs)"));
+        if (groups != 1) {
+          return RuntimeError(absl::StrCat("cuda: splitting ", count, " of ", total, " SMs gave ",
+                                           groups, " groups"));
+        }
+        CUdevResource& mine = from_end ? remaining : group;
         CUdevResourceDesc desc = nullptr;
-        PGK_CU_RETURN_IF_ERROR(api->cuDevResourceGenerateDesc(&desc, &group, 1),
+        PGK_CU_RETURN_IF_ERROR(api->cuDevResourceGenerateDesc(&desc, &mine, 1),
                                "cuda: cuDevResourceGenerateDesc");
         PGK_CU_RETURN_IF_ERROR(
             api->cuGreenCtxCreate(&part.ctx, desc, st.dev, CU_GREEN_CTX_DEFAULT_STREAM),
             "cuda: cuGreenCtxCreate");
-        part.sms = static_cast<int>(group.sm.smCount);
+        part.sms = static_cast<int>(mine.sm.smCount);
+        st.partitions.emplace(key, part);
       }
-      st.partitions.emplace(sms, part);
     }
   }
   if (part.ctx == nullptr) return CreateStream(device, priority);

@@ -19,7 +19,7 @@ namespace pygpukit::hal {
 struct DeviceProperties {
   std::string name;
   int sm_major = 0, sm_minor = 0;  // compute capability (0.0 on the CPU)
-  int multiprocessors = 0;         // SMs, or hardware threads on the CPU
+  int multiprocessors = 0;         // SMs, or ParallelFor's threads on the CPU
   int64_t total_memory = 0;        // bytes
   int64_t l2_cache_bytes = 0;
   int64_t max_shared_memory_per_block = 0;
@@ -81,8 +81,11 @@ class Backend {
   /// Creates a stream whose kernels run on a partition of `sms` of the device's SMs (CUDA: a
   /// green context; CPU: that many worker threads), rounded up to the device's granularity;
   /// sm_count() tells the size it got. Streams without a partition keep using every SM, so a
-  /// partition bounds what its stream takes, not what others may use. A request for the whole
-  /// device gives a plain stream. NotImplementedError where the backend or driver cannot.
+  /// partition bounds what its stream takes, not what others may use. Partitions of one size
+  /// are the same SMs; on CUDA those of more than half the device come from one end and smaller
+  /// ones from the other, so a small and a large one that fit together are disjoint, while two
+  /// small or two large ones overlap. A request for the whole device gives a plain stream.
+  /// NotImplementedError where the backend or driver cannot.
   virtual absl::StatusOr<std::unique_ptr<Stream>> CreatePartitionedStream(int /*device*/,
                                                                           int /*priority*/,
                                                                           int /*sms*/) {

@@ -26,7 +26,8 @@ absl::Status Matmul(hal::Stream& s, const MatmulProblem& p, Device device) {
                MatmulCost(p)};
   PGK_ASSIGN_OR_RETURN(hal::DeviceProperties props,
                        Runtime::Get().cuda_backend()->properties(device.index));
-  if (p.options.backend == MatmulBackend::kAuto && GemmAutotuneEnabled()) {
+  // Tuned choices are the whole device's; a partitioned stream follows the selection rules.
+  if (p.options.backend == MatmulBackend::kAuto && GemmAutotuneEnabled() && s.sm_count() == 0) {
     PGK_ASSIGN_OR_RETURN(bool ran, MatmulAutotuned(s, p, g, device, props));
     if (ran) return absl::OkStatus();
   }
