@@ -57,7 +57,9 @@ struct TenantOptions {
   /// SMs the tenant's kernels are confined to (a spatial partition: CUDA green contexts, rounded
   /// up to the driver's granularity; CPU: worker threads); 0: the whole device. Unset: by class,
   /// best-effort tenants SchedulerOptions::best_effort_sms, the others the whole device. Tenants
-  /// without a partition still use every SM, so a partition reserves the rest for them.
+  /// without a partition still use every SM, so a partition reserves the rest for them. Two
+  /// partitioned tenants share SMs unless one has more than half the device and the other the
+  /// rest or less (hal::Backend::CreatePartitionedStream).
   std::optional<int> sms;
   int streams = 1;  // streams the tenant's tasks are spread over (round robin)
   int max_running = 0;
