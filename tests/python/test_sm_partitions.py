@@ -17,8 +17,7 @@ def sms_of(device):
     return gp.device_properties(device)["multiprocessors"]
 
 
-@pytest.fixture
-def partitionable(device):
+def skip_without_partitions(device):
     if sms_of(device) < 2:
         pytest.skip("a one-SM device has no partitions")
     try:
@@ -26,6 +25,11 @@ def partitionable(device):
     except NotImplementedError as e:  # a CUDA driver without green contexts
         pytest.skip(str(e))
     return device
+
+
+@pytest.fixture
+def partitionable(device):
+    return skip_without_partitions(device)
 
 
 def test_stream_partition_is_rounded_and_the_whole_device_is_none(partitionable):
@@ -100,11 +104,7 @@ def sm_ids(stream, device, blocks=2048):
 
 @pytest.fixture
 def cuda_partitions(cuda):
-    try:
-        gp.Stream(cuda, sms=1)
-    except NotImplementedError as e:
-        pytest.skip(str(e))
-    return cuda
+    return skip_without_partitions(cuda)
 
 
 def test_kernels_of_a_partitioned_stream_stay_on_its_sms(cuda_partitions):

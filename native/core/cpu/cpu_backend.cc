@@ -194,10 +194,7 @@ absl::StatusOr<std::pair<size_t, size_t>> CpuBackend::MemoryInfo(int) const {
 }
 
 absl::StatusOr<std::unique_ptr<hal::Stream>> CpuBackend::CreateStream(int device, int priority) {
-  if (device != 0) return ValueError(absl::StrCat("cpu: no device ", device));
-  auto [least, greatest] = StreamPriorityRange();
-  priority = std::clamp(priority, greatest, least);
-  return std::unique_ptr<hal::Stream>(new CpuStream(priority, 0));
+  return CreatePartitionedStream(device, priority, NumThreads());  // every thread: no partition
 }
 
 absl::StatusOr<std::unique_ptr<hal::Stream>> CpuBackend::CreatePartitionedStream(int device,
