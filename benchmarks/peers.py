@@ -114,15 +114,21 @@ def header(props, versions, args):
     }
 
 
-def host_us_per_call(fn, iters, reps, warmup=0):
+def host_us_per_call(fn, iters, reps, warmup=0, sync=None):
     """Host wall time per call of `iters` back-to-back calls of fn, in us: the median of `reps`
-    loops, after `warmup` untimed calls."""
+    loops, after `warmup` untimed calls. `sync`, when given, runs before each loop and inside its
+    timing at the end, so work a library still holds queued on the host (or the GPU has not run)
+    is paid for by the loop that queued it."""
     for _ in range(warmup):
         fn()
     out = []
     for _ in range(reps):
+        if sync is not None:
+            sync()
         t = time.perf_counter_ns()
         for _ in range(iters):
             fn()
+        if sync is not None:
+            sync()
         out.append((time.perf_counter_ns() - t) / iters / 1e3)
     return statistics.median(out)

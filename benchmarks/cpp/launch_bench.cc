@@ -1,10 +1,12 @@
 // Where the per-call time of a tiny elementwise op goes, layer by layer, on the runtime's
 // default device (PYGPUKIT_DEVICE=cuda for the GPU): the driver's launch alone (cuLaunchKernelEx
 // of a JIT kernel with the add kernel's parameter list, through the CUDA backend), the same launch
-// through the dispatcher, and the whole C++ op (ops::Binary add of 16 float32, with and without
+// through the launch queue (made on the launcher thread), through the dispatcher, and the whole
+// C++ op (ops::Binary add of 16 float32, with and without
 // `out`). Python adds its binding on top (benchmarks/elementwise.py measures that, beside torch and
-// CuPy). Host time per call: nothing synchronizes inside the timed loops, and the GPU finishes
-// these kernels faster than they are launched, so the launch queue never fills.
+// CuPy). Host time per call: nothing synchronizes inside the timed loops (the driver's launch
+// queue never fills: the GPU runs these kernels faster than they are launched; ours holds at most
+// 128 launches, a negligible part of a run's iterations).
 //   launch_bench --benchmark_out=launch_bench.json --benchmark_out_format=json
 #include <benchmark/benchmark.h>
 
@@ -79,6 +81,19 @@ void BM_DriverLaunch(benchmark::State& state) {
   Finish(state, e);
 }
 BENCHMARK(BM_DriverLaunch)->UseRealTime();
+
+// The same launches through the device's launch queue: a stream of them is made as fast as the
+// launcher thread makes them (the caller only copies parameters), so this is the queue's rate.
+void BM_QueuedLaunch(benchmark::State& state) {
+  Env& e = GetEnv();
+  if (e.function == nullptr) return state.SkipWithError("needs a CUDA device");
+  cuda::CudaBackend* cuda = Runtime::Get().cuda_backend();
+  for (auto _ : state) {
+    Check(cuda->Launch(e.function, e.dims, *e.stream, e.params, /*queued=*/true), "launch");
+  }
+  Finish(state, e);
+}
+BENCHMARK(BM_QueuedLaunch)->UseRealTime();
 
 void BM_DispatcherLaunch(benchmark::State& state) {
   Env& e = GetEnv();

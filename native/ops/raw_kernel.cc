@@ -115,7 +115,8 @@ absl::Status LaunchRawKernel(const JitSource& src, absl::string_view kernel, con
   }
   ld.shared_bytes = static_cast<unsigned>(dims.shared_bytes);
   absl::Status st =
-      rt.dispatcher().LaunchFunction(*stream, absl::StrCat("raw:", kernel), fn, ld, params.data());
+      rt.dispatcher().LaunchFunction(*stream, absl::StrCat("raw:", kernel), fn, ld, params.data(),
+                                     LaunchCost{}, LaunchMode::kImmediate);
   if (!st.ok() && ErrorTypeOf(st) != ErrorType::kMemory) {
     return RuntimeError(absl::StrCat(what, ": launch with grid (", absl::StrJoin(dims.grid, ", "),
                                      "), block (", absl::StrJoin(dims.block, ", "),

@@ -149,15 +149,17 @@ absl::StatusOr<void*> Dispatcher::DeviceFunction(absl::string_view kernel, int d
 }
 
 absl::Status Dispatcher::LaunchDevice(hal::Stream& stream, absl::string_view kernel,
-                                      const hal::LaunchDims& dims, void** args, LaunchCost cost) {
+                                      const hal::LaunchDims& dims, void** args, LaunchCost cost,
+                                      LaunchMode mode) {
 #if PGK_WITH_CUDA
   if (cuda_ == nullptr || !stream.device().is_cuda()) {
     return ValueError(absl::StrCat("dispatch ", kernel, ": device kernel on ",
                                    stream.device().ToString(), " stream"));
   }
   PGK_ASSIGN_OR_RETURN(void* fn, DeviceFunction(kernel, stream.device().index));
-  return LaunchFunction(stream, kernel, fn, dims, args, cost);
+  return LaunchFunction(stream, kernel, fn, dims, args, cost, mode);
 #else
+  (void)mode;
   (void)cost;
   (void)dims;
   (void)args;
@@ -180,7 +182,7 @@ absl::StatusOr<int> Dispatcher::ResidentBlocks(void* function, int device, int b
 
 absl::Status Dispatcher::LaunchFunction(hal::Stream& stream, absl::string_view kernel,
                                         void* function, const hal::LaunchDims& dims, void** args,
-                                        LaunchCost cost) {
+                                        LaunchCost cost, LaunchMode mode) {
 #if PGK_WITH_CUDA
   if (cuda_ == nullptr || !stream.device().is_cuda()) {
     return ValueError(absl::StrCat("dispatch ", kernel, ": device kernel on ",
@@ -198,11 +200,14 @@ absl::Status Dispatcher::LaunchFunction(hal::Stream& stream, absl::string_view k
       limit = dims.shared_bytes;
     }
   }
+  const bool queued =
+      mode == LaunchMode::kQueued && current_gate == nullptr && !Tracer::Get().profiling();
   return Gated(stream, [&] {
     return Traced(TraceKind::kKernel, name, cuda_, stream, cost,
-                  [&] { return cuda_->Launch(function, dims, stream, args); });
+                  [&] { return cuda_->Launch(function, dims, stream, args, queued); });
   });
 #else
+  (void)mode;
   (void)cost;
   (void)function;
   (void)dims;
@@ -229,12 +234,25 @@ absl::Status Dispatcher::LaunchCopy(hal::Stream& stream, absl::string_view what,
   });
 }
 
+int64_t Dispatcher::QueuedLaunches() const {
+  int64_t n = 0;
+#if PGK_WITH_CUDA
+  if (cuda_ != nullptr) {
+    for (int d = 0; d < cuda_->device_count(); ++d) {
+      n += static_cast<int64_t>(cuda_->QueuedLaunches(d));
+    }
+  }
+#endif
+  return n;
+}
+
 DispatchStats Dispatcher::stats() const {
   DispatchStats s;
   s.host_tasks = host_tasks_.load(std::memory_order_relaxed);
   s.device_kernels = device_kernels_.load(std::memory_order_relaxed);
   s.library_calls = library_calls_.load(std::memory_order_relaxed);
   s.copies = copies_.load(std::memory_order_relaxed);
+  s.queued_kernels = QueuedLaunches() - queued_base_.load(std::memory_order_relaxed);
   std::lock_guard<std::mutex> l(mu_);
   for (const auto& [name, counter] : counters_) {
     if (int64_t n = counter.load(std::memory_order_relaxed); n > 0) s.per_kernel.emplace(name, n);
@@ -247,6 +265,7 @@ void Dispatcher::ResetStats() {
   device_kernels_.store(0, std::memory_order_relaxed);
   library_calls_.store(0, std::memory_order_relaxed);
   copies_.store(0, std::memory_order_relaxed);
+  queued_base_.store(QueuedLaunches(), std::memory_order_relaxed);
   std::lock_guard<std::mutex> l(mu_);
   for (auto& [name, counter] : counters_) counter.store(0, std::memory_order_relaxed);
 }

@@ -35,8 +35,17 @@ struct DispatchStats {
   int64_t device_kernels = 0;
   int64_t library_calls = 0;
   int64_t copies = 0;  // device copies (LaunchCopy)
+  /// Device kernels the backend's launcher threads made (core/launch_queue.h); the rest of
+  /// device_kernels were launched by their callers.
+  int64_t queued_kernels = 0;
   std::map<std::string, int64_t, std::less<>> per_kernel;
 };
+
+/// Who makes a device launch. kQueued: the device's launch queue, when the calling thread has
+/// no LaunchGate (pacing needs each launch's outcome at once) and no profiling session is open;
+/// a failure then surfaces at a later call on the device. kImmediate: the caller, who gets the
+/// launch's outcome (user kernels, whose launch configuration we cannot vouch for).
+enum class LaunchMode { kQueued, kImmediate };
 
 /// Pacing hook, consulted around every launch made by a thread that runs a scheduled task.
 class LaunchGate {
@@ -79,11 +88,13 @@ class Dispatcher {
   /// Launches the embedded CUDA kernel `kernel` (an extern "C" symbol) with `args` (pointers to
   /// the kernel's parameters, as for cuLaunchKernel).
   absl::Status LaunchDevice(hal::Stream& stream, absl::string_view kernel,
-                            const hal::LaunchDims& dims, void** args, LaunchCost cost = {});
+                            const hal::LaunchDims& dims, void** args, LaunchCost cost = {},
+                            LaunchMode mode = LaunchMode::kQueued);
   /// Launches `function`, a CUfunction resolved elsewhere (a JIT-compiled kernel), counted as
   /// `kernel`.
   absl::Status LaunchFunction(hal::Stream& stream, absl::string_view kernel, void* function,
-                              const hal::LaunchDims& dims, void** args, LaunchCost cost = {});
+                              const hal::LaunchDims& dims, void** args, LaunchCost cost = {},
+                              LaunchMode mode = LaunchMode::kQueued);
   /// Blocks of `block` threads of `function` (a CUfunction) one SM of CUDA device `device`
   /// holds at once.
   absl::StatusOr<int> ResidentBlocks(void* function, int device, int block);
@@ -117,6 +128,8 @@ class Dispatcher {
   // Dynamic shared-memory limit raised so far per function (launches above 48 KiB need it).
   absl::flat_hash_map<void*, unsigned> shared_limit_;
   std::atomic<int64_t> host_tasks_{0}, device_kernels_{0}, library_calls_{0}, copies_{0};
+  std::atomic<int64_t> queued_base_{0};  // the launcher threads' count at the last reset
+  int64_t QueuedLaunches() const;
   // Per-kernel counters. Map nodes never move and are never erased (a reset zeroes them), so
   // threads keep pointers to them (Count's cache) and bump them without the lock; the lock
   // guards insertion and iteration.

@@ -51,6 +51,7 @@ pyb::dict DispatchStatsDict() {
   out["device_kernels"] = s.device_kernels;
   out["library_calls"] = s.library_calls;
   out["copies"] = s.copies;
+  out["queued_kernels"] = s.queued_kernels;
   pyb::dict per;
   for (const auto& [k, v] : s.per_kernel) per[pyb::str(k)] = v;
   out["per_kernel"] = per;

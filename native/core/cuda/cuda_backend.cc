@@ -1,11 +1,16 @@
 #include "core/cuda/cuda_backend.h"
 
 #include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "core/cuda/driver_api.h"
+#include "core/launch_queue.h"
 #include "core/status.h"
 
 namespace pygpukit::cuda {
@@ -15,20 +20,27 @@ const DriverApi* api = nullptr;  // set once by Create()
 
 class CudaStream final : public hal::Stream {
  public:
-  CudaStream(int device, int priority, CUstream s, int sms = 0)
-      : device_(device), priority_(priority), sms_(sms), s_(s) {}
+  CudaStream(int device, int priority, CUstream s, LaunchQueue* queue, int sms = 0)
+      : device_(device), priority_(priority), sms_(sms), s_(s), queue_(queue) {}
   ~CudaStream() override {
+    if (queue_ != nullptr) (void)queue_->Flush();  // no queued launch may outlive the stream
     if (s_ != nullptr) api->cuStreamDestroy(s_);
   }
   Device device() const override { return Device{DeviceType::kCUDA, device_}; }
   int priority() const override { return priority_; }
-  void* native_handle() const override { return s_; }
+  // The handle goes to code that enqueues on it directly (cuBLASLt): it must follow the
+  // launches queued so far. A queued launch's failure is reported by the next backend call.
+  void* native_handle() const override {
+    if (queue_ != nullptr) (void)queue_->Flush();
+    return s_;
+  }
   int sm_count() const override { return sms_; }
   CUstream get() const { return s_; }
 
  private:
   int device_, priority_, sms_;
   CUstream s_;
+  LaunchQueue* queue_;  // the device's launch queue, or null
 };
 
 class CudaEvent final : public hal::Event {
@@ -47,6 +59,92 @@ class CudaEvent final : public hal::Event {
 };
 
 CUstream AsCu(hal::Stream& s) { return static_cast<CudaStream&>(s).get(); }
+
+// How far callers may run ahead of the launcher thread, in launches.
+constexpr size_t kLaunchQueueSlots = 128;
+
+// Parameter layouts by function, read once from the driver (cuFuncGetParamInfo) and kept for
+// the process (a CUfunction's parameters never change; our modules are never unloaded). Null:
+// the function's launches are not queued (the driver cannot tell its layout, or it does not
+// fit a slot).
+const LaunchQueue::ParamLayout* LayoutOf(void* function) {
+  struct Cached {
+    void* function = nullptr;
+    const LaunchQueue::ParamLayout* layout = nullptr;
+  };
+  thread_local std::array<Cached, 32> recent;
+  Cached& c = recent[(reinterpret_cast<uintptr_t>(function) >> 4) % recent.size()];
+  if (c.function == function) return c.layout;
+  static std::mutex mu;
+  static auto* layouts = new absl::node_hash_map<void*, LaunchQueue::ParamLayout>();
+  static auto* refused = new absl::flat_hash_map<void*, bool>();
+  std::lock_guard<std::mutex> l(mu);
+  const LaunchQueue::ParamLayout* found = nullptr;
+  if (auto it = layouts->find(function); it != layouts->end()) {
+    found = &it->second;
+  } else if (!refused->contains(function)) {
+    LaunchQueue::ParamLayout p;
+    bool fits = true;
+    for (size_t i = 0;; ++i) {
+      size_t offset = 0, size = 0;
+      if (api->cuFuncGetParamInfo(static_cast<CUfunction>(function), i, &offset, &size) !=
+          CUDA_SUCCESS) {
+        break;  // past the last parameter
+      }
+      if (i >= LaunchQueue::kMaxParams || offset + size > LaunchQueue::kParamBytes) {
+        fits = false;
+        break;
+      }
+      p.offset[i] = static_cast<uint16_t>(offset);
+      p.size[i] = static_cast<uint16_t>(size);
+      p.count = static_cast<uint16_t>(i + 1);
+    }
+    if (fits) {
+      found = &layouts->emplace(function, p).first->second;
+    } else {
+      refused->emplace(function, true);
+    }
+  }
+  c = Cached{function, found};
+  return found;
+}
+
+// cuLaunchKernelEx of `function` with `args` (pointers to its parameters) on `stream`.
+CUresult LaunchEx(void* function, const hal::LaunchDims& d, CUstream stream, void** args) {
+  CUlaunchConfig cfg{};
+  cfg.gridDimX = d.grid[0];
+  cfg.gridDimY = d.grid[1];
+  cfg.gridDimZ = d.grid[2];
+  cfg.blockDimX = d.block[0];
+  cfg.blockDimY = d.block[1];
+  cfg.blockDimZ = d.block[2];
+  cfg.sharedMemBytes = d.shared_bytes;
+  cfg.hStream = stream;
+  CUlaunchAttribute attr[1];
+  if (d.cluster[0] != 0) {
+    attr[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr[0].value.clusterDim.x = d.cluster[0];
+    attr[0].value.clusterDim.y = d.cluster[1];
+    attr[0].value.clusterDim.z = d.cluster[2];
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+  }
+  return api->cuLaunchKernelEx(&cfg, static_cast<CUfunction>(function), args, nullptr);
+}
+
+// Makes one queued launch (on the launcher thread).
+absl::Status SubmitQueued(const LaunchQueue::Launch& l) {
+  void* args[LaunchQueue::kMaxParams];
+  for (unsigned i = 0; i < l.layout->count; ++i) {
+    args[i] = const_cast<unsigned char*>(l.params) + l.layout->offset[i];
+  }
+  const CUresult r = LaunchEx(l.function, l.dims, static_cast<CUstream>(l.stream), args);
+  if (r == CUDA_SUCCESS) return absl::OkStatus();
+  const hal::LaunchDims& d = l.dims;
+  return DriverStatus(
+      r, absl::StrCat("cuda: queued cuLaunchKernelEx (grid ", d.grid[0], "x", d.grid[1], "x",
+                      d.grid[2], ", block ", d.block[0], "x", d.block[1], "x", d.block[2], ")"));
+}
 CUevent AsCu(hal::Event& e) { return static_cast<CudaEvent&>(e).get(); }
 
 // Streams and events of another backend must never be cast to ours.
@@ -72,6 +170,8 @@ struct CudaBackend::DeviceState {
   // on first use. Never destroyed: their streams are pooled for the life of the runtime, and a
   // green context retains the primary context, which stays retained for the process anyway
   // (see ~CudaBackend).
+  // Launches queued for the launcher thread; null when launches are made by their callers.
+  std::unique_ptr<LaunchQueue> queue;
   std::mutex partitions_mu;
   CUdevResource sm_resource{};  // the device's SMs, read on first use (type 0 until then)
   absl::flat_hash_map<int, GreenPartition> partitions;
@@ -118,6 +218,16 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create() {
     st->props.driver_version = driver;
     b->devices_.push_back(std::move(st));
   }
+  // Launches go through a launcher thread per device unless PYGPUKIT_LAUNCH_QUEUE=0, or the
+  // driver cannot tell kernels' parameter layouts (cuFuncGetParamInfo came in CUDA 12.4).
+  const char* env = std::getenv("PYGPUKIT_LAUNCH_QUEUE");
+  if (api->cuFuncGetParamInfo != nullptr && !(env != nullptr && std::string(env) == "0")) {
+    for (int i = 0; i < count; ++i) {
+      CudaBackend* self = b.get();
+      b->devices_[i]->queue = std::make_unique<LaunchQueue>(
+          kLaunchQueueSlots, &SubmitQueued, [self, i] { (void)self->MakeCurrent(i); });
+    }
+  }
   PGK_RETURN_IF_ERROR(b->MakeCurrent(0));
   int least = 0, greatest = 0;
   PGK_CU_RETURN_IF_ERROR(api->cuCtxGetStreamPriorityRange(&least, &greatest),
@@ -160,6 +270,7 @@ absl::StatusOr<void*> CudaBackend::RawAllocate(int device, size_t bytes) {
 }
 
 absl::Status CudaBackend::RawFree(int device, void* ptr) {
+  PGK_RETURN_IF_ERROR(Drain(device));  // queued launches may still use the memory
   PGK_RETURN_IF_ERROR(MakeCurrent(device));
   PGK_CU_RETURN_IF_ERROR(api->cuMemFree(reinterpret_cast<CUdeviceptr>(ptr)), "cuda: cuMemFree");
   return absl::OkStatus();
@@ -197,7 +308,8 @@ absl::StatusOr<std::unique_ptr<hal::Stream>> CudaBackend::CreateStream(int devic
   CUstream s = nullptr;
   PGK_CU_RETURN_IF_ERROR(api->cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, priority),
                          "cuda: cuStreamCreateWithPriority");
-  return std::unique_ptr<hal::Stream>(new CudaStream(device, priority, s));
+  return std::unique_ptr<hal::Stream>(
+      new CudaStream(device, priority, s, devices_[device]->queue.get()));
 }
 
 absl::StatusOr<std::unique_ptr<hal::Stream>> CudaBackend::CreatePartitionedStream(int device,
@@ -276,7 +388,8 @@ absl::StatusOr<std::unique_ptr<hal::Stream>> CudaBackend::CreatePartitionedStrea
   PGK_CU_RETURN_IF_ERROR(
       api->cuGreenCtxStreamCreate(&s, part.ctx, CU_STREAM_NON_BLOCKING, priority),
       "cuda: cuGreenCtxStreamCreate");
-  return std::unique_ptr<hal::Stream>(new CudaStream(device, priority, s, part.sms));
+  return std::unique_ptr<hal::Stream>(
+      new CudaStream(device, priority, s, devices_[device]->queue.get(), part.sms));
 }
 
 absl::StatusOr<std::unique_ptr<hal::Event>> CudaBackend::CreateEvent(int device, bool timing) {
@@ -291,6 +404,7 @@ absl::StatusOr<std::unique_ptr<hal::Event>> CudaBackend::CreateEvent(int device,
 absl::Status CudaBackend::Record(hal::Event& event, hal::Stream& stream) {
   PGK_RETURN_IF_ERROR(CheckCuda(event.device(), "event record"));
   PGK_RETURN_IF_ERROR(CheckCuda(stream.device(), "event record"));
+  PGK_RETURN_IF_ERROR(Drain(stream.device().index));
   PGK_RETURN_IF_ERROR(MakeCurrent(stream.device().index));
   PGK_CU_RETURN_IF_ERROR(api->cuEventRecord(AsCu(event), AsCu(stream)), "cuda: cuEventRecord");
   return absl::OkStatus();
@@ -299,6 +413,7 @@ absl::Status CudaBackend::Record(hal::Event& event, hal::Stream& stream) {
 absl::Status CudaBackend::Wait(hal::Stream& stream, hal::Event& event) {
   PGK_RETURN_IF_ERROR(CheckCuda(event.device(), "stream wait"));
   PGK_RETURN_IF_ERROR(CheckCuda(stream.device(), "stream wait"));
+  PGK_RETURN_IF_ERROR(Drain(stream.device().index));
   PGK_RETURN_IF_ERROR(MakeCurrent(stream.device().index));
   PGK_CU_RETURN_IF_ERROR(api->cuStreamWaitEvent(AsCu(stream), AsCu(event), 0),
                          "cuda: cuStreamWaitEvent");
@@ -323,6 +438,7 @@ absl::Status CudaBackend::Synchronize(hal::Event& event) {
 
 absl::Status CudaBackend::Synchronize(hal::Stream& stream) {
   PGK_RETURN_IF_ERROR(CheckCuda(stream.device(), "stream synchronize"));
+  PGK_RETURN_IF_ERROR(Drain(stream.device().index));
   PGK_RETURN_IF_ERROR(MakeCurrent(stream.device().index));
   PGK_CU_RETURN_IF_ERROR(api->cuStreamSynchronize(AsCu(stream)), "cuda: cuStreamSynchronize");
   return absl::OkStatus();
@@ -342,6 +458,7 @@ absl::Status CudaBackend::CopyAsync(void* dst, const void* src, size_t bytes, ha
                                     hal::Stream& stream) {
   PGK_RETURN_IF_ERROR(CheckCuda(stream.device(), "memcpy"));
   if (bytes == 0) return absl::OkStatus();
+  PGK_RETURN_IF_ERROR(Drain(stream.device().index));
   PGK_RETURN_IF_ERROR(MakeCurrent(stream.device().index));
   CUstream s = AsCu(stream);
   CUresult r;
@@ -363,6 +480,7 @@ absl::Status CudaBackend::CopyAsync(void* dst, const void* src, size_t bytes, ha
 absl::Status CudaBackend::MemsetAsync(void* dst, uint8_t value, size_t bytes, hal::Stream& stream) {
   PGK_RETURN_IF_ERROR(CheckCuda(stream.device(), "memset"));
   if (bytes == 0) return absl::OkStatus();
+  PGK_RETURN_IF_ERROR(Drain(stream.device().index));
   PGK_RETURN_IF_ERROR(MakeCurrent(stream.device().index));
   PGK_CU_RETURN_IF_ERROR(
       api->cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(dst), value, bytes, AsCu(stream)),
@@ -411,31 +529,42 @@ absl::StatusOr<int> CudaBackend::ResidentBlocks(void* function, int device, int 
 }
 
 absl::Status CudaBackend::Launch(void* function, const hal::LaunchDims& d, hal::Stream& stream,
-                                 void** args) {
+                                 void** args, bool queued) {
   PGK_RETURN_IF_ERROR(CheckCuda(stream.device(), "launch"));
-  PGK_RETURN_IF_ERROR(MakeCurrent(stream.device().index));
-  CUlaunchConfig cfg{};
-  cfg.gridDimX = d.grid[0];
-  cfg.gridDimY = d.grid[1];
-  cfg.gridDimZ = d.grid[2];
-  cfg.blockDimX = d.block[0];
-  cfg.blockDimY = d.block[1];
-  cfg.blockDimZ = d.block[2];
-  cfg.sharedMemBytes = d.shared_bytes;
-  cfg.hStream = AsCu(stream);
-  CUlaunchAttribute attr[1];
-  if (d.cluster[0] != 0) {
-    attr[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attr[0].value.clusterDim.x = d.cluster[0];
-    attr[0].value.clusterDim.y = d.cluster[1];
-    attr[0].value.clusterDim.z = d.cluster[2];
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
+  LaunchQueue* q = devices_[stream.device().index]->queue.get();
+  if (q != nullptr) {
+    PGK_RETURN_IF_ERROR(q->status());
+    const LaunchQueue::ParamLayout* layout = nullptr;
+    if (queued && q->accepting() && (layout = LayoutOf(function)) != nullptr) {
+      uint64_t ticket = 0;
+      LaunchQueue::Launch& l = q->Reserve(&ticket);
+      l.function = function;
+      l.stream = AsCu(stream);
+      l.dims = d;
+      l.layout = layout;
+      for (unsigned i = 0; i < layout->count; ++i) {
+        std::memcpy(l.params + layout->offset[i], args[i], layout->size[i]);
+      }
+      q->Commit(ticket);
+      return absl::OkStatus();
+    }
+    PGK_RETURN_IF_ERROR(q->Flush());  // a direct launch follows the queued ones
   }
-  PGK_CU_RETURN_IF_ERROR(
-      api->cuLaunchKernelEx(&cfg, static_cast<CUfunction>(function), args, nullptr),
-      "cuda: cuLaunchKernelEx");
+  PGK_RETURN_IF_ERROR(MakeCurrent(stream.device().index));
+  PGK_CU_RETURN_IF_ERROR(LaunchEx(function, d, AsCu(stream), args), "cuda: cuLaunchKernelEx");
   return absl::OkStatus();
+}
+
+absl::Status CudaBackend::Drain(int device) {
+  if (device < 0 || device >= device_count()) return absl::OkStatus();
+  LaunchQueue* q = devices_[device]->queue.get();
+  return q == nullptr ? absl::OkStatus() : q->Flush();
+}
+
+uint64_t CudaBackend::QueuedLaunches(int device) const {
+  if (device < 0 || device >= device_count()) return 0;
+  const LaunchQueue* q = devices_[device]->queue.get();
+  return q == nullptr ? 0 : q->launched();
 }
 
 absl::StatusOr<int> CudaBackend::PointerDevice(uintptr_t ptr) {
@@ -451,7 +580,7 @@ absl::StatusOr<int> CudaBackend::PointerDevice(uintptr_t ptr) {
 }
 
 uintptr_t CudaBackend::NativeHandle(hal::Stream& stream) const {
-  return reinterpret_cast<uintptr_t>(AsCu(stream));
+  return reinterpret_cast<uintptr_t>(stream.native_handle());  // flushes the queue
 }
 
 namespace {
@@ -472,12 +601,14 @@ absl::Status Chain(CUstream from, CUstream to) {
 
 absl::Status CudaBackend::WaitForExternal(hal::Stream& waiter, uintptr_t external) {
   PGK_RETURN_IF_ERROR(CheckCuda(waiter.device(), "external stream wait"));
+  PGK_RETURN_IF_ERROR(Drain(waiter.device().index));
   PGK_RETURN_IF_ERROR(MakeCurrent(waiter.device().index));
   return Chain(reinterpret_cast<CUstream>(external), AsCu(waiter));
 }
 
 absl::Status CudaBackend::ExternalWaitsFor(uintptr_t external, hal::Stream& producer) {
   PGK_RETURN_IF_ERROR(CheckCuda(producer.device(), "external stream wait"));
+  PGK_RETURN_IF_ERROR(Drain(producer.device().index));
   PGK_RETURN_IF_ERROR(MakeCurrent(producer.device().index));
   return Chain(AsCu(producer), reinterpret_cast<CUstream>(external));
 }

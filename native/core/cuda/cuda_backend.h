@@ -54,9 +54,19 @@ class CudaBackend final : public hal::Backend {
   /// How many blocks of `block` threads (and `shared_bytes` of dynamic shared memory) of
   /// `function` one SM of `device` holds at once (its registers and shared memory decide).
   absl::StatusOr<int> ResidentBlocks(void* function, int device, int block, size_t shared_bytes);
-  /// Launches `function` on `stream` through cuLaunchKernelEx.
-  absl::Status Launch(void* function, const hal::LaunchDims& dims, hal::Stream& stream,
-                      void** args);
+  /// Launches `function` on `stream` through cuLaunchKernelEx. `queued`: the launch may go
+  /// through the device's launch queue (core/launch_queue.h): its parameters are copied and the
+  /// launcher thread makes it, so a failure is reported by a later call on the device (every
+  /// later one: the device's queue keeps the error). Otherwise the caller makes it, after the
+  /// queued ones, and gets its outcome.
+  absl::Status Launch(void* function, const hal::LaunchDims& dims, hal::Stream& stream, void** args,
+                      bool queued = false);
+  /// Returns when every launch queued on `device` so far has been made; the queue's error.
+  /// Every other use of a stream or of device memory that the driver makes at once (records,
+  /// waits, copies, frees, synchronization, handles given to other libraries) calls it first.
+  absl::Status Drain(int device);
+  /// Launches the device's launcher thread has made (0 when its launches are not queued).
+  uint64_t QueuedLaunches(int device) const;
   /// Makes the device's primary context current on this thread (for libraries such as cuBLASLt).
   absl::Status MakeCurrent(int device);
 

@@ -59,13 +59,15 @@ namespace pygpukit::cuda {
   X(cuTensorMapEncodeTiled)
 
 // Entry points of features the runtime can do without: nullptr where the driver lacks them, and
-// the feature reports that it is unavailable. Green contexts (SM partitions) came in CUDA 12.4.
+// the feature reports that it is unavailable. Green contexts (SM partitions) and kernels'
+// parameter layouts (which the launch queue needs) came in CUDA 12.4.
 #define PGK_DRIVER_OPTIONAL_FUNCTIONS(X) \
   X(cuDeviceGetDevResource)              \
   X(cuDevSmResourceSplitByCount)         \
   X(cuDevResourceGenerateDesc)           \
   X(cuGreenCtxCreate)                    \
-  X(cuGreenCtxStreamCreate)
+  X(cuGreenCtxStreamCreate)              \
+  X(cuFuncGetParamInfo)
 
 /// Resolved driver entry points. Types come from cuda.h via decltype, so a signature mismatch is a
 /// compile error rather than a crash.
