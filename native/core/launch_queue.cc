@@ -100,12 +100,15 @@ LaunchQueue::Launch& LaunchQueue::Reserve(uint64_t* ticket) {
   EnsureStarted();
   const uint64_t t = head_.fetch_add(1, std::memory_order_relaxed);
   Slot& s = slots_[t & mask_];
-  // Full: the slot frees when the launcher makes the launch one lap back (a few us).
+  // Full: the slot frees when the launcher makes the launch one lap back, a few us, unless the
+  // driver holds the launcher back (its own queue full behind long kernels): then sleep.
   for (int i = 0; s.seq.load(std::memory_order_acquire) != t; ++i) {
     if (i < 4096) {
       CpuRelax();
-    } else {
+    } else if (i < 8192) {
       std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
   }
   *ticket = t;

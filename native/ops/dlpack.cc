@@ -110,6 +110,13 @@ absl::StatusOr<DType> FromDLDataType(DLDataType t) {
 absl::StatusOr<std::unique_ptr<Exported>> Describe(const GPUArray& a, DLTensor& t) {
   auto ctx = std::make_unique<Exported>();
   PGK_RETURN_IF_ERROR(ctx->pin.Add(a.buffer()));  // resident (and alive) until the deleter
+#if PGK_WITH_CUDA
+  // Whatever stream handshake the consumer asks for (none included), the launches that write
+  // the array are with the driver when it gets the pointer: its own synchronization covers them.
+  if (a.device().is_cuda() && Runtime::Get().cuda_backend() != nullptr) {
+    PGK_RETURN_IF_ERROR(Runtime::Get().cuda_backend()->Drain(a.device().index));
+  }
+#endif
   ctx->shape.assign(a.shape().begin(), a.shape().end());
   ctx->strides.assign(a.strides().begin(), a.strides().end());
   // The first element's address (not the buffer's plus an offset), as PyTorch and CuPy do.
