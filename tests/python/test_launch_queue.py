@@ -152,3 +152,23 @@ def test_the_queue_can_be_turned_off(cuda):
     queued, kernels, total = r.stdout.split()
     assert int(queued) == 0 and int(kernels) >= 50
     assert float(total) == 51 * np.arange(16.0).sum()
+
+
+EXIT = r"""
+import pygpukit as gp
+x = gp.ones((16,), device="cuda")
+for _ in range(2000):
+    y = x + x
+print("queued", gp.dispatch_stats()["device_kernels"])
+"""
+
+
+@pytest.mark.gpu
+def test_a_process_exits_cleanly_with_launches_still_queued(cuda):
+    env = dict(os.environ, PYGPUKIT_DEVICE="cuda")
+    env.pop("PYGPUKIT_LAUNCH_QUEUE", None)
+    r = subprocess.run(
+        [sys.executable, "-c", EXIT], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["queued", "2000"]
