@@ -157,6 +157,7 @@ def test_the_queue_can_be_turned_off(cuda):
 EXIT = r"""
 import pygpukit as gp
 x = gp.ones((16,), device="cuda")
+gp.reset_dispatch_stats()
 for _ in range(2000):
     y = x + x
 print("queued", gp.dispatch_stats()["device_kernels"])
