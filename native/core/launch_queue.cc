@@ -33,6 +33,8 @@ bool SpinUntil(F&& ready, std::chrono::microseconds limit) {
   }
 }
 
+bool stopped_all = false;  // StopAll ran: queues started later stop at once (under LiveMu)
+
 std::mutex& LiveMu() {
   static auto* mu = new std::mutex();
   return *mu;
@@ -59,7 +61,7 @@ struct LaunchQueue::Slot {
 };
 
 LaunchQueue::LaunchQueue(size_t capacity, std::function<absl::Status(const Launch&)> submit,
-                         std::function<void()> thread_start)
+                         std::function<absl::Status()> thread_start)
     : mask_(RoundUpPow2(capacity < 2 ? 2 : capacity) - 1),
       slots_(new Slot[mask_ + 1]),
       submit_(std::move(submit)),
@@ -75,11 +77,23 @@ LaunchQueue::~LaunchQueue() {
 
 void LaunchQueue::StopAll() {
   std::lock_guard<std::mutex> l(LiveMu());
+  stopped_all = true;
   for (LaunchQueue* q : Live()) q->Stop();
 }
 
-void LaunchQueue::Stop() {
+void LaunchQueue::Close() {
   stop_.store(true, std::memory_order_seq_cst);
+  // Tickets below the head at the moment the bit is set are made; later ones are refused. The
+  // count is published before the bit, so whoever sees the bit reads it.
+  uint64_t h = head_.load(std::memory_order_acquire);
+  while (!(h & kClosed)) {
+    closed_at_.store(h, std::memory_order_relaxed);
+    if (head_.compare_exchange_weak(h, h | kClosed, std::memory_order_acq_rel)) break;
+  }
+}
+
+void LaunchQueue::Stop() {
+  Close();
   if (!thread_.joinable()) return;
   wake_.fetch_add(1, std::memory_order_release);
   wake_.notify_one();
@@ -91,14 +105,19 @@ void LaunchQueue::EnsureStarted() {
     static std::once_flag at_exit;
     std::call_once(at_exit, [] { std::atexit(&LaunchQueue::StopAll); });
     std::lock_guard<std::mutex> l(LiveMu());
+    if (stopped_all) {  // first used after StopAll (at exit): refuse every launch
+      Close();
+      return;
+    }
     Live().insert(this);
     thread_ = std::thread([this] { Run(); });
   });
 }
 
-LaunchQueue::Launch& LaunchQueue::Reserve(uint64_t* ticket) {
+LaunchQueue::Launch* LaunchQueue::Reserve(uint64_t* ticket) {
   EnsureStarted();
-  const uint64_t t = head_.fetch_add(1, std::memory_order_relaxed);
+  const uint64_t t = head_.fetch_add(1, std::memory_order_acquire);
+  if (t & kClosed) return nullptr;  // closed: nothing will make this ticket
   Slot& s = slots_[t & mask_];
   // Full: the slot frees when the launcher makes the launch one lap back, a few us, unless the
   // driver holds the launcher back (its own queue full behind long kernels): then sleep.
@@ -112,7 +131,7 @@ LaunchQueue::Launch& LaunchQueue::Reserve(uint64_t* ticket) {
     }
   }
   *ticket = t;
-  return s.launch;
+  return &s.launch;
 }
 
 void LaunchQueue::Commit(uint64_t ticket) {
@@ -126,14 +145,25 @@ void LaunchQueue::Commit(uint64_t ticket) {
   }
 }
 
+void LaunchQueue::Fail(absl::Status status) {
+  std::lock_guard<std::mutex> l(error_mu_);
+  if (error_.ok()) error_ = std::move(status);
+  failed_.store(true, std::memory_order_release);
+}
+
 void LaunchQueue::Run() {
-  if (thread_start_) thread_start_();
+  if (thread_start_) {
+    if (absl::Status st = thread_start_(); !st.ok()) Fail(std::move(st));
+  }
   uint64_t t = 0;
   for (;;) {
     Slot& s = slots_[t & mask_];
     auto ready = [&] { return s.seq.load(std::memory_order_acquire) == t + 1; };
     if (!ready()) {
-      if (stop_.load(std::memory_order_acquire) && head_.load(std::memory_order_acquire) == t) {
+      // Closed and every accepted ticket made: done. (Accepted tickets not yet committed are
+      // waited for: their producers are between Reserve and Commit.)
+      if ((head_.load(std::memory_order_acquire) & kClosed) &&
+          t == closed_at_.load(std::memory_order_relaxed)) {
         return;
       }
       if (SpinUntil(ready, kLauncherIdleSpin)) continue;
@@ -146,12 +176,7 @@ void LaunchQueue::Run() {
       sleeping_.store(false, std::memory_order_relaxed);
       continue;
     }
-    absl::Status st = submit_(s.launch);
-    if (!st.ok()) {
-      std::lock_guard<std::mutex> l(error_mu_);
-      if (error_.ok()) error_ = std::move(st);
-      failed_.store(true, std::memory_order_release);
-    }
+    if (absl::Status st = submit_(s.launch); !st.ok()) Fail(std::move(st));
     // Counted before the slot is freed: a producer that gets the slot sees the count.
     done_.store(t + 1, std::memory_order_release);
     s.seq.store(t + mask_ + 1, std::memory_order_release);
@@ -163,7 +188,9 @@ void LaunchQueue::Run() {
 }
 
 absl::Status LaunchQueue::Flush() {
-  const uint64_t target = head_.load(std::memory_order_acquire);
+  // Tickets taken after the ring closed were refused (their Reserve returned null).
+  const uint64_t head = head_.load(std::memory_order_acquire);
+  const uint64_t target = head & kClosed ? closed_at_.load(std::memory_order_relaxed) : head;
   auto reached = [&] { return done_.load(std::memory_order_acquire) >= target; };
   if (!reached() && !SpinUntil(reached, kFlushSpin)) {
     flush_waiters_.fetch_add(1, std::memory_order_relaxed);

@@ -14,6 +14,9 @@
 // first failure is kept and returned by every later Flush and checked by launchers, as CUDA's
 // sticky errors are: work queued after a lost launch may have read its missing output.
 //
+// Shutdown: a stopping queue closes (Reserve returns null from then on, and the caller launches
+// directly) and makes the launches it accepted before; StopAll stops every queue at exit.
+//
 // The queue knows nothing of CUDA: `submit` makes the launch, so tests drive it with a fake.
 #pragma once
 
@@ -54,18 +57,19 @@ class LaunchQueue {
   };
 
   /// `capacity` slots (rounded up to a power of two). `submit` makes one launch on the launcher
-  /// thread; `thread_start` runs once there first (e.g. makes a context current). The thread
-  /// starts with the first Reserve.
+  /// thread; `thread_start` runs once there first (e.g. makes a context current; its failure is
+  /// kept like a launch's). The thread starts with the first Reserve.
   LaunchQueue(size_t capacity, std::function<absl::Status(const Launch&)> submit,
-              std::function<void()> thread_start = {});
+              std::function<absl::Status()> thread_start = {});
   /// Makes every queued launch, then stops the launcher thread.
   ~LaunchQueue();
   LaunchQueue(const LaunchQueue&) = delete;
   LaunchQueue& operator=(const LaunchQueue&) = delete;
 
-  /// Takes the next ticket and returns its slot to fill, waiting while the queue is full. The
-  /// caller fills it and calls Commit(ticket) at once: Flush waits for reserved slots too.
-  Launch& Reserve(uint64_t* ticket);
+  /// Takes the next ticket and returns its slot to fill, waiting while the queue is full; null
+  /// once the queue has stopped (launch directly then). The caller fills the slot and calls
+  /// Commit(ticket) at once: Flush waits for reserved slots too.
+  Launch* Reserve(uint64_t* ticket);
   /// Hands a filled slot to the launcher thread.
   void Commit(uint64_t ticket);
   /// Returns when every launch reserved before the call has been made; the first failure of any
@@ -75,7 +79,7 @@ class LaunchQueue {
   absl::Status status() const;
   /// Launches made so far.
   uint64_t launched() const { return done_.load(std::memory_order_acquire); }
-  /// False once the queue is stopping: launches must then be made directly.
+  /// False once the queue is stopping (Reserve may then return null).
   bool accepting() const { return !stop_.load(std::memory_order_relaxed); }
 
   /// Stops every live queue's thread after making its queued launches; idempotent. Registered
@@ -84,17 +88,22 @@ class LaunchQueue {
 
  private:
   struct Slot;
+  // Set in head_ when the launcher has stopped: later tickets are never made.
+  static constexpr uint64_t kClosed = uint64_t{1} << 63;
   void EnsureStarted();
   void Run();
-  void Stop();
+  void Close();  // refuses later tickets
+  void Stop();   // closes, makes the accepted launches, joins the thread
+  void Fail(absl::Status status);
 
   const size_t mask_;
   std::unique_ptr<Slot[]> slots_;
   std::function<absl::Status(const Launch&)> submit_;
-  std::function<void()> thread_start_;
+  std::function<absl::Status()> thread_start_;
   std::once_flag started_;
   std::thread thread_;
-  alignas(64) std::atomic<uint64_t> head_{0};  // next ticket (producers)
+  alignas(64) std::atomic<uint64_t> head_{0};  // next ticket (producers); kClosed once closed
+  std::atomic<uint64_t> closed_at_{0};         // the head when it closed
   alignas(64) std::atomic<uint64_t> done_{0};  // launches made (the launcher thread)
   alignas(64) std::atomic<uint32_t> wake_{0};  // bumped to wake a sleeping launcher
   std::atomic<bool> sleeping_{false};

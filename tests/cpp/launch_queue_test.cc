@@ -49,17 +49,25 @@ struct Recorder {
   }
 };
 
-void Push(LaunchQueue& q, int producer, int seq) {
-  uint64_t ticket = 0;
-  LaunchQueue::Launch& l = q.Reserve(&ticket);
+// Queues one launch; false when the queue has stopped (the caller would launch directly).
+bool TryPush(LaunchQueue& q, int producer, int seq, uint64_t* ticket = nullptr) {
+  uint64_t t = 0;
+  LaunchQueue::Launch* l = q.Reserve(&t);
+  if (l == nullptr) return false;
   const Payload p{producer, seq};
-  std::memcpy(l.params, &p, sizeof(p));
-  l.dims.grid[0] = static_cast<unsigned>(seq);
-  q.Commit(ticket);
+  std::memcpy(l->params, &p, sizeof(p));
+  l->dims.grid[0] = static_cast<unsigned>(seq);
+  q.Commit(t);
+  if (ticket != nullptr) *ticket = t;
+  return true;
+}
+
+void Push(LaunchQueue& q, int producer, int seq, uint64_t* ticket = nullptr) {
+  ASSERT_TRUE(TryPush(q, producer, seq, ticket)) << "the queue refused a launch";
 }
 
 std::unique_ptr<LaunchQueue> MakeQueue(Recorder& r, size_t capacity,
-                                       std::function<void()> start = {}) {
+                                       std::function<absl::Status()> start = {}) {
   return std::make_unique<LaunchQueue>(
       capacity, [&r](const LaunchQueue::Launch& l) { return r.Submit(l); }, std::move(start));
 }
@@ -104,13 +112,15 @@ TEST(LaunchQueue, FlushReturnsOnlyAfterEveryEarlierLaunchIsMade) {
   for (int p = 1; p <= 4; ++p) {
     threads.emplace_back([&, p] {
       for (int i = 0; i < 5; ++i) {
-        Push(*q, p, i);
-        const uint64_t mine = q->launched();
+        uint64_t ticket = 0;
+        Push(*q, p, i, &ticket);
         if (!q->Flush().ok()) ++bad;
+        // Launches are made in ticket order: this one and every earlier ticket.
+        if (q->launched() <= ticket) ++bad;
         std::lock_guard<std::mutex> g(r.mu);
         bool seen = false;
         for (const Payload& m : r.made) seen |= m.producer == p && m.seq == i;
-        if (!seen || q->launched() < mine) ++bad;
+        if (!seen) ++bad;
       }
     });
   }
@@ -193,6 +203,7 @@ TEST(LaunchQueue, TheThreadStartHookRunsOnceOnTheLauncherThreadBeforeAnyLaunch) 
     start_thread = std::this_thread::get_id();
     EXPECT_EQ(r.count.load(), 0);
     starts.fetch_add(1);
+    return absl::OkStatus();
   });
   EXPECT_EQ(starts.load(), 0) << "started before the first launch";
   for (int i = 0; i < 10; ++i) Push(*q, 0, i);
@@ -202,16 +213,50 @@ TEST(LaunchQueue, TheThreadStartHookRunsOnceOnTheLauncherThreadBeforeAnyLaunch) 
   EXPECT_EQ(start_thread, r.thread);
 }
 
-TEST(LaunchQueue, StopAllMakesQueuedLaunchesAndStopsAccepting) {
+TEST(LaunchQueue, AFailedThreadStartIsKeptLikeAFailedLaunch) {
   Recorder r;
-  r.delay = microseconds(50);
-  auto q = MakeQueue(r, 16);
-  EXPECT_TRUE(q->accepting());
-  for (int i = 0; i < 12; ++i) Push(*q, 0, i);
+  auto q = MakeQueue(r, 8, [] { return RuntimeError("no context"); });
+  Push(*q, 0, 0);
+  absl::Status s = q->Flush();
+  EXPECT_EQ(s.message(), "no context");
+  EXPECT_EQ(q->status().message(), "no context");
+}
+
+// StopAll is process-wide and final (queues made after it refuse launches): one test calls it,
+// the last in the file.
+TEST(LaunchQueue, AStoppedQueueRefusesLaunchesAndNeverHangsAFlush) {
+  Recorder r;
+  auto q = MakeQueue(r, 8);
+  for (int i = 0; i < 5; ++i) Push(*q, 0, i);
+  // Producers race the stop: each launch either is refused or is made; none is lost.
+  std::atomic<int> accepted{5};
+  std::atomic<bool> go{true};
+  std::vector<std::thread> producers;
+  for (int p = 1; p <= 4; ++p) {
+    producers.emplace_back([&, p] {
+      for (int i = 0; go.load(); ++i) {
+        if (TryPush(*q, p, i)) accepted.fetch_add(1);
+      }
+    });
+  }
+  std::this_thread::sleep_for(milliseconds(5));
   LaunchQueue::StopAll();
-  EXPECT_EQ(r.count.load(), 12);
+  std::this_thread::sleep_for(milliseconds(5));  // producers keep trying after the stop
+  go.store(false);
+  for (auto& t : producers) t.join();
   EXPECT_FALSE(q->accepting());
   EXPECT_TRUE(q->Flush().ok());
+  uint64_t ticket = 0;
+  EXPECT_FALSE(TryPush(*q, 0, 99, &ticket));
+  EXPECT_TRUE(q->Flush().ok());
+  EXPECT_EQ(r.count.load(), accepted.load()) << "an accepted launch was never made";
+  // A queue first used after StopAll (at exit) refuses launches: no thread to stop is started.
+  Recorder late;
+  auto q2 = MakeQueue(late, 8);
+  EXPECT_FALSE(TryPush(*q2, 0, 0));
+  EXPECT_FALSE(q2->accepting());
+  EXPECT_TRUE(q2->Flush().ok());
+  EXPECT_EQ(late.count.load(), 0);
 }
 
 }  // namespace

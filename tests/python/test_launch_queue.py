@@ -74,8 +74,25 @@ def test_queued_work_is_seen_by_another_stream_and_by_freed_memory(cuda, rng):
         t.synchronize()
         np.testing.assert_allclose(host(z), (a + 2.0).sum(axis=0), rtol=1e-5)
         del x, z
-        # Segments go back to the driver while launches that used them may still be queued.
         gp.memory.empty_cache(cuda)
+
+
+@pytest.mark.gpu
+def test_memory_returned_to_the_driver_waits_for_queued_launches(cuda, rng):
+    big = rng.standard_normal(1 << 24).astype(np.float32)  # 64 MiB: a segment of its own
+    expect = big.astype(np.float64).sum()
+    for _ in range(5):
+        a = gp.asarray(big, device=cuda)
+        y = gp.zeros((16,), device=cuda)
+        for _ in range(300):  # launches that keep the launcher thread busy for a while
+            y = y + 1.0
+        total = gp.sum(a)  # queued behind them; reads a
+        del a
+        # a's segment goes back to the driver (cuMemFree) at once, while the sum that reads it
+        # may still wait in the queue: the free must wait for it.
+        gp.memory.empty_cache(cuda)
+        np.testing.assert_allclose(host(total), expect, rtol=1e-4, atol=0.5)
+        np.testing.assert_array_equal(host(y), np.full(16, 300.0, np.float32))
 
 
 @pytest.mark.gpu

@@ -87,9 +87,12 @@ const LaunchQueue::ParamLayout* LayoutOf(void* function) {
     bool fits = true;
     for (size_t i = 0;; ++i) {
       size_t offset = 0, size = 0;
-      if (api->cuFuncGetParamInfo(static_cast<CUfunction>(function), i, &offset, &size) !=
-          CUDA_SUCCESS) {
-        break;  // past the last parameter
+      const CUresult r =
+          api->cuFuncGetParamInfo(static_cast<CUfunction>(function), i, &offset, &size);
+      if (r == CUDA_ERROR_INVALID_VALUE) break;  // past the last parameter
+      if (r != CUDA_SUCCESS) {
+        fits = false;  // the driver cannot tell: launch directly
+        break;
       }
       if (i >= LaunchQueue::kMaxParams || offset + size > LaunchQueue::kParamBytes) {
         fits = false;
@@ -134,7 +137,7 @@ CUresult LaunchEx(void* function, const hal::LaunchDims& d, CUstream stream, voi
 
 // Makes one queued launch (on the launcher thread).
 absl::Status SubmitQueued(const LaunchQueue::Launch& l) {
-  void* args[LaunchQueue::kMaxParams];
+  void* args[LaunchQueue::kMaxParams] = {};
   for (unsigned i = 0; i < l.layout->count; ++i) {
     args[i] = const_cast<unsigned char*>(l.params) + l.layout->offset[i];
   }
@@ -166,12 +169,12 @@ struct CudaBackend::DeviceState {
   CUdevice dev = 0;
   CUcontext ctx = nullptr;
   hal::DeviceProperties props;
+  // Launches queued for the launcher thread; null when launches are made by their callers.
+  std::unique_ptr<LaunchQueue> queue;
   // Green contexts by split (SM count; negative: the remainder of a split of that many), made
   // on first use. Never destroyed: their streams are pooled for the life of the runtime, and a
   // green context retains the primary context, which stays retained for the process anyway
   // (see ~CudaBackend).
-  // Launches queued for the launcher thread; null when launches are made by their callers.
-  std::unique_ptr<LaunchQueue> queue;
   std::mutex partitions_mu;
   CUdevResource sm_resource{};  // the device's SMs, read on first use (type 0 until then)
   absl::flat_hash_map<int, GreenPartition> partitions;
@@ -225,7 +228,7 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create() {
     for (int i = 0; i < count; ++i) {
       CudaBackend* self = b.get();
       b->devices_[i]->queue = std::make_unique<LaunchQueue>(
-          kLaunchQueueSlots, &SubmitQueued, [self, i] { (void)self->MakeCurrent(i); });
+          kLaunchQueueSlots, &SubmitQueued, [self, i] { return self->MakeCurrent(i); });
     }
   }
   PGK_RETURN_IF_ERROR(b->MakeCurrent(0));
@@ -270,10 +273,10 @@ absl::StatusOr<void*> CudaBackend::RawAllocate(int device, size_t bytes) {
 }
 
 absl::Status CudaBackend::RawFree(int device, void* ptr) {
-  PGK_RETURN_IF_ERROR(Drain(device));  // queued launches may still use the memory
+  const absl::Status queued = Drain(device);  // queued launches may still use the memory
   PGK_RETURN_IF_ERROR(MakeCurrent(device));
   PGK_CU_RETURN_IF_ERROR(api->cuMemFree(reinterpret_cast<CUdeviceptr>(ptr)), "cuda: cuMemFree");
-  return absl::OkStatus();
+  return queued;
 }
 
 absl::StatusOr<void*> CudaBackend::RawAllocateHost(size_t bytes) {
@@ -290,9 +293,12 @@ absl::StatusOr<void*> CudaBackend::RawAllocateHost(size_t bytes) {
 }
 
 absl::Status CudaBackend::RawFreeHost(void* ptr) {
+  // Page-locked memory is mapped into every device: a queued kernel on any of them may read it.
+  absl::Status queued = absl::OkStatus();
+  for (int d = 0; d < device_count(); ++d) queued.Update(Drain(d));
   PGK_RETURN_IF_ERROR(MakeCurrent(0));
   PGK_CU_RETURN_IF_ERROR(api->cuMemFreeHost(ptr), "cuda: cuMemFreeHost");
-  return absl::OkStatus();
+  return queued;
 }
 
 absl::StatusOr<std::pair<size_t, size_t>> CudaBackend::MemoryInfo(int device) const {
@@ -404,20 +410,20 @@ absl::StatusOr<std::unique_ptr<hal::Event>> CudaBackend::CreateEvent(int device,
 absl::Status CudaBackend::Record(hal::Event& event, hal::Stream& stream) {
   PGK_RETURN_IF_ERROR(CheckCuda(event.device(), "event record"));
   PGK_RETURN_IF_ERROR(CheckCuda(stream.device(), "event record"));
-  PGK_RETURN_IF_ERROR(Drain(stream.device().index));
+  const absl::Status queued = Drain(stream.device().index);
   PGK_RETURN_IF_ERROR(MakeCurrent(stream.device().index));
   PGK_CU_RETURN_IF_ERROR(api->cuEventRecord(AsCu(event), AsCu(stream)), "cuda: cuEventRecord");
-  return absl::OkStatus();
+  return queued;
 }
 
 absl::Status CudaBackend::Wait(hal::Stream& stream, hal::Event& event) {
   PGK_RETURN_IF_ERROR(CheckCuda(event.device(), "stream wait"));
   PGK_RETURN_IF_ERROR(CheckCuda(stream.device(), "stream wait"));
-  PGK_RETURN_IF_ERROR(Drain(stream.device().index));
+  const absl::Status queued = Drain(stream.device().index);
   PGK_RETURN_IF_ERROR(MakeCurrent(stream.device().index));
   PGK_CU_RETURN_IF_ERROR(api->cuStreamWaitEvent(AsCu(stream), AsCu(event), 0),
                          "cuda: cuStreamWaitEvent");
-  return absl::OkStatus();
+  return queued;
 }
 
 absl::StatusOr<bool> CudaBackend::Query(hal::Event& event) {
@@ -438,10 +444,10 @@ absl::Status CudaBackend::Synchronize(hal::Event& event) {
 
 absl::Status CudaBackend::Synchronize(hal::Stream& stream) {
   PGK_RETURN_IF_ERROR(CheckCuda(stream.device(), "stream synchronize"));
-  PGK_RETURN_IF_ERROR(Drain(stream.device().index));
+  const absl::Status queued = Drain(stream.device().index);
   PGK_RETURN_IF_ERROR(MakeCurrent(stream.device().index));
   PGK_CU_RETURN_IF_ERROR(api->cuStreamSynchronize(AsCu(stream)), "cuda: cuStreamSynchronize");
-  return absl::OkStatus();
+  return queued;
 }
 
 absl::StatusOr<float> CudaBackend::ElapsedMs(hal::Event& start, hal::Event& end) {
@@ -458,7 +464,7 @@ absl::Status CudaBackend::CopyAsync(void* dst, const void* src, size_t bytes, ha
                                     hal::Stream& stream) {
   PGK_RETURN_IF_ERROR(CheckCuda(stream.device(), "memcpy"));
   if (bytes == 0) return absl::OkStatus();
-  PGK_RETURN_IF_ERROR(Drain(stream.device().index));
+  const absl::Status queued = Drain(stream.device().index);
   PGK_RETURN_IF_ERROR(MakeCurrent(stream.device().index));
   CUstream s = AsCu(stream);
   CUresult r;
@@ -474,18 +480,18 @@ absl::Status CudaBackend::CopyAsync(void* dst, const void* src, size_t bytes, ha
                                  reinterpret_cast<CUdeviceptr>(src), bytes, s);
   }
   PGK_CU_RETURN_IF_ERROR(r, "cuda: memcpy");
-  return absl::OkStatus();
+  return queued;
 }
 
 absl::Status CudaBackend::MemsetAsync(void* dst, uint8_t value, size_t bytes, hal::Stream& stream) {
   PGK_RETURN_IF_ERROR(CheckCuda(stream.device(), "memset"));
   if (bytes == 0) return absl::OkStatus();
-  PGK_RETURN_IF_ERROR(Drain(stream.device().index));
+  const absl::Status queued = Drain(stream.device().index);
   PGK_RETURN_IF_ERROR(MakeCurrent(stream.device().index));
   PGK_CU_RETURN_IF_ERROR(
       api->cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(dst), value, bytes, AsCu(stream)),
       "cuda: cuMemsetD8Async");
-  return absl::OkStatus();
+  return queued;
 }
 
 absl::StatusOr<void*> CudaBackend::LoadLibrary(const void* image) {
@@ -537,16 +543,17 @@ absl::Status CudaBackend::Launch(void* function, const hal::LaunchDims& d, hal::
     const LaunchQueue::ParamLayout* layout = nullptr;
     if (queued && q->accepting() && (layout = LayoutOf(function)) != nullptr) {
       uint64_t ticket = 0;
-      LaunchQueue::Launch& l = q->Reserve(&ticket);
-      l.function = function;
-      l.stream = AsCu(stream);
-      l.dims = d;
-      l.layout = layout;
-      for (unsigned i = 0; i < layout->count; ++i) {
-        std::memcpy(l.params + layout->offset[i], args[i], layout->size[i]);
+      if (LaunchQueue::Launch* l = q->Reserve(&ticket); l != nullptr) {
+        l->function = function;
+        l->stream = AsCu(stream);
+        l->dims = d;
+        l->layout = layout;
+        for (unsigned i = 0; i < layout->count; ++i) {
+          std::memcpy(l->params + layout->offset[i], args[i], layout->size[i]);
+        }
+        q->Commit(ticket);
+        return absl::OkStatus();
       }
-      q->Commit(ticket);
-      return absl::OkStatus();
     }
     PGK_RETURN_IF_ERROR(q->Flush());  // a direct launch follows the queued ones
   }
@@ -601,16 +608,18 @@ absl::Status Chain(CUstream from, CUstream to) {
 
 absl::Status CudaBackend::WaitForExternal(hal::Stream& waiter, uintptr_t external) {
   PGK_RETURN_IF_ERROR(CheckCuda(waiter.device(), "external stream wait"));
-  PGK_RETURN_IF_ERROR(Drain(waiter.device().index));
+  const absl::Status queued = Drain(waiter.device().index);
   PGK_RETURN_IF_ERROR(MakeCurrent(waiter.device().index));
-  return Chain(reinterpret_cast<CUstream>(external), AsCu(waiter));
+  PGK_RETURN_IF_ERROR(Chain(reinterpret_cast<CUstream>(external), AsCu(waiter)));
+  return queued;
 }
 
 absl::Status CudaBackend::ExternalWaitsFor(uintptr_t external, hal::Stream& producer) {
   PGK_RETURN_IF_ERROR(CheckCuda(producer.device(), "external stream wait"));
-  PGK_RETURN_IF_ERROR(Drain(producer.device().index));
+  const absl::Status queued = Drain(producer.device().index);
   PGK_RETURN_IF_ERROR(MakeCurrent(producer.device().index));
-  return Chain(AsCu(producer), reinterpret_cast<CUstream>(external));
+  PGK_RETURN_IF_ERROR(Chain(AsCu(producer), reinterpret_cast<CUstream>(external)));
+  return queued;
 }
 
 }  // namespace pygpukit::cuda

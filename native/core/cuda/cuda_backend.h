@@ -63,7 +63,9 @@ class CudaBackend final : public hal::Backend {
                       bool queued = false);
   /// Returns when every launch queued on `device` so far has been made; the queue's error.
   /// Every other use of a stream or of device memory that the driver makes at once (records,
-  /// waits, copies, frees, synchronization, handles given to other libraries) calls it first.
+  /// waits, copies, frees, synchronization, handles given to other libraries) calls it first,
+  /// still does its work when it fails (callers fall back on that work: a synchronize where a
+  /// record failed) and returns the queue's error afterwards.
   absl::Status Drain(int device);
   /// Launches the device's launcher thread has made (0 when its launches are not queued).
   uint64_t QueuedLaunches(int device) const;
