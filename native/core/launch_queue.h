@@ -88,7 +88,7 @@ class LaunchQueue {
 
  private:
   struct Slot;
-  // Set in head_ when the launcher has stopped: later tickets are never made.
+  // Set in head_ when the queue closes: tickets taken after it are refused, never made.
   static constexpr uint64_t kClosed = uint64_t{1} << 63;
   void EnsureStarted();
   void Run();
