@@ -4,10 +4,10 @@
 
 #include <cmath>
 #include <random>
-#include <sstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "core/status.h"
 #include "ops/kernel_launch.h"
 #include "ops/kernels/philox.h"
@@ -16,12 +16,10 @@
 namespace pygpukit::ops {
 namespace {
 
-// Abseil's own decimal formatting (StrCat takes no int128 in the Debian release).
-std::string Int128String(absl::int128 v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
+// Abseil's decimal formatting (StrCat takes no int128 in the Debian release). Not its
+// operator<<: a stream instantiated in this library under a newer libstdc++ than Abseil was
+// built with crashed there (GCC 13 build, Debian's GCC 12 Abseil).
+std::string Int128String(absl::int128 v) { return absl::StrFormat("%d", v); }
 
 // n outputs of `p.kind` into a new array: takes the blocks they need from `gen` and launches.
 absl::StatusOr<GPUArray> Generate(PhiloxGenerator& gen, absl::Span<const int64_t> shape,
