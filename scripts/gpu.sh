@@ -22,8 +22,9 @@
 #   bench-launch: benchmarks/cpp/launch_bench (a tiny add's host time: the driver's launch alone,
 #   through the dispatcher, the whole C++ op; JSON in $OUT/launch_bench.json)
 #   bench-scheduler: benchmarks/cpp/scheduler_bench (admission decisions), the C++ example
-#   service on the GPU, and benchmarks/scheduler.py (co-location; JSON in $OUT); extra
-#   arguments for it in SCHED_ARGS
+#   service on the GPU, benchmarks/scheduler.py (co-location; JSON in $OUT; extra arguments in
+#   SCHED_ARGS) and benchmarks/cpp/colocation (the same loop and load from C++, no Python;
+#   $OUT/colocation_cpp.json; extra arguments in COLOC_ARGS)
 #   bench-suite: benchmarks/run.py --quick (every area, tables, the combined
 #   <gpu>-sm<XY>-quick.json in $OUT with every area's raw JSON; the scripts' own files and logs
 #   in /tmp/pgk-suite, the failing ones' log tails in bench_suite.log; charts are drawn here from
@@ -150,6 +151,8 @@ if has bench-scheduler; then
     tee "$OUTDIR/inference_service.log" || rc=1
   PYGPUKIT_DEVICE=cuda $PY benchmarks/scheduler.py --out "$OUTDIR" ${SCHED_ARGS:-} 2>&1 |
     tee "$OUTDIR/bench_scheduler.log" || rc=1
+  PYGPUKIT_DEVICE=cuda $BUILD/benchmarks/cpp/colocation --out "$OUTDIR/colocation_cpp.json" \
+    ${COLOC_ARGS:-} 2>&1 | tee "$OUTDIR/colocation_cpp.log" || rc=1
 fi
 if has bench-suite; then
   PYGPUKIT_DEVICE=cuda $PY benchmarks/run.py --quick --out "$OUTDIR" --work-dir /tmp/pgk-suite \

@@ -1,0 +1,353 @@
+// Co-location benchmark of the scheduler from C++ (issue 4): benchmarks/scheduler.py's
+// guaranteed loop and best-effort load with no Python in the way (no GIL hand-offs, no
+// interpreter time), so that the two runs side by side tell the host's share of the latency
+// inflation from the GPU's.
+//
+// A guaranteed loop (a g^3 bf16 matmul and three elementwise ops, synchronized every iteration)
+// runs for --duration seconds while a best-effort thread keeps the device busy with b^3 bf16
+// matmuls. Modes (--modes, comma-separated; default all):
+//   alone         the loop on the default stream, nothing else running (the reference)
+//   be_alone      the load alone (its throughput is the 100% reference)
+//   plain_prio    plain streams: the loop's at the highest priority, the load's at the lowest
+//   sched         the scheduler's defaults: the loop is one guaranteed task, the load
+//                 best-effort tasks of --batch matmuls, two outstanding
+//   sched_nopart  the same with best_effort_sms = 0 (no partition: matmuls split into pieces)
+//   sched_hold    the same with best_effort_inflight_while_guaranteed = 0
+//   alone_end     the loop alone again, after the others (host drift)
+//
+//   colocation [--g-size 1024] [--be-size 8192] [--batch 2] [--duration 3] [--modes ...]
+//              [--out FILE.json]
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "bench_util.h"
+#include "pygpukit.h"
+
+namespace {
+
+using namespace pygpukit;
+using bench::Check;
+using bench::OrDie;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kModes[] = {"alone",        "be_alone",   "plain_prio", "sched",
+                                  "sched_nopart", "sched_hold", "alone_end"};
+
+struct Args {
+  int64_t g_size = 1024, be_size = 8192;
+  int batch = 2;
+  double duration = 3.0;
+  std::vector<std::string> modes{std::begin(kModes), std::end(kModes)};
+  std::string out;
+};
+
+Args ParseArgs(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const bool more = i + 1 < argc;
+    if (std::strcmp(argv[i], "--g-size") == 0 && more) {
+      a.g_size = std::atoll(argv[++i]);
+    } else if (std::strcmp(argv[i], "--be-size") == 0 && more) {
+      a.be_size = std::atoll(argv[++i]);
+    } else if (std::strcmp(argv[i], "--batch") == 0 && more) {
+      a.batch = std::atoi(argv[++i]);
+    } else if (std::strcmp(argv[i], "--duration") == 0 && more) {
+      a.duration = std::atof(argv[++i]);
+    } else if (std::strcmp(argv[i], "--modes") == 0 && more) {
+      a.modes = absl::StrSplit(argv[++i], ',', absl::SkipEmpty());
+    } else if (std::strcmp(argv[i], "--out") == 0 && more) {
+      a.out = argv[++i];
+    } else {
+      Check(ValueError(absl::StrCat("unknown or incomplete argument '", argv[i], "'")), "usage");
+    }
+  }
+  if (a.g_size < 1 || a.be_size < 1 || a.batch < 1 || !(a.duration > 0)) {
+    Check(ValueError("sizes, --batch and --duration must be positive"), "usage");
+  }
+  for (const std::string& m : a.modes) {
+    if (std::find(std::begin(kModes), std::end(kModes), m) == std::end(kModes)) {
+      Check(ValueError(absl::StrCat("unknown mode '", m, "'; modes: ", absl::StrJoin(kModes, ","))),
+            "usage");
+    }
+  }
+  return a;
+}
+
+// Both tenants' arrays (random bf16, scaled so that products stay near 1), made once.
+struct Workload {
+  Device dev;
+  GPUArray gx, gw, ga, bx, bw;
+
+  Workload(Device d, int64_t g, int64_t b) : dev(d) {
+    ops::PhiloxGenerator gen(1, 2);
+    auto rand = [&](int64_t n, double scale) {
+      GPUArray f = OrDie(ops::RandomNormal(gen, {n, n}, DType::Float32, 0.0, scale, dev), "rand");
+      return OrDie(ops::AsType(f, DType::BFloat16), "astype");
+    };
+    gx = rand(g, 1.0);
+    gw = rand(g, 1.0 / std::sqrt(double(g)));
+    ga = rand(g, 1.0);
+    bx = rand(b, 1.0);
+    bw = rand(b, 1.0 / std::sqrt(double(b)));
+    Check(Runtime::Get().Synchronize(dev), "setup");
+  }
+
+  // One iteration of the guaranteed loop, as benchmarks/scheduler.py's g_step + synchronize.
+  absl::Status GStep() const {
+    PGK_ASSIGN_OR_RETURN(GPUArray y, ops::Matmul(gx, gw));
+    PGK_ASSIGN_OR_RETURN(y, ops::Binary(ops::ElementwiseOp::kMultiply, y, Scalar::Float(0.5)));
+    PGK_ASSIGN_OR_RETURN(y, ops::Binary(ops::ElementwiseOp::kAdd, y, ga));
+    PGK_ASSIGN_OR_RETURN(y, ops::Binary(ops::ElementwiseOp::kSubtract, y, Scalar::Float(1.0)));
+    return Runtime::Get().Synchronize(dev);
+  }
+
+  absl::Status BeMatmuls(int n) const {
+    for (int i = 0; i < n; ++i) PGK_RETURN_IF_ERROR(ops::Matmul(bx, bw).status());
+    return absl::OkStatus();
+  }
+};
+
+struct Summary {
+  std::string mode;
+  int64_t iterations = 0;
+  double p50_us = 0, p99_us = 0, mean_us = 0;
+  std::optional<double> be_per_s;  // best-effort matmuls per second while the loop ran
+};
+
+double Percentile(std::vector<int64_t> v, double p) {
+  std::sort(v.begin(), v.end());
+  const double at = p / 100.0 * double(v.size() - 1);
+  const size_t lo = static_cast<size_t>(at);
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return (double(v[lo]) + (at - double(lo)) * double(v[hi] - v[lo])) / 1e3;
+}
+
+// The loop for `seconds` after 20 warm-up iterations; per-iteration latencies in ns.
+std::vector<int64_t> GLoop(const Workload& w, double seconds) {
+  for (int i = 0; i < 20; ++i) Check(w.GStep(), "guaranteed step");
+  std::vector<int64_t> lat;
+  const auto end = Clock::now() + std::chrono::duration<double>(seconds);
+  while (Clock::now() < end) {
+    const auto t0 = Clock::now();
+    Check(w.GStep(), "guaranteed step");
+    lat.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+  }
+  return lat;
+}
+
+// The best-effort load on its own thread: `run_batch` over and over, each batch's completion
+// time kept, so that the throughput inside the loop's window can be counted.
+class BeLoad {
+ public:
+  BeLoad(std::function<absl::Status()> run_batch, int batch)
+      : run_batch_(std::move(run_batch)), batch_(batch) {
+    thread_ = std::thread([this] {
+      while (!stop_.load()) {
+        Check(run_batch_(), "best-effort batch");
+        std::lock_guard<std::mutex> l(mu_);
+        done_.push_back(Clock::now());
+      }
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a steady state first
+  }
+  ~BeLoad() {
+    stop_.store(true);
+    thread_.join();
+  }
+  double Rate(Clock::time_point t0, Clock::time_point t1) {
+    std::lock_guard<std::mutex> l(mu_);
+    const auto n = std::count_if(done_.begin(), done_.end(),
+                                 [&](Clock::time_point t) { return t0 <= t && t <= t1; });
+    return double(n) * batch_ / std::chrono::duration<double>(t1 - t0).count();
+  }
+
+ private:
+  std::function<absl::Status()> run_batch_;
+  int batch_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::vector<Clock::time_point> done_;
+  std::thread thread_;
+};
+
+Summary Summarize(std::string mode, const std::vector<int64_t>& lat) {
+  Summary s;
+  s.mode = std::move(mode);
+  s.iterations = static_cast<int64_t>(lat.size());
+  if (lat.empty()) return s;
+  s.p50_us = Percentile(lat, 50);
+  s.p99_us = Percentile(lat, 99);
+  double sum = 0;
+  for (int64_t v : lat) sum += double(v);
+  s.mean_us = sum / double(lat.size()) / 1e3;
+  return s;
+}
+
+// The loop beside `load` (null: alone); `loop` runs it (in a task for the scheduler modes).
+Summary Measure(const std::string& mode, const Workload& w, double seconds, BeLoad* load,
+                const std::function<std::vector<int64_t>()>& loop) {
+  const auto t0 = Clock::now();
+  std::vector<int64_t> lat = loop();
+  const auto t1 = Clock::now();
+  Summary s = Summarize(mode, lat);
+  if (load != nullptr) s.be_per_s = load->Rate(t0, t1);
+  return s;
+}
+
+// A stream of the device's most (or least) urgent priority, returned to the pool on exit.
+class PooledStream {
+ public:
+  PooledStream(Device d, bool urgent) {
+    Runtime& rt = Runtime::Get();
+    hal::Backend* b = OrDie(rt.backend(d.type), "backend");
+    const auto [least, greatest] = b->StreamPriorityRange();
+    stream_ = OrDie(rt.AcquireStream(d, urgent ? greatest : least), "stream");
+  }
+  ~PooledStream() { Runtime::Get().ReleaseStream(stream_); }
+  hal::Stream* get() const { return stream_; }
+
+ private:
+  hal::Stream* stream_;
+};
+
+Summary RunSched(const std::string& mode, const Workload& w, const Args& a) {
+  SchedulerOptions opt;
+  opt.device = w.dev;
+  opt.device_set = true;
+  if (mode == "sched_nopart") opt.best_effort_sms = 0;
+  if (mode == "sched_hold") opt.best_effort_inflight_while_guaranteed = 0;
+  std::unique_ptr<Scheduler> s = OrDie(Scheduler::Create(opt), "scheduler");
+  TenantOptions online{.name = "online", .qos = QosClass::kGuaranteed};
+  online.memory_request = int64_t{1} << 30;
+  Check(s->AddTenant(online), "tenant online");
+  Check(s->AddTenant(TenantOptions{.name = "batch", .qos = QosClass::kBestEffort}), "tenant batch");
+  std::deque<std::shared_ptr<Task>> outstanding;  // the load thread's only
+  auto batch = [&]() -> absl::Status {
+    while (outstanding.size() < 2) {
+      PGK_ASSIGN_OR_RETURN(std::shared_ptr<Task> t,
+                           s->Submit("batch", [&w, &a] { return w.BeMatmuls(a.batch); }));
+      outstanding.push_back(std::move(t));
+    }
+    std::shared_ptr<Task> t = std::move(outstanding.front());
+    outstanding.pop_front();
+    t->Wait();
+    return t->state() == TaskState::kCompleted ? absl::OkStatus() : t->status();
+  };
+  Summary r;
+  {
+    BeLoad load(batch, a.batch);
+    r = Measure(mode, w, a.duration, &load, [&] {
+      InlineTask task = OrDie(s->Begin("online"), "guaranteed task");
+      std::vector<int64_t> lat = GLoop(w, a.duration);
+      Check(task.End(), "guaranteed task end");
+      return lat;
+    });
+  }
+  for (const std::shared_ptr<Task>& t : outstanding) t->Wait();
+  Check(s->Shutdown(), "scheduler shutdown");
+  return r;
+}
+
+Summary RunMode(const std::string& mode, const Workload& w, const Args& a) {
+  if (mode == "alone" || mode == "alone_end") {
+    return Measure(mode, w, a.duration, nullptr, [&] { return GLoop(w, a.duration); });
+  }
+  if (mode == "be_alone" || mode == "plain_prio") {
+    PooledStream be_stream(w.dev, /*urgent=*/false);
+    auto batch = [&]() -> absl::Status {
+      StreamScope scope(be_stream.get());
+      PGK_RETURN_IF_ERROR(w.BeMatmuls(a.batch));
+      return Runtime::Get().Synchronize(w.dev);
+    };
+    BeLoad load(batch, a.batch);
+    if (mode == "be_alone") {
+      return Measure(mode, w, a.duration, &load, [&] {
+        std::this_thread::sleep_for(std::chrono::duration<double>(a.duration));
+        return std::vector<int64_t>{};
+      });
+    }
+    PooledStream g_stream(w.dev, /*urgent=*/true);
+    return Measure(mode, w, a.duration, &load, [&] {
+      StreamScope scope(g_stream.get());
+      return GLoop(w, a.duration);
+    });
+  }
+  return RunSched(mode, w, a);
+}
+
+std::string Json(const Args& a, const hal::DeviceProperties& props,
+                 const std::vector<Summary>& rows) {
+  std::string j = absl::StrFormat(
+      "{\n  \"gpu\": \"%s\",\n  \"sm\": \"%d%d\",\n  \"driver\": %d,\n  \"g_size\": %d,\n"
+      "  \"be_size\": %d,\n  \"batch\": %d,\n  \"duration_s\": %g,\n"
+      "  \"guaranteed\": \"%d^3 bf16 matmul + 3 elementwise, synchronized per iteration (C++)\",\n"
+      "  \"timing\": \"host steady_clock per iteration (launch to synchronize return); "
+      "best-effort matmuls completed while the loop ran\",\n  \"modes\": [",
+      props.name, props.sm_major, props.sm_minor, props.driver_version, a.g_size, a.be_size,
+      a.batch, a.duration, a.g_size);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Summary& r = rows[i];
+    // Latencies are null where no loop ran (be_alone).
+    auto us = [&](double v) { return r.iterations ? absl::StrFormat("%.2f", v) : "null"; };
+    absl::StrAppendFormat(&j,
+                          "%s\n    {\"mode\": \"%s\", \"iterations\": %d, \"p50_us\": %s, "
+                          "\"p99_us\": %s, \"mean_us\": %s, \"be_matmuls_per_s\": %s}",
+                          i ? "," : "", r.mode, r.iterations, us(r.p50_us), us(r.p99_us),
+                          us(r.mean_us),
+                          r.be_per_s ? absl::StrFormat("%.3f", *r.be_per_s) : "null");
+  }
+  j += "\n  ]\n}\n";
+  return j;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Args a = ParseArgs(argc, argv);
+  Runtime& rt = Runtime::Get();
+  const Device dev = rt.default_device();
+  const hal::DeviceProperties props = OrDie(rt.properties(dev), "properties");
+  const Workload w(dev, a.g_size, a.be_size);
+  std::printf(
+      "colocation on %s (%s): guaranteed %ld^3 bf16 + 3 elementwise, best-effort %ld^3 "
+      "bf16 x %d per task, %.1f s per mode\n",
+      dev.ToString().c_str(), props.name.c_str(), static_cast<long>(a.g_size),
+      static_cast<long>(a.be_size), a.batch, a.duration);
+  std::printf("%-13s %10s %10s %10s %12s\n", "mode", "p50_us", "p99_us", "iters", "be_mm/s");
+  std::vector<Summary> rows;
+  for (const std::string& mode : a.modes) {
+    Summary r = RunMode(mode, w, a);
+    auto cell = [](bool has, double v) { return has ? absl::StrFormat("%.1f", v) : "-"; };
+    std::printf("%-13s %10s %10s %10ld %12s\n", r.mode.c_str(),
+                cell(r.iterations > 0, r.p50_us).c_str(), cell(r.iterations > 0, r.p99_us).c_str(),
+                static_cast<long>(r.iterations),
+                cell(r.be_per_s.has_value(), r.be_per_s.value_or(0)).c_str());
+    std::fflush(stdout);
+    rows.push_back(std::move(r));
+  }
+  if (!a.out.empty()) {
+    const std::string j = Json(a, props, rows);
+    FILE* f = std::fopen(a.out.c_str(), "w");
+    if (f == nullptr || std::fwrite(j.data(), 1, j.size(), f) != j.size() || std::fclose(f) != 0) {
+      Check(absl::UnavailableError(absl::StrCat("cannot write ", a.out)), "output");
+    }
+  }
+  return 0;
+}
