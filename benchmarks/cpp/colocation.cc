@@ -13,6 +13,10 @@
 //                 best-effort tasks of --batch matmuls, two outstanding
 //   sched_nopart  the same with best_effort_sms = 0 (no partition: matmuls split into pieces)
 //   sched_hold    the same with best_effort_inflight_while_guaranteed = 0
+//   alone_span    the loop alone with a timing event pair around each iteration's work: the
+//                 device span of an iteration (first launch to last kernel's end), so
+//                 1 - span / period bounds what best-effort work can have while the loop's
+//                 kernels get the device to themselves
 //   alone_end     the loop alone again, after the others (host drift)
 //
 //   colocation [--g-size 1024] [--be-size 8192] [--batch 2] [--duration 3] [--modes ...]
@@ -48,7 +52,7 @@ using bench::OrDie;
 using Clock = std::chrono::steady_clock;
 
 constexpr const char* kModes[] = {"alone",        "be_alone",   "plain_prio", "sched",
-                                  "sched_nopart", "sched_hold", "alone_end"};
+                                  "sched_nopart", "sched_hold", "alone_span", "alone_end"};
 
 struct Args {
   int64_t g_size = 1024, be_size = 8192;
@@ -109,13 +113,12 @@ struct Workload {
     Check(Runtime::Get().Synchronize(dev), "setup");
   }
 
-  // One iteration of the guaranteed loop, as benchmarks/scheduler.py's g_step + synchronize.
-  absl::Status GStep() const {
+  // The work of one iteration of the guaranteed loop (benchmarks/scheduler.py's g_step).
+  absl::Status GWork() const {
     PGK_ASSIGN_OR_RETURN(GPUArray y, ops::Matmul(gx, gw));
     PGK_ASSIGN_OR_RETURN(y, ops::Binary(ops::ElementwiseOp::kMultiply, y, Scalar::Float(0.5)));
     PGK_ASSIGN_OR_RETURN(y, ops::Binary(ops::ElementwiseOp::kAdd, y, ga));
-    PGK_ASSIGN_OR_RETURN(y, ops::Binary(ops::ElementwiseOp::kSubtract, y, Scalar::Float(1.0)));
-    return Runtime::Get().Synchronize(dev);
+    return ops::Binary(ops::ElementwiseOp::kSubtract, y, Scalar::Float(1.0)).status();
   }
 
   absl::Status BeMatmuls(int n) const {
@@ -129,6 +132,7 @@ struct Summary {
   int64_t iterations = 0;
   double p50_us = 0, p99_us = 0, mean_us = 0;
   std::optional<double> be_per_s;  // best-effort matmuls per second while the loop ran
+  std::optional<double> span_p50_us, span_p99_us;  // alone_span: device span per iteration
 };
 
 double Percentile(std::vector<int64_t> v, double p) {
@@ -139,15 +143,52 @@ double Percentile(std::vector<int64_t> v, double p) {
   return (double(v[lo]) + (at - double(lo)) * double(v[hi] - v[lo])) / 1e3;
 }
 
-// The loop for `seconds` after 20 warm-up iterations; per-iteration latencies in ns.
-std::vector<int64_t> GLoop(const Workload& w, double seconds) {
-  for (int i = 0; i < 20; ++i) Check(w.GStep(), "guaranteed step");
+// Timing events recorded around an iteration's work on the thread's current stream.
+class SpanTimer {
+ public:
+  explicit SpanTimer(Device d) : dev_(d) {
+    backend_ = OrDie(Runtime::Get().backend(d.type), "backend");
+    start_ = OrDie(backend_->CreateEvent(d.index, /*timing=*/true), "event");
+    end_ = OrDie(backend_->CreateEvent(d.index, /*timing=*/true), "event");
+  }
+  absl::Status Start() { return Record(*start_); }
+  absl::Status Stop() { return Record(*end_); }
+  // After the iteration's synchronize: the span in ns.
+  absl::StatusOr<int64_t> SpanNs() {
+    PGK_ASSIGN_OR_RETURN(float ms, backend_->ElapsedMs(*start_, *end_));
+    return static_cast<int64_t>(double(ms) * 1e6);
+  }
+
+ private:
+  absl::Status Record(hal::Event& e) {
+    PGK_ASSIGN_OR_RETURN(hal::Stream * s, Runtime::Get().stream(dev_));
+    return backend_->Record(e, *s);
+  }
+  Device dev_;
+  hal::Backend* backend_;
+  std::unique_ptr<hal::Event> start_, end_;
+};
+
+// The loop for `seconds` after 20 warm-up iterations; per-iteration latencies in ns, and with
+// `spans` each iteration's device span (SpanTimer) too.
+std::vector<int64_t> GLoop(const Workload& w, double seconds,
+                           std::vector<int64_t>* spans = nullptr) {
+  std::optional<SpanTimer> timer;
+  if (spans != nullptr) timer.emplace(w.dev);
+  auto step = [&] {
+    if (timer) Check(timer->Start(), "span start");
+    Check(w.GWork(), "guaranteed step");
+    if (timer) Check(timer->Stop(), "span stop");
+    Check(Runtime::Get().Synchronize(w.dev), "guaranteed synchronize");
+  };
+  for (int i = 0; i < 20; ++i) step();
   std::vector<int64_t> lat;
   const auto end = Clock::now() + std::chrono::duration<double>(seconds);
   while (Clock::now() < end) {
     const auto t0 = Clock::now();
-    Check(w.GStep(), "guaranteed step");
+    step();
     lat.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+    if (timer) spans->push_back(OrDie(timer->SpanNs(), "span"));
   }
   return lat;
 }
@@ -269,6 +310,13 @@ Summary RunMode(const std::string& mode, const Workload& w, const Args& a) {
   if (mode == "alone" || mode == "alone_end") {
     return Measure(mode, w, a.duration, nullptr, [&] { return GLoop(w, a.duration); });
   }
+  if (mode == "alone_span") {
+    std::vector<int64_t> spans;
+    Summary r = Measure(mode, w, a.duration, nullptr, [&] { return GLoop(w, a.duration, &spans); });
+    r.span_p50_us = Percentile(spans, 50);
+    r.span_p99_us = Percentile(spans, 99);
+    return r;
+  }
   if (mode == "be_alone" || mode == "plain_prio") {
     PooledStream be_stream(w.dev, /*urgent=*/false);
     auto batch = [&]() -> absl::Status {
@@ -306,12 +354,15 @@ std::string Json(const Args& a, const hal::DeviceProperties& props,
     const Summary& r = rows[i];
     // Latencies are null where no loop ran (be_alone).
     auto us = [&](double v) { return r.iterations ? absl::StrFormat("%.2f", v) : "null"; };
+    auto opt = [](const std::optional<double>& v) {
+      return v ? absl::StrFormat("%.3f", *v) : "null";
+    };
     absl::StrAppendFormat(&j,
                           "%s\n    {\"mode\": \"%s\", \"iterations\": %d, \"p50_us\": %s, "
-                          "\"p99_us\": %s, \"mean_us\": %s, \"be_matmuls_per_s\": %s}",
+                          "\"p99_us\": %s, \"mean_us\": %s, \"be_matmuls_per_s\": %s, "
+                          "\"span_p50_us\": %s, \"span_p99_us\": %s}",
                           i ? "," : "", r.mode, r.iterations, us(r.p50_us), us(r.p99_us),
-                          us(r.mean_us),
-                          r.be_per_s ? absl::StrFormat("%.3f", *r.be_per_s) : "null");
+                          us(r.mean_us), opt(r.be_per_s), opt(r.span_p50_us), opt(r.span_p99_us));
   }
   j += "\n  ]\n}\n";
   return j;
@@ -330,15 +381,17 @@ int main(int argc, char** argv) {
       "bf16 x %d per task, %.1f s per mode\n",
       dev.ToString().c_str(), props.name.c_str(), static_cast<long>(a.g_size),
       static_cast<long>(a.be_size), a.batch, a.duration);
-  std::printf("%-13s %10s %10s %10s %12s\n", "mode", "p50_us", "p99_us", "iters", "be_mm/s");
+  std::printf("%-13s %10s %10s %10s %12s %14s\n", "mode", "p50_us", "p99_us", "iters", "be_mm/s",
+              "span_p50_us");
   std::vector<Summary> rows;
   for (const std::string& mode : a.modes) {
     Summary r = RunMode(mode, w, a);
     auto cell = [](bool has, double v) { return has ? absl::StrFormat("%.1f", v) : "-"; };
-    std::printf("%-13s %10s %10s %10ld %12s\n", r.mode.c_str(),
+    std::printf("%-13s %10s %10s %10ld %12s %14s\n", r.mode.c_str(),
                 cell(r.iterations > 0, r.p50_us).c_str(), cell(r.iterations > 0, r.p99_us).c_str(),
                 static_cast<long>(r.iterations),
-                cell(r.be_per_s.has_value(), r.be_per_s.value_or(0)).c_str());
+                cell(r.be_per_s.has_value(), r.be_per_s.value_or(0)).c_str(),
+                cell(r.span_p50_us.has_value(), r.span_p50_us.value_or(0)).c_str());
     std::fflush(stdout);
     rows.push_back(std::move(r));
   }
