@@ -13,12 +13,14 @@
 
 namespace pygpukit::bench {
 
-/// Exits with "<program>: <what>: <error>" unless `s` is OK.
+/// Exits with "<program>: <what>: <error>" unless `s` is OK. With _Exit, not exit: the step may
+/// fail on one thread while others still use the runtime, and static destructors would race them.
 inline void Check(const absl::Status& s, const char* what) {
   if (!s.ok()) {
     std::fprintf(stderr, "%s: %s: %s\n", program_invocation_short_name, what,
                  std::string(s.message()).c_str());
-    std::exit(1);
+    std::fflush(nullptr);
+    std::_Exit(1);
   }
 }
 

@@ -13,14 +13,18 @@
 //                 best-effort tasks of --batch matmuls, two outstanding
 //   sched_nopart  the same with best_effort_sms = 0 (no partition: matmuls split into pieces)
 //   sched_hold    the same with best_effort_inflight_while_guaranteed = 0
-//   alone_span    the loop alone with a timing event pair around each iteration's work: the
-//                 device span of an iteration (first launch to last kernel's end), so
-//                 1 - span / period bounds what best-effort work can have while the loop's
-//                 kernels get the device to themselves
+//   alone_span    the loop alone with a timing event pair around each iteration's work: its
+//                 device span, from the first launch reaching the device to the last kernel's
+//                 end (host submission gaps included; recording drains the launch queue). If
+//                 best-effort work must leave the device for each iteration's whole span, it
+//                 keeps at most 1 - span / period
+//   alone_kernels the loop alone for --kernel-iters iterations in a profiling session: its
+//                 kernels' device time per iteration (gaps excluded), the bound for
+//                 best-effort work that could also use the gaps
 //   alone_end     the loop alone again, after the others (host drift)
 //
 //   colocation [--g-size 1024] [--be-size 8192] [--batch 2] [--duration 3] [--modes ...]
-//              [--out FILE.json]
+//              [--kernel-iters 2000] [--out FILE.json]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -43,6 +47,7 @@
 #include "absl/strings/str_split.h"
 #include "bench_util.h"
 #include "pygpukit.h"
+#include "runtime/profile.h"
 
 namespace {
 
@@ -51,12 +56,14 @@ using bench::Check;
 using bench::OrDie;
 using Clock = std::chrono::steady_clock;
 
-constexpr const char* kModes[] = {"alone",        "be_alone",   "plain_prio", "sched",
-                                  "sched_nopart", "sched_hold", "alone_span", "alone_end"};
+constexpr const char* kModes[] = {"alone",      "be_alone",      "plain_prio",
+                                  "sched",      "sched_nopart",  "sched_hold",
+                                  "alone_span", "alone_kernels", "alone_end"};
 
 struct Args {
   int64_t g_size = 1024, be_size = 8192;
   int batch = 2;
+  int64_t kernel_iters = 2000;  // alone_kernels: few enough for the trace rings to keep them all
   double duration = 3.0;
   std::vector<std::string> modes{std::begin(kModes), std::end(kModes)};
   std::string out;
@@ -72,6 +79,8 @@ Args ParseArgs(int argc, char** argv) {
       a.be_size = std::atoll(argv[++i]);
     } else if (std::strcmp(argv[i], "--batch") == 0 && more) {
       a.batch = std::atoi(argv[++i]);
+    } else if (std::strcmp(argv[i], "--kernel-iters") == 0 && more) {
+      a.kernel_iters = std::atoll(argv[++i]);
     } else if (std::strcmp(argv[i], "--duration") == 0 && more) {
       a.duration = std::atof(argv[++i]);
     } else if (std::strcmp(argv[i], "--modes") == 0 && more) {
@@ -82,8 +91,8 @@ Args ParseArgs(int argc, char** argv) {
       Check(ValueError(absl::StrCat("unknown or incomplete argument '", argv[i], "'")), "usage");
     }
   }
-  if (a.g_size < 1 || a.be_size < 1 || a.batch < 1 || !(a.duration > 0)) {
-    Check(ValueError("sizes, --batch and --duration must be positive"), "usage");
+  if (a.g_size < 1 || a.be_size < 1 || a.batch < 1 || a.kernel_iters < 1 || !(a.duration > 0)) {
+    Check(ValueError("sizes, --batch, --kernel-iters and --duration must be positive"), "usage");
   }
   for (const std::string& m : a.modes) {
     if (std::find(std::begin(kModes), std::end(kModes), m) == std::end(kModes)) {
@@ -133,8 +142,10 @@ struct Summary {
   double p50_us = 0, p99_us = 0, mean_us = 0;
   std::optional<double> be_per_s;  // best-effort matmuls per second while the loop ran
   std::optional<double> span_p50_us, span_p99_us;  // alone_span: device span per iteration
+  std::optional<double> kernel_us;  // alone_kernels: kernels' device time per iteration
 };
 
+// `v` must not be empty.
 double Percentile(std::vector<int64_t> v, double p) {
   std::sort(v.begin(), v.end());
   const double at = p / 100.0 * double(v.size() - 1);
@@ -169,10 +180,11 @@ class SpanTimer {
   std::unique_ptr<hal::Event> start_, end_;
 };
 
-// The loop for `seconds` after 20 warm-up iterations; per-iteration latencies in ns, and with
-// `spans` each iteration's device span (SpanTimer) too.
-std::vector<int64_t> GLoop(const Workload& w, double seconds,
-                           std::vector<int64_t>* spans = nullptr) {
+// The loop for `seconds` (or `max_iters` iterations, whichever ends first) after 20 warm-up
+// iterations; per-iteration latencies in ns, and with `spans` each iteration's device span
+// (SpanTimer) too.
+std::vector<int64_t> GLoop(const Workload& w, double seconds, std::vector<int64_t>* spans = nullptr,
+                           int64_t max_iters = INT64_MAX) {
   std::optional<SpanTimer> timer;
   if (spans != nullptr) timer.emplace(w.dev);
   auto step = [&] {
@@ -184,7 +196,7 @@ std::vector<int64_t> GLoop(const Workload& w, double seconds,
   for (int i = 0; i < 20; ++i) step();
   std::vector<int64_t> lat;
   const auto end = Clock::now() + std::chrono::duration<double>(seconds);
-  while (Clock::now() < end) {
+  while (Clock::now() < end && static_cast<int64_t>(lat.size()) < max_iters) {
     const auto t0 = Clock::now();
     step();
     lat.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
@@ -313,8 +325,31 @@ Summary RunMode(const std::string& mode, const Workload& w, const Args& a) {
   if (mode == "alone_span") {
     std::vector<int64_t> spans;
     Summary r = Measure(mode, w, a.duration, nullptr, [&] { return GLoop(w, a.duration, &spans); });
-    r.span_p50_us = Percentile(spans, 50);
-    r.span_p99_us = Percentile(spans, 99);
+    if (!spans.empty()) {
+      r.span_p50_us = Percentile(spans, 50);
+      r.span_p99_us = Percentile(spans, 99);
+    }
+    return r;
+  }
+  if (mode == "alone_kernels") {
+    int64_t iterations = 0;
+    ProfileSession session;
+    Summary r = Measure(mode, w, a.duration, nullptr, [&] {
+      std::vector<int64_t> lat = GLoop(w, a.duration, nullptr, a.kernel_iters);
+      iterations = static_cast<int64_t>(lat.size()) + 20;  // the warm-up is in the session too
+      return lat;
+    });
+    const std::vector<TraceRecord> records = OrDie(session.Stop(), "profile");
+    double ms = 0;
+    int64_t timed = 0;
+    for (const KernelStats& k : KernelTable(records)) {
+      if (k.timed > 0 && (k.kind == TraceKind::kKernel || k.kind == TraceKind::kLibrary ||
+                          k.kind == TraceKind::kHostTask)) {
+        ms += k.gpu_total_ms;
+        timed += k.timed;
+      }
+    }
+    if (timed > 0) r.kernel_us = ms * 1e3 / double(iterations);
     return r;
   }
   if (mode == "be_alone" || mode == "plain_prio") {
@@ -340,6 +375,22 @@ Summary RunMode(const std::string& mode, const Workload& w, const Args& a) {
   return RunSched(mode, w, a);
 }
 
+// `s` as a JSON string's contents.
+std::string JsonEscaped(absl::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      absl::StrAppendFormat(&out, "\\u%04x", c);
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 std::string Json(const Args& a, const hal::DeviceProperties& props,
                  const std::vector<Summary>& rows) {
   std::string j = absl::StrFormat(
@@ -348,8 +399,8 @@ std::string Json(const Args& a, const hal::DeviceProperties& props,
       "  \"guaranteed\": \"%d^3 bf16 matmul + 3 elementwise, synchronized per iteration (C++)\",\n"
       "  \"timing\": \"host steady_clock per iteration (launch to synchronize return); "
       "best-effort matmuls completed while the loop ran\",\n  \"modes\": [",
-      props.name, props.sm_major, props.sm_minor, props.driver_version, a.g_size, a.be_size,
-      a.batch, a.duration, a.g_size);
+      JsonEscaped(props.name), props.sm_major, props.sm_minor, props.driver_version, a.g_size,
+      a.be_size, a.batch, a.duration, a.g_size);
   for (size_t i = 0; i < rows.size(); ++i) {
     const Summary& r = rows[i];
     // Latencies are null where no loop ran (be_alone).
@@ -360,9 +411,10 @@ std::string Json(const Args& a, const hal::DeviceProperties& props,
     absl::StrAppendFormat(&j,
                           "%s\n    {\"mode\": \"%s\", \"iterations\": %d, \"p50_us\": %s, "
                           "\"p99_us\": %s, \"mean_us\": %s, \"be_matmuls_per_s\": %s, "
-                          "\"span_p50_us\": %s, \"span_p99_us\": %s}",
+                          "\"span_p50_us\": %s, \"span_p99_us\": %s, \"kernel_us\": %s}",
                           i ? "," : "", r.mode, r.iterations, us(r.p50_us), us(r.p99_us),
-                          us(r.mean_us), opt(r.be_per_s), opt(r.span_p50_us), opt(r.span_p99_us));
+                          us(r.mean_us), opt(r.be_per_s), opt(r.span_p50_us), opt(r.span_p99_us),
+                          opt(r.kernel_us));
   }
   j += "\n  ]\n}\n";
   return j;
@@ -381,17 +433,18 @@ int main(int argc, char** argv) {
       "bf16 x %d per task, %.1f s per mode\n",
       dev.ToString().c_str(), props.name.c_str(), static_cast<long>(a.g_size),
       static_cast<long>(a.be_size), a.batch, a.duration);
-  std::printf("%-13s %10s %10s %10s %12s %14s\n", "mode", "p50_us", "p99_us", "iters", "be_mm/s",
-              "span_p50_us");
+  std::printf("%-13s %10s %10s %10s %12s %12s %10s\n", "mode", "p50_us", "p99_us", "iters",
+              "be_mm/s", "span_p50_us", "kernel_us");
   std::vector<Summary> rows;
   for (const std::string& mode : a.modes) {
     Summary r = RunMode(mode, w, a);
     auto cell = [](bool has, double v) { return has ? absl::StrFormat("%.1f", v) : "-"; };
-    std::printf("%-13s %10s %10s %10ld %12s %14s\n", r.mode.c_str(),
+    std::printf("%-13s %10s %10s %10ld %12s %12s %10s\n", r.mode.c_str(),
                 cell(r.iterations > 0, r.p50_us).c_str(), cell(r.iterations > 0, r.p99_us).c_str(),
                 static_cast<long>(r.iterations),
                 cell(r.be_per_s.has_value(), r.be_per_s.value_or(0)).c_str(),
-                cell(r.span_p50_us.has_value(), r.span_p50_us.value_or(0)).c_str());
+                cell(r.span_p50_us.has_value(), r.span_p50_us.value_or(0)).c_str(),
+                cell(r.kernel_us.has_value(), r.kernel_us.value_or(0)).c_str());
     std::fflush(stdout);
     rows.push_back(std::move(r));
   }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "core/status.h"
 #include "ops/kernel_launch.h"
 #include "ops/kernels/scalar_ops.h"
@@ -13,29 +14,15 @@
 
 namespace pygpukit::ops {
 
-namespace {
-
-// Exact decimal digits of a non-negative 128-bit count (absl::StrCat has no __int128 overload).
-std::string DecimalString(unsigned __int128 v) {
-  std::string out;
-  do {
-    out.insert(out.begin(), static_cast<char>('0' + static_cast<int>(v % 10)));
-    v /= 10;
-  } while (v != 0);
-  return out;
-}
-
-}  // namespace
-
 absl::StatusOr<GPUArray> NewArray(absl::Span<const int64_t> shape, DType dtype, Device device,
                                   absl::string_view op) {
   PGK_RETURN_IF_ERROR(ValidateShape(shape, op));
   // The element count is bounded by ValidateShape; the byte count must fit int64 too.
   const __int128 bytes = static_cast<__int128>(NumElements(shape)) * ItemSize(dtype);
   if (bytes > INT64_MAX) {
-    return MemoryError(absl::StrCat(op, ": out of memory: ", ShapeToString(shape), " ",
-                                    DTypeName(dtype), " needs ", DecimalString(bytes),
-                                    " bytes, more than any device can hold"));
+    return MemoryError(absl::StrCat(
+        op, ": out of memory: ", ShapeToString(shape), " ", DTypeName(dtype), " needs ",
+        absl::StrFormat("%d", absl::int128(bytes)), " bytes, more than any device can hold"));
   }
   Runtime& rt = Runtime::Get();
   PGK_ASSIGN_OR_RETURN(MemoryPool * alloc, rt.pool(device));

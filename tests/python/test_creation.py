@@ -43,6 +43,16 @@ def test_empty_defaults(device):
     assert y.shape == (2, 3) and y.dtype == gp.int16 and y.device == device
 
 
+def test_empty_beyond_any_device_names_the_exact_byte_count(device):
+    # 2^62 elements of 16 bytes: 2^66 bytes, a count past 64 bits printed exactly.
+    with pytest.raises(
+        MemoryError,
+        match=r"\(1099511627776, 4194304\) complex128 needs "
+        r"73786976294838206464 bytes, more than any device can hold",
+    ):
+        gp.empty((2**40, 2**22), dtype=gp.complex128, device=device)
+
+
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("dtype", ALL)
 def test_zeros_ones(shape, dtype):

@@ -342,6 +342,18 @@ def test_bad_arguments(device):
         (lambda: g.integers(0, 256, dtype=gp.uint8, endpoint=True), ValueError, "out of bounds"),
         (lambda: g.integers(0, 3, dtype=gp.bool), ValueError, "high 3 is out of bounds for bool"),
         (lambda: g.integers(0, 10**40), ValueError, "high 1000000000000000000000000000000000000"),
+        (  # bounds past 64 bits are printed exactly
+            lambda: g.integers(0, 2**70, dtype=gp.uint64),
+            ValueError,
+            r"high 1180591620717411303424 is out of bounds for uint64 \(at most "
+            r"18446744073709551616, exclusive\)",
+        ),
+        (
+            lambda: g.integers(-(2**70), 0),
+            ValueError,
+            r"low -1180591620717411303424 is out of bounds for int64 \(at least "
+            r"-9223372036854775808\)",
+        ),
         (lambda: g.integers(1.5), TypeError, "integers: high must be an integer, got float"),
         (lambda: g.random(-1), ValueError, "random: negative dimension"),
         (lambda: g.normal(0, 1, (2, -3)), ValueError, "normal: negative dimension"),
