@@ -23,6 +23,9 @@
 //                 best-effort work that could also use the gaps
 //   alone_end     the loop alone again, after the others (host drift)
 //
+// GPU results are committed as benchmarks/results/<gpu>-sm<XY>-scheduler-colocation-cpp.json,
+// which the suite's scheduler area reads (rows "cpp <mode>").
+//
 //   colocation [--g-size 1024] [--be-size 8192] [--batch 2] [--duration 3] [--modes ...]
 //              [--kernel-iters 2000] [--out FILE.json]
 #include <algorithm>
