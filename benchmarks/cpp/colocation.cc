@@ -141,21 +141,11 @@ struct Workload {
 
 struct Summary {
   std::string mode;
-  int64_t iterations = 0;
-  double p50_us = 0, p99_us = 0, mean_us = 0;
+  LatencySummary lat;              // the loop's iterations (nearest-rank, as scheduler.py)
   std::optional<double> be_per_s;  // best-effort matmuls per second while the loop ran
   std::optional<double> span_p50_us, span_p99_us;  // alone_span: device span per iteration
   std::optional<double> kernel_us;  // alone_kernels: kernels' device time per iteration
 };
-
-// `v` must not be empty.
-double Percentile(std::vector<int64_t> v, double p) {
-  std::sort(v.begin(), v.end());
-  const double at = p / 100.0 * double(v.size() - 1);
-  const size_t lo = static_cast<size_t>(at);
-  const size_t hi = std::min(lo + 1, v.size() - 1);
-  return (double(v[lo]) + (at - double(lo)) * double(v[hi] - v[lo])) / 1e3;
-}
 
 // Timing events recorded around an iteration's work on the thread's current stream.
 class SpanTimer {
@@ -243,26 +233,13 @@ class BeLoad {
   std::thread thread_;
 };
 
-Summary Summarize(std::string mode, const std::vector<int64_t>& lat) {
-  Summary s;
-  s.mode = std::move(mode);
-  s.iterations = static_cast<int64_t>(lat.size());
-  if (lat.empty()) return s;
-  s.p50_us = Percentile(lat, 50);
-  s.p99_us = Percentile(lat, 99);
-  double sum = 0;
-  for (int64_t v : lat) sum += double(v);
-  s.mean_us = sum / double(lat.size()) / 1e3;
-  return s;
-}
-
 // The loop beside `load` (null: alone); `loop` runs it (in a task for the scheduler modes).
 Summary Measure(const std::string& mode, const Workload& w, double seconds, BeLoad* load,
                 const std::function<std::vector<int64_t>()>& loop) {
   const auto t0 = Clock::now();
   std::vector<int64_t> lat = loop();
   const auto t1 = Clock::now();
-  Summary s = Summarize(mode, lat);
+  Summary s{mode, SummarizeLatencies(std::move(lat))};
   if (load != nullptr) s.be_per_s = load->Rate(t0, t1);
   return s;
 }
@@ -329,8 +306,9 @@ Summary RunMode(const std::string& mode, const Workload& w, const Args& a) {
     std::vector<int64_t> spans;
     Summary r = Measure(mode, w, a.duration, nullptr, [&] { return GLoop(w, a.duration, &spans); });
     if (!spans.empty()) {
-      r.span_p50_us = Percentile(spans, 50);
-      r.span_p99_us = Percentile(spans, 99);
+      const LatencySummary span = SummarizeLatencies(std::move(spans));
+      r.span_p50_us = span.p50;
+      r.span_p99_us = span.p99;
     }
     return r;
   }
@@ -407,7 +385,7 @@ std::string Json(const Args& a, const hal::DeviceProperties& props,
   for (size_t i = 0; i < rows.size(); ++i) {
     const Summary& r = rows[i];
     // Latencies are null where no loop ran (be_alone).
-    auto us = [&](double v) { return r.iterations ? absl::StrFormat("%.2f", v) : "null"; };
+    auto us = [&](double v) { return r.lat.count ? absl::StrFormat("%.2f", v) : "null"; };
     auto opt = [](const std::optional<double>& v) {
       return v ? absl::StrFormat("%.3f", *v) : "null";
     };
@@ -415,8 +393,8 @@ std::string Json(const Args& a, const hal::DeviceProperties& props,
                           "%s\n    {\"mode\": \"%s\", \"iterations\": %d, \"p50_us\": %s, "
                           "\"p99_us\": %s, \"mean_us\": %s, \"be_matmuls_per_s\": %s, "
                           "\"span_p50_us\": %s, \"span_p99_us\": %s, \"kernel_us\": %s}",
-                          i ? "," : "", r.mode, r.iterations, us(r.p50_us), us(r.p99_us),
-                          us(r.mean_us), opt(r.be_per_s), opt(r.span_p50_us), opt(r.span_p99_us),
+                          i ? "," : "", r.mode, r.lat.count, us(r.lat.p50), us(r.lat.p99),
+                          us(r.lat.mean), opt(r.be_per_s), opt(r.span_p50_us), opt(r.span_p99_us),
                           opt(r.kernel_us));
   }
   j += "\n  ]\n}\n";
@@ -443,8 +421,8 @@ int main(int argc, char** argv) {
     Summary r = RunMode(mode, w, a);
     auto cell = [](bool has, double v) { return has ? absl::StrFormat("%.1f", v) : "-"; };
     std::printf("%-13s %10s %10s %10ld %12s %12s %10s\n", r.mode.c_str(),
-                cell(r.iterations > 0, r.p50_us).c_str(), cell(r.iterations > 0, r.p99_us).c_str(),
-                static_cast<long>(r.iterations),
+                cell(r.lat.count > 0, r.lat.p50).c_str(), cell(r.lat.count > 0, r.lat.p99).c_str(),
+                static_cast<long>(r.lat.count),
                 cell(r.be_per_s.has_value(), r.be_per_s.value_or(0)).c_str(),
                 cell(r.span_p50_us.has_value(), r.span_p50_us.value_or(0)).c_str(),
                 cell(r.kernel_us.has_value(), r.kernel_us.value_or(0)).c_str());

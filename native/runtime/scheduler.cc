@@ -513,13 +513,10 @@ absl::Status Scheduler::Shutdown() {
   return absl::OkStatus();
 }
 
-namespace {
-
-LatencySummary Summarize(const std::deque<int64_t>& ns) {
+LatencySummary SummarizeLatencies(std::vector<int64_t> v) {
   LatencySummary s;
-  s.count = static_cast<int64_t>(ns.size());
-  if (ns.empty()) return s;
-  std::vector<int64_t> v(ns.begin(), ns.end());
+  s.count = static_cast<int64_t>(v.size());
+  if (v.empty()) return s;
   std::sort(v.begin(), v.end());
   auto pct = [&](double p) {  // nearest rank
     size_t i = static_cast<size_t>(std::ceil(p / 100.0 * v.size()));
@@ -534,8 +531,6 @@ LatencySummary Summarize(const std::deque<int64_t>& ns) {
   s.mean = sum / v.size() / 1e3;
   return s;
 }
-
-}  // namespace
 
 SchedulerStats Scheduler::stats() const {
   std::lock_guard<std::mutex> l(mu_);
@@ -563,9 +558,9 @@ SchedulerStats Scheduler::stats() const {
       ts.paced_waits = t.paced_waits;
       ts.max_inflight_seen = t.max_seen;
     }
-    ts.queue_us = Summarize(t.queue_ns);
-    ts.run_us = Summarize(t.run_ns);
-    ts.total_us = Summarize(t.total_ns);
+    ts.queue_us = SummarizeLatencies({t.queue_ns.begin(), t.queue_ns.end()});
+    ts.run_us = SummarizeLatencies({t.run_ns.begin(), t.run_ns.end()});
+    ts.total_us = SummarizeLatencies({t.total_ns.begin(), t.total_ns.end()});
     s.tenants.push_back(std::move(ts));
   }
   return s;

@@ -175,6 +175,9 @@ struct LatencySummary {
   int64_t count = 0;
   double p50 = 0, p90 = 0, p99 = 0, max = 0, mean = 0;
 };
+/// Nearest-rank percentiles, max and mean of latencies given in ns (as benchmarks/scheduler.py
+/// computes them); all zero when there are none.
+LatencySummary SummarizeLatencies(std::vector<int64_t> ns);
 
 /// Per-tenant figures.
 struct TenantStats {
