@@ -11,8 +11,10 @@
 //   plain_prio    plain streams: the loop's at the highest priority, the load's at the lowest
 //   sched         the scheduler's defaults: the loop is one guaranteed task, the load
 //                 best-effort tasks of --batch matmuls, two outstanding
-//   sched_nopart  the same with best_effort_sms = 0 (no partition: matmuls split into pieces)
-//   sched_hold    the same with best_effort_inflight_while_guaranteed = 0
+//   sched_preempt the same with best_effort_sms = 0: no partition, best-effort matmuls on the
+//                 preemptible kernels, which yield the SMs while a guaranteed task runs
+//   sched_nopart  best_effort_sms = 0 and no preemption (matmuls split into row blocks)
+//   sched_hold    the defaults with best_effort_inflight_while_guaranteed = 0
 //   alone_span    the loop alone with a timing event pair around each iteration's work: its
 //                 device span, from the first launch reaching the device to the last kernel's
 //                 end (host submission gaps included; recording drains the launch queue). If
@@ -21,13 +23,22 @@
 //   alone_kernels the loop alone for --kernel-iters iterations in a profiling session: its
 //                 kernels' device time per iteration (gaps excluded), the bound for
 //                 best-effort work that could also use the gaps
+//   alone_rest    the loop alone on a partition of the SMs the scheduler's default best-effort
+//                 partition leaves (sched's loop has about those while the load runs): the
+//                 share of sched's inflation that fewer SMs alone explain, the rest being
+//                 shared L2, memory bandwidth and power
 //   alone_end     the loop alone again, after the others (host drift)
+//
+// --interval-us N makes the loop a service: one iteration (a request) starts every N us, or at
+// once when the previous one ran late, and in the scheduler modes each request is a guaranteed
+// task of its own (closed loop, the default: the whole loop is one task). Latency is counted
+// from the iteration's start.
 //
 // GPU results are committed as benchmarks/results/<gpu>-sm<XY>-scheduler-colocation-cpp.json,
 // which the suite's scheduler area reads (rows "cpp <mode>").
 //
 //   colocation [--g-size 1024] [--be-size 8192] [--batch 2] [--duration 3] [--modes ...]
-//              [--kernel-iters 2000] [--out FILE.json]
+//              [--kernel-iters 2000] [--interval-us 0] [--out FILE.json]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -59,15 +70,16 @@ using bench::Check;
 using bench::OrDie;
 using Clock = std::chrono::steady_clock;
 
-constexpr const char* kModes[] = {"alone",      "be_alone",      "plain_prio",
-                                  "sched",      "sched_nopart",  "sched_hold",
-                                  "alone_span", "alone_kernels", "alone_end"};
+constexpr const char* kModes[] = {"alone",         "be_alone",     "plain_prio", "sched",
+                                  "sched_preempt", "sched_nopart", "sched_hold", "alone_span",
+                                  "alone_kernels", "alone_rest",   "alone_end"};
 
 struct Args {
   int64_t g_size = 1024, be_size = 8192;
   int batch = 2;
   int64_t kernel_iters = 2000;  // alone_kernels: few enough for the trace rings to keep them all
   double duration = 3.0;
+  double interval_us = 0;  // 0: closed loop
   std::vector<std::string> modes{std::begin(kModes), std::end(kModes)};
   std::string out;
 };
@@ -84,6 +96,8 @@ Args ParseArgs(int argc, char** argv) {
       a.batch = std::atoi(argv[++i]);
     } else if (std::strcmp(argv[i], "--kernel-iters") == 0 && more) {
       a.kernel_iters = std::atoll(argv[++i]);
+    } else if (std::strcmp(argv[i], "--interval-us") == 0 && more) {
+      a.interval_us = std::atof(argv[++i]);
     } else if (std::strcmp(argv[i], "--duration") == 0 && more) {
       a.duration = std::atof(argv[++i]);
     } else if (std::strcmp(argv[i], "--modes") == 0 && more) {
@@ -94,8 +108,11 @@ Args ParseArgs(int argc, char** argv) {
       Check(ValueError(absl::StrCat("unknown or incomplete argument '", argv[i], "'")), "usage");
     }
   }
-  if (a.g_size < 1 || a.be_size < 1 || a.batch < 1 || a.kernel_iters < 1 || !(a.duration > 0)) {
-    Check(ValueError("sizes, --batch, --kernel-iters and --duration must be positive"), "usage");
+  if (a.g_size < 1 || a.be_size < 1 || a.batch < 1 || a.kernel_iters < 1 || !(a.duration > 0) ||
+      !(a.interval_us >= 0)) {
+    Check(ValueError("sizes, --batch, --kernel-iters and --duration must be positive, "
+                     "--interval-us not negative"),
+          "usage");
   }
   for (const std::string& m : a.modes) {
     if (std::find(std::begin(kModes), std::end(kModes), m) == std::end(kModes)) {
@@ -144,7 +161,9 @@ struct Summary {
   LatencySummary lat;              // the loop's iterations (nearest-rank, as scheduler.py)
   std::optional<double> be_per_s;  // best-effort matmuls per second while the loop ran
   std::optional<double> span_p50_us, span_p99_us;  // alone_span: device span per iteration
-  std::optional<double> kernel_us;  // alone_kernels: kernels' device time per iteration
+  std::optional<double> kernel_us;     // alone_kernels: kernels' device time per iteration
+  std::optional<int> sms;              // alone_rest: the partition's SMs
+  std::optional<int64_t> preemptions;  // sched modes: times best-effort kernels yielded
 };
 
 // Timing events recorded around an iteration's work on the thread's current stream.
@@ -173,27 +192,44 @@ class SpanTimer {
   std::unique_ptr<hal::Event> start_, end_;
 };
 
-// The loop for `seconds` (or `max_iters` iterations, whichever ends first) after 20 warm-up
-// iterations; per-iteration latencies in ns, and with `spans` each iteration's device span
-// (SpanTimer) too.
-std::vector<int64_t> GLoop(const Workload& w, double seconds, std::vector<int64_t>* spans = nullptr,
-                           int64_t max_iters = INT64_MAX) {
+// How the loop runs: for `seconds` (or `max_iters` iterations, whichever ends first) after 20
+// warm-up iterations, one every `interval_us` (0: back to back); with `spans`, each iteration's
+// device span (SpanTimer) too; with `sched`, each iteration is a task of tenant "online".
+struct LoopOptions {
+  double seconds = 0, interval_us = 0;
+  std::vector<int64_t>* spans = nullptr;
+  int64_t max_iters = INT64_MAX;
+  Scheduler* sched = nullptr;
+};
+
+// Per-iteration latencies in ns.
+std::vector<int64_t> GLoop(const Workload& w, const LoopOptions& o) {
   std::optional<SpanTimer> timer;
-  if (spans != nullptr) timer.emplace(w.dev);
+  if (o.spans != nullptr) timer.emplace(w.dev);
   auto step = [&] {
+    std::optional<InlineTask> task;
+    if (o.sched != nullptr) task.emplace(OrDie(o.sched->Begin("online"), "guaranteed task"));
     if (timer) Check(timer->Start(), "span start");
     Check(w.GWork(), "guaranteed step");
     if (timer) Check(timer->Stop(), "span stop");
     Check(Runtime::Get().Synchronize(w.dev), "guaranteed synchronize");
+    if (task) Check(task->End(), "guaranteed task end");
   };
   for (int i = 0; i < 20; ++i) step();
   std::vector<int64_t> lat;
-  const auto end = Clock::now() + std::chrono::duration<double>(seconds);
-  while (Clock::now() < end && static_cast<int64_t>(lat.size()) < max_iters) {
+  const auto interval = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double, std::micro>(o.interval_us));
+  auto next = Clock::now();
+  const auto end = next + std::chrono::duration<double>(o.seconds);
+  while (Clock::now() < end && static_cast<int64_t>(lat.size()) < o.max_iters) {
+    if (o.interval_us > 0) {
+      next = std::max(next + interval, Clock::now());  // late: at once, no catch-up burst
+      std::this_thread::sleep_until(next);
+    }
     const auto t0 = Clock::now();
     step();
     lat.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
-    if (timer) spans->push_back(OrDie(timer->SpanNs(), "span"));
+    if (timer) o.spans->push_back(OrDie(timer->SpanNs(), "span"));
   }
   return lat;
 }
@@ -247,11 +283,11 @@ Summary Measure(const std::string& mode, const Workload& w, double seconds, BeLo
 // A stream of the device's most (or least) urgent priority, returned to the pool on exit.
 class PooledStream {
  public:
-  PooledStream(Device d, bool urgent) {
+  PooledStream(Device d, bool urgent, int sms = 0) {
     Runtime& rt = Runtime::Get();
     hal::Backend* b = OrDie(rt.backend(d.type), "backend");
     const auto [least, greatest] = b->StreamPriorityRange();
-    stream_ = OrDie(rt.AcquireStream(d, urgent ? greatest : least), "stream");
+    stream_ = OrDie(rt.AcquireStream(d, urgent ? greatest : least, sms), "stream");
   }
   ~PooledStream() { Runtime::Get().ReleaseStream(stream_); }
   hal::Stream* get() const { return stream_; }
@@ -264,7 +300,8 @@ Summary RunSched(const std::string& mode, const Workload& w, const Args& a) {
   SchedulerOptions opt;
   opt.device = w.dev;
   opt.device_set = true;
-  if (mode == "sched_nopart") opt.best_effort_sms = 0;
+  if (mode == "sched_nopart" || mode == "sched_preempt") opt.best_effort_sms = 0;
+  opt.best_effort_preemption = mode == "sched_preempt";
   if (mode == "sched_hold") opt.best_effort_inflight_while_guaranteed = 0;
   std::unique_ptr<Scheduler> s = OrDie(Scheduler::Create(opt), "scheduler");
   TenantOptions online{.name = "online", .qos = QosClass::kGuaranteed};
@@ -287,24 +324,35 @@ Summary RunSched(const std::string& mode, const Workload& w, const Args& a) {
   {
     BeLoad load(batch, a.batch);
     r = Measure(mode, w, a.duration, &load, [&] {
+      if (a.interval_us > 0) {  // a service: each request a task
+        return GLoop(w, {.seconds = a.duration, .interval_us = a.interval_us, .sched = s.get()});
+      }
       InlineTask task = OrDie(s->Begin("online"), "guaranteed task");
-      std::vector<int64_t> lat = GLoop(w, a.duration);
+      std::vector<int64_t> lat = GLoop(w, {.seconds = a.duration});
       Check(task.End(), "guaranteed task end");
       return lat;
     });
   }
   for (const std::shared_ptr<Task>& t : outstanding) t->Wait();
+  for (const TenantStats& t : s->stats().tenants) {
+    if (t.admission.name == "batch") r.preemptions = t.preemptions;
+  }
   Check(s->Shutdown(), "scheduler shutdown");
   return r;
 }
 
 Summary RunMode(const std::string& mode, const Workload& w, const Args& a) {
+  const LoopOptions loop{.seconds = a.duration, .interval_us = a.interval_us};
   if (mode == "alone" || mode == "alone_end") {
-    return Measure(mode, w, a.duration, nullptr, [&] { return GLoop(w, a.duration); });
+    return Measure(mode, w, a.duration, nullptr, [&] { return GLoop(w, loop); });
   }
   if (mode == "alone_span") {
     std::vector<int64_t> spans;
-    Summary r = Measure(mode, w, a.duration, nullptr, [&] { return GLoop(w, a.duration, &spans); });
+    Summary r = Measure(mode, w, a.duration, nullptr, [&] {
+      LoopOptions o = loop;
+      o.spans = &spans;
+      return GLoop(w, o);
+    });
     if (!spans.empty()) {
       const LatencySummary span = SummarizeLatencies(std::move(spans));
       r.span_p50_us = span.p50;
@@ -316,7 +364,9 @@ Summary RunMode(const std::string& mode, const Workload& w, const Args& a) {
     int64_t iterations = 0;
     ProfileSession session;
     Summary r = Measure(mode, w, a.duration, nullptr, [&] {
-      std::vector<int64_t> lat = GLoop(w, a.duration, nullptr, a.kernel_iters);
+      LoopOptions o = loop;
+      o.max_iters = a.kernel_iters;
+      std::vector<int64_t> lat = GLoop(w, o);
       iterations = static_cast<int64_t>(lat.size()) + 20;  // the warm-up is in the session too
       return lat;
     });
@@ -328,9 +378,22 @@ Summary RunMode(const std::string& mode, const Workload& w, const Args& a) {
                           k.kind == TraceKind::kHostTask)) {
         ms += k.gpu_total_ms;
         timed += k.timed;
+        std::printf("  kernel %-40s calls %6ld  p50 %8.2f us  p99 %8.2f us\n", k.name.c_str(),
+                    static_cast<long>(k.calls), k.gpu_p50_ms * 1e3, k.gpu_p99_ms * 1e3);
       }
     }
     if (timed > 0) r.kernel_us = ms * 1e3 / double(iterations);
+    return r;
+  }
+  if (mode == "alone_rest") {
+    const int mp = OrDie(Runtime::Get().properties(w.dev), "properties").multiprocessors;
+    const int rest = mp - static_cast<int>(mp * SchedulerOptions::kBestEffortSmShare);
+    PooledStream g_stream(w.dev, /*urgent=*/true, rest);
+    Summary r = Measure(mode, w, a.duration, nullptr, [&] {
+      StreamScope scope(g_stream.get());
+      return GLoop(w, loop);
+    });
+    r.sms = g_stream.get()->sm_count();
     return r;
   }
   if (mode == "be_alone" || mode == "plain_prio") {
@@ -350,7 +413,7 @@ Summary RunMode(const std::string& mode, const Workload& w, const Args& a) {
     PooledStream g_stream(w.dev, /*urgent=*/true);
     return Measure(mode, w, a.duration, &load, [&] {
       StreamScope scope(g_stream.get());
-      return GLoop(w, a.duration);
+      return GLoop(w, loop);
     });
   }
   return RunSched(mode, w, a);
@@ -376,12 +439,12 @@ std::string Json(const Args& a, const hal::DeviceProperties& props,
                  const std::vector<Summary>& rows) {
   std::string j = absl::StrFormat(
       "{\n  \"gpu\": \"%s\",\n  \"sm\": \"%d%d\",\n  \"driver\": %d,\n  \"g_size\": %d,\n"
-      "  \"be_size\": %d,\n  \"batch\": %d,\n  \"duration_s\": %g,\n"
+      "  \"be_size\": %d,\n  \"batch\": %d,\n  \"duration_s\": %g,\n  \"interval_us\": %g,\n"
       "  \"guaranteed\": \"%d^3 bf16 matmul + 3 elementwise, synchronized per iteration (C++)\",\n"
       "  \"timing\": \"host steady_clock per iteration (launch to synchronize return); "
       "best-effort matmuls completed while the loop ran\",\n  \"modes\": [",
       JsonEscaped(props.name), props.sm_major, props.sm_minor, props.driver_version, a.g_size,
-      a.be_size, a.batch, a.duration, a.g_size);
+      a.be_size, a.batch, a.duration, a.interval_us, a.g_size);
   for (size_t i = 0; i < rows.size(); ++i) {
     const Summary& r = rows[i];
     // Latencies are null where no loop ran (be_alone).
@@ -392,10 +455,12 @@ std::string Json(const Args& a, const hal::DeviceProperties& props,
     absl::StrAppendFormat(&j,
                           "%s\n    {\"mode\": \"%s\", \"iterations\": %d, \"p50_us\": %s, "
                           "\"p99_us\": %s, \"mean_us\": %s, \"be_matmuls_per_s\": %s, "
-                          "\"span_p50_us\": %s, \"span_p99_us\": %s, \"kernel_us\": %s}",
+                          "\"span_p50_us\": %s, \"span_p99_us\": %s, \"kernel_us\": %s, "
+                          "\"sms\": %s, \"preemptions\": %s}",
                           i ? "," : "", r.mode, r.lat.count, us(r.lat.p50), us(r.lat.p99),
                           us(r.lat.mean), opt(r.be_per_s), opt(r.span_p50_us), opt(r.span_p99_us),
-                          opt(r.kernel_us));
+                          opt(r.kernel_us), r.sms ? absl::StrCat(*r.sms) : "null",
+                          r.preemptions ? absl::StrCat(*r.preemptions) : "null");
   }
   j += "\n  ]\n}\n";
   return j;
@@ -410,22 +475,26 @@ int main(int argc, char** argv) {
   const hal::DeviceProperties props = OrDie(rt.properties(dev), "properties");
   const Workload w(dev, a.g_size, a.be_size);
   std::printf(
-      "colocation on %s (%s): guaranteed %ld^3 bf16 + 3 elementwise, best-effort %ld^3 "
+      "colocation on %s (%s): guaranteed %ld^3 bf16 + 3 elementwise (%s), best-effort %ld^3 "
       "bf16 x %d per task, %.1f s per mode\n",
       dev.ToString().c_str(), props.name.c_str(), static_cast<long>(a.g_size),
+      a.interval_us > 0 ? absl::StrFormat("a request every %g us", a.interval_us).c_str()
+                        : "closed loop",
       static_cast<long>(a.be_size), a.batch, a.duration);
-  std::printf("%-13s %10s %10s %10s %12s %12s %10s\n", "mode", "p50_us", "p99_us", "iters",
-              "be_mm/s", "span_p50_us", "kernel_us");
+  std::printf("%-13s %10s %10s %10s %12s %12s %10s %5s %8s\n", "mode", "p50_us", "p99_us", "iters",
+              "be_mm/s", "span_p50_us", "kernel_us", "sms", "preempt");
   std::vector<Summary> rows;
   for (const std::string& mode : a.modes) {
     Summary r = RunMode(mode, w, a);
     auto cell = [](bool has, double v) { return has ? absl::StrFormat("%.1f", v) : "-"; };
-    std::printf("%-13s %10s %10s %10ld %12s %12s %10s\n", r.mode.c_str(),
+    std::printf("%-13s %10s %10s %10ld %12s %12s %10s %5s %8s\n", r.mode.c_str(),
                 cell(r.lat.count > 0, r.lat.p50).c_str(), cell(r.lat.count > 0, r.lat.p99).c_str(),
                 static_cast<long>(r.lat.count),
                 cell(r.be_per_s.has_value(), r.be_per_s.value_or(0)).c_str(),
                 cell(r.span_p50_us.has_value(), r.span_p50_us.value_or(0)).c_str(),
-                cell(r.kernel_us.has_value(), r.kernel_us.value_or(0)).c_str());
+                cell(r.kernel_us.has_value(), r.kernel_us.value_or(0)).c_str(),
+                r.sms ? absl::StrCat(*r.sms).c_str() : "-",
+                r.preemptions ? absl::StrCat(*r.preemptions).c_str() : "-");
     std::fflush(stdout);
     rows.push_back(std::move(r));
   }

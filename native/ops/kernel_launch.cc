@@ -364,11 +364,22 @@ absl::Status LaunchNegative(const GPUArray& out, const GPUArray& a) {
 
 absl::Status LaunchMatmul(const MatmulProblem& problem, Device device, KeepAlive keep) {
   PGK_ASSIGN_OR_RETURN(hal::Stream * s, Runtime::Get().stream(device));
-  // A paced task's matmul is split into row blocks of at most the gate's FLOP budget (multiples
-  // of 128 rows, to keep the GEMM tiles full), so that more urgent work queued meanwhile waits
-  // for one block rather than the whole product.
+  LaunchGate* gate = LaunchGateScope::Current();
+  // A task whose work yields to more urgent work runs its matmul on preemptible kernels where
+  // they serve it: they leave the SMs within microseconds when asked, so no splitting is needed.
+  const std::atomic<uint32_t>* preempt = gate != nullptr ? gate->preempt_word() : nullptr;
+  if (preempt != nullptr && device.is_cuda()) {
+    absl::StatusOr<int> preempted = cuda_kernels::MatmulPreemptible(*s, problem, device, preempt);
+    if (preempted.ok()) {
+      gate->Preempted(*preempted);
+      return absl::OkStatus();
+    }
+    if (!absl::IsUnimplemented(preempted.status())) return preempted.status();
+  }
+  // Otherwise a paced task's matmul is split into row blocks of at most the gate's FLOP budget
+  // (multiples of 128 rows, to keep the GEMM tiles full), so that more urgent work queued
+  // meanwhile waits for one block rather than the whole product.
   int64_t rows = problem.m;
-  const LaunchGate* gate = LaunchGateScope::Current();
   const int64_t budget = gate != nullptr ? gate->max_launch_flops() : 0;
   const int64_t per_row = 2 * problem.batch * problem.n * problem.k;
   const int64_t itemsize = ItemSize(problem.dtype);

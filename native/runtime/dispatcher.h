@@ -59,6 +59,12 @@ class LaunchGate {
   /// so that more urgent work waits for at most that much (kernels are not preemptible).
   /// 0: no limit.
   virtual int64_t max_launch_flops() const { return 0; }
+  /// A host word in memory the device reads (pinned), or null: while it is nonzero, work of
+  /// this task that can be preempted (the sm90 matmul kernels) stops, saving its state, and
+  /// resumes once it is zero again, so that more urgent work gets the SMs within microseconds.
+  virtual const std::atomic<uint32_t>* preempt_word() const { return nullptr; }
+  /// Called after an op that ran on preemptible kernels, with the times it was preempted.
+  virtual void Preempted(int /*times*/) {}
 };
 
 /// While alive, launches by this thread pass `gate`. Scopes nest; the innermost wins.

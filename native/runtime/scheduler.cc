@@ -6,12 +6,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <new>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "runtime/blocking.h"
 #include "runtime/event_watcher.h"
+#include "runtime/pinned_pool.h"
 #include "runtime/scheduler_internal.h"
 
 namespace pygpukit {
@@ -62,16 +64,22 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(SchedulerOptions op
     capacity = p.total_memory;
   }
   PGK_ASSIGN_OR_RETURN(hal::Backend * backend, rt.backend(d.type));
-  return std::unique_ptr<Scheduler>(new Scheduler(std::move(options), d, capacity, backend));
+  // The preempt word lives in pinned host memory, which kernels on the device read directly.
+  PGK_ASSIGN_OR_RETURN(PinnedPool * pinned, rt.pinned_pool(d.type));
+  PGK_ASSIGN_OR_RETURN(void* word, pinned->Allocate(sizeof(std::atomic<uint32_t>)));
+  return std::unique_ptr<Scheduler>(new Scheduler(std::move(options), d, capacity, backend, pinned,
+                                                  new (word) std::atomic<uint32_t>(0)));
 }
 
 Scheduler::Scheduler(SchedulerOptions options, Device device, int64_t capacity,
-                     hal::Backend* backend)
+                     hal::Backend* backend, PinnedPool* pinned, std::atomic<uint32_t>* preempt_word)
     : options_(std::move(options)),
       device_(device),
       capacity_(capacity),
       backend_(backend),
       admission_(capacity),
+      pinned_(pinned),
+      preempt_word_(preempt_word),
       watcher_(std::make_unique<EventWatcher>()) {
   admission_.set_recording(options_.record_admission);
   notifier_ = std::thread([this] { NotifierLoop(); });
@@ -91,7 +99,12 @@ Scheduler::~Scheduler() {
     std::abort();
   }
   (void)Shutdown();
+  // Nothing reads the word any more: Shutdown waited for every task, and preemptible work
+  // waits for its kernels on the host.
+  (void)pinned_->Free(preempt_word_);
 }
+
+bool Scheduler::preempting() const { return preempt_word_->load(std::memory_order_acquire) != 0; }
 
 bool Scheduler::OnOwnThread() const {
   const std::thread::id me = std::this_thread::get_id();
@@ -556,6 +569,7 @@ SchedulerStats Scheduler::stats() const {
       ts.inflight = t.Inflight();
       ts.launches = t.launches;
       ts.paced_waits = t.paced_waits;
+      ts.preemptions = t.preemptions;
       ts.max_inflight_seen = t.max_seen;
     }
     ts.queue_us = SummarizeLatencies({t.queue_ns.begin(), t.queue_ns.end()});

@@ -39,6 +39,7 @@ namespace pygpukit {
 
 class EventWatcher;
 class MemoryQuota;
+class PinnedPool;
 class Scheduler;
 
 /// A tenant (partition of the device).
@@ -186,6 +187,7 @@ struct TenantStats {
   int inflight = 0, inflight_limit = 0;      // paced kernels now; 0 limit: not paced
   int sms = 0;                               // SMs of the tenant's partition; 0: whole device
   int64_t launches = 0, paced_waits = 0;     // launches; launches that had to wait
+  int64_t preemptions = 0;                   // times its kernels yielded to guaranteed work
   int max_inflight_seen = 0;
   int stream_priority = 0;
   LatencySummary queue_us;  // submission -> start
@@ -223,6 +225,11 @@ struct SchedulerOptions {
   /// (a matmul by rows), so that guaranteed work waits for at most one piece; 2^37 is about
   /// 0.2 ms of bf16 on an H100. 0: no splitting.
   int64_t best_effort_slice_flops = int64_t{1} << 37;
+  /// Best-effort tenants without a partition yield to guaranteed work: while a guaranteed task
+  /// runs, their matmuls on preemptible kernels (sm90, 16-bit) stop within microseconds, saving
+  /// their partial sums, and resume when no guaranteed task is left (the others are split, as
+  /// above). Such a matmul is host-synchronous. false: no preemption.
+  bool best_effort_preemption = true;
   size_t history_capacity = 4096;  // transitions kept for history()
   size_t latency_window = 4096;    // tasks per tenant kept for percentiles
   bool record_admission = false;   // keep the admission input trace (for replay)
@@ -268,6 +275,9 @@ class Scheduler {
   std::vector<AdmissionEvent> admission_trace() const;
   int64_t memory_capacity() const { return capacity_; }
   SchedulerStats stats() const;
+  /// Whether best-effort work is being asked to yield now (a guaranteed task is running and
+  /// best_effort_preemption is on).
+  bool preempting() const;
 
   /// Waits until no task is pending, admitted or running and their done callbacks have run
   /// (GIL released). A RuntimeError on the scheduler's own threads (a task body or a callback
@@ -286,7 +296,8 @@ class Scheduler {
 
  private:
   friend class InlineTask;
-  Scheduler(SchedulerOptions options, Device device, int64_t capacity, hal::Backend* backend);
+  Scheduler(SchedulerOptions options, Device device, int64_t capacity, hal::Backend* backend,
+            PinnedPool* pinned, std::atomic<uint32_t>* preempt_word);
 
   absl::StatusOr<std::shared_ptr<Task>> SubmitImpl(const std::string& tenant, TaskFn fn,
                                                    TaskOptions options, bool is_inline);
@@ -330,6 +341,10 @@ class Scheduler {
   std::deque<std::shared_ptr<Task>> ready_;         // admitted worker tasks, admission order
   int running_ = 0;
   std::atomic<int> guaranteed_running_{0};  // read lock-free by best-effort gates
+  // In pinned memory (kernels poll it): 1 while a guaranteed task runs (with preemption on).
+  // Written under mu_; waiters are woken when it drops to 0.
+  PinnedPool* pinned_;
+  std::atomic<uint32_t>* preempt_word_;
   std::deque<TransitionRecord> history_;
   std::vector<Decision> decisions_;
   std::vector<std::function<void(const TransitionRecord&)>> listeners_;

@@ -35,7 +35,7 @@ struct Scheduler::TenantRt {
   std::vector<std::shared_ptr<hal::Event>> spare_events;
   int reserved = 0;  // slots taken by launches being made
   int max_seen = 0;
-  int64_t launches = 0, paced_waits = 0;
+  int64_t launches = 0, paced_waits = 0, preemptions = 0;
   int Inflight() const { return static_cast<int>(inflight_events.size()) + reserved; }
   void Retire();  // drops completed events from the front (mu held)
   // Latency windows, nanoseconds (scheduler lock).
@@ -51,6 +51,8 @@ class Scheduler::Gate final : public LaunchGate {
   absl::Status BeforeLaunch(hal::Stream& stream) override;
   void AfterLaunch(hal::Stream& stream, const absl::Status& launched) override;
   int64_t max_launch_flops() const override;
+  const std::atomic<uint32_t>* preempt_word() const override;
+  void Preempted(int times) override;
 
  private:
   int Limit() const;

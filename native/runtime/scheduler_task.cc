@@ -144,6 +144,18 @@ int64_t Scheduler::Gate::max_launch_flops() const {
              : 0;
 }
 
+const std::atomic<uint32_t>* Scheduler::Gate::preempt_word() const {
+  return tenant_->options.qos == QosClass::kBestEffort && tenant_->sms == 0 &&
+                 scheduler_->options_.best_effort_preemption
+             ? scheduler_->preempt_word_
+             : nullptr;
+}
+
+void Scheduler::Gate::Preempted(int times) {
+  std::lock_guard<std::mutex> l(tenant_->mu);
+  tenant_->preemptions += times;
+}
+
 void Scheduler::Gate::AfterLaunch(hal::Stream& stream, const absl::Status& launched) {
   TenantRt& t = *tenant_;
   std::lock_guard<std::mutex> l(t.mu);
@@ -173,8 +185,10 @@ absl::StatusOr<std::shared_ptr<Scheduler::TenantRt>> Scheduler::StartLocked(Task
   task.stream_ = t->streams[t->next_stream++ % t->streams.size()];
   ++running_;
   ++t->running;
-  if (t->options.qos == QosClass::kGuaranteed) {
-    guaranteed_running_.fetch_add(1, std::memory_order_acq_rel);
+  if (t->options.qos == QosClass::kGuaranteed &&
+      guaranteed_running_.fetch_add(1, std::memory_order_acq_rel) == 0 &&
+      options_.best_effort_preemption) {
+    preempt_word_->store(1, std::memory_order_release);  // best-effort kernels: yield
   }
   return t;
 }
@@ -243,6 +257,9 @@ void Scheduler::OnWorkDone(const std::shared_ptr<Task>& task, absl::Status body,
     --t.running;
     if (t.options.qos == QosClass::kGuaranteed &&
         guaranteed_running_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      if (preempt_word_->exchange(0, std::memory_order_acq_rel) != 0) {
+        preempt_word_->notify_all();  // preempted best-effort work resumes
+      }
       for (auto& [name, other] : tenants_) {
         if (other->options.qos == QosClass::kBestEffort) best_effort.push_back(other);
       }

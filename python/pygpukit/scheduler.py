@@ -189,6 +189,11 @@ class Scheduler:
         best_effort_slice_flops: best-effort matmuls of tenants without a partition are split
             by rows into launches of at most this many FLOPs, so guaranteed work waits for one
             piece (0: no splitting).
+        best_effort_preemption: while a guaranteed task runs, matmuls of best-effort tenants
+            without a partition run on preemptible kernels (sm90, 16-bit) that stop within
+            microseconds, keeping their partial sums, and resume when no guaranteed task is
+            left; such a matmul returns when it is done. The tenant's ``preemptions`` stat
+            counts the stops.
         record_admission: keep admission inputs and decisions (for `decisions()` and
             `replay_decisions()`).
     """
@@ -204,6 +209,7 @@ class Scheduler:
         best_effort_inflight_while_guaranteed=1,
         best_effort_sms=-1,
         best_effort_slice_flops=1 << 37,
+        best_effort_preemption=True,
         record_admission=False,
         history_capacity=4096,
     ):
@@ -216,6 +222,7 @@ class Scheduler:
             best_effort_inflight_while_guaranteed,
             best_effort_sms,
             best_effort_slice_flops,
+            best_effort_preemption,
             record_admission,
             history_capacity,
         )

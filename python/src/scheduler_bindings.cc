@@ -127,6 +127,7 @@ pyb::dict StatsDict(const SchedulerStats& s) {
     d["max_inflight_seen"] = t.max_inflight_seen;
     d["launches"] = t.launches;
     d["paced_waits"] = t.paced_waits;
+    d["preemptions"] = t.preemptions;
     d["stream_priority"] = t.stream_priority;
     d["sms"] = t.sms;
     d["queue_us"] = LatencyDict(t.queue_us);
@@ -242,8 +243,8 @@ void BindScheduler(pyb::module_& m) {
       .def(pyb::init([](const pyb::object& device, int workers, int64_t memory_capacity,
                         int inflight_budget, int best_effort_inflight,
                         int best_effort_inflight_while_guaranteed, int best_effort_sms,
-                        int64_t best_effort_slice_flops, bool record_admission,
-                        size_t history_capacity) {
+                        int64_t best_effort_slice_flops, bool best_effort_preemption,
+                        bool record_admission, size_t history_capacity) {
              SchedulerOptions o;
              if (!device.is_none()) {
                o.device = ToDevice(device, "Scheduler");
@@ -256,6 +257,7 @@ void BindScheduler(pyb::module_& m) {
              o.best_effort_inflight_while_guaranteed = best_effort_inflight_while_guaranteed;
              o.best_effort_sms = best_effort_sms;
              o.best_effort_slice_flops = best_effort_slice_flops;
+             o.best_effort_preemption = best_effort_preemption;
              o.record_admission = record_admission;
              o.history_capacity = history_capacity;
              // The last reference may go on one of the scheduler's own threads (a task or a
@@ -274,7 +276,8 @@ void BindScheduler(pyb::module_& m) {
            pyb::arg("best_effort_inflight") = 2,
            pyb::arg("best_effort_inflight_while_guaranteed") = 1, pyb::arg("best_effort_sms") = -1,
            pyb::arg("best_effort_slice_flops") = int64_t{1} << 37,
-           pyb::arg("record_admission") = false, pyb::arg("history_capacity") = 4096)
+           pyb::arg("best_effort_preemption") = true, pyb::arg("record_admission") = false,
+           pyb::arg("history_capacity") = 4096)
       .def_property_readonly("device", &Scheduler::device)
       .def_property_readonly("memory_capacity", &Scheduler::memory_capacity)
       .def(

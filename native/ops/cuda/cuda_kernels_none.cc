@@ -45,6 +45,10 @@ absl::Status UserElementwiseJit(hal::Stream&, const UserEwLaunch&, absl::Span<co
 }
 absl::Status Matmul(hal::Stream&, const MatmulProblem&, Device) { return NoCuda(); }
 absl::Status MatmulCublasLt(hal::Stream&, const MatmulProblem&, Device) { return NoCuda(); }
+absl::StatusOr<int> MatmulPreemptible(hal::Stream&, const MatmulProblem&, Device,
+                                      const std::atomic<uint32_t>*) {
+  return NoCuda();
+}
 absl::Status GemmEpilogueApply(hal::Stream&, const MatmulProblem&, const void*, DType) {
   return NoCuda();
 }

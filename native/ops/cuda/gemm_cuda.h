@@ -4,8 +4,10 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "core/dtype.h"
 #include "core/hal/backend.h"
 #include "ops/kernels/gemm_params.h"
@@ -36,6 +38,13 @@ inline int StreamSms(const hal::Stream& s, const hal::DeviceProperties& props) {
 /// B only. Operands 16-byte aligned, leading dims and batch strides multiples of 16 bytes; any
 /// m, n, k >= 1.
 absl::Status GemmSm90(hal::Stream& s, const GemmLaunch& g);
+/// GemmSm90 on the preemptible kernels (16-bit inputs; whole 128 x 256 tiles): while `*preempt`
+/// is nonzero the kernel's CTAs stop within a few k-blocks and save their state; this call then
+/// waits (host, GIL released) until the word is zero and launches again to resume, until the
+/// product is done. Host-synchronous. Returns the number of preemptions; the result's bits are
+/// those of an uninterrupted run. NotImplementedError where these kernels cannot serve `g`.
+absl::StatusOr<int> GemmSm90Preemptible(hal::Stream& s, const GemmLaunch& g,
+                                        const std::atomic<uint32_t>* preempt);
 /// Whether GemmSm90 accepts `g`'s dtypes, layouts and alignment (the device aside).
 bool Sm90Accepts(const GemmLaunch& g);
 /// Whether this build embeds sm_90a code (else the sm90 kernels are empty stubs).

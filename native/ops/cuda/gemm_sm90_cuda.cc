@@ -1,9 +1,12 @@
 // Host side of the Hopper GEMM (gemm_sm90_kernel.h): checks the TMA preconditions, encodes one
-// tensor map per operand, picks the tile width and launches a persistent grid of one CTA per SM.
+// tensor map per operand, picks the tile width and launches a persistent grid of one CTA per SM;
+// for preemptible products, relaunches until the product is done.
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <string>
 
 #include "absl/strings/match.h"
@@ -13,8 +16,10 @@
 #include "core/status.h"
 #include "ops/cuda/gemm_cuda.h"
 #include "ops/gemm_sm90_plan.h"
+#include "runtime/blocking.h"
 #include "runtime/embedded_kernels.h"
 #include "runtime/memory_pool.h"
+#include "runtime/pinned_pool.h"
 #include "runtime/runtime.h"
 
 namespace pygpukit::ops::cuda_kernels {
@@ -27,12 +32,13 @@ int ElemBytes(DType in) { return in == DType::Float32 ? 4 : 2; }
 
 // Shared memory of one launch: operand stages, the epilogue's TMA-store staging (two 64 x 64
 // 16-bit slabs per consumer warpgroup), the mbarriers, the consumers' split-K arrival flags and
-// the 1 KiB the kernel may skip to align the stages to the swizzle atom.
+// the preemption state (PreemptSmem), and the 1 KiB the kernel may skip to align the stages to
+// the swizzle atom.
 unsigned SharedBytes(int bn) {
   const int stages = bn == 256 ? 4 : 6;
   constexpr int kStaging = 2 * 2 * 64 * 64 * 2;
   // A stage holds 128 bytes of K for every tile row and column.
-  return static_cast<unsigned>(stages * (kBM + bn) * 128 + kStaging + stages * 16 + 16 + 1024);
+  return static_cast<unsigned>(stages * (kBM + bn) * 128 + kStaging + stages * 16 + 48 + 1024);
 }
 
 // One operand as TMA sees it: `inner` is the unit-stride dim, `outer` the other matrix dim.
@@ -186,8 +192,15 @@ bool Sm90KernelsBuilt() { return absl::StrContains(EmbeddedKernelArchs(), "90a")
 
 bool Sm90Accepts(const GemmLaunch& g) { return CheckProblem(g).ok(); }
 
-absl::Status GemmSm90(hal::Stream& s, const GemmLaunch& g) {
+namespace {
+
+// GemmSm90, or with `preempt` GemmSm90Preemptible (its preemption count in *preemptions).
+absl::Status GemmSm90Impl(hal::Stream& s, const GemmLaunch& g, const std::atomic<uint32_t>* preempt,
+                          int* preemptions) {
   PGK_RETURN_IF_ERROR(CheckProblem(g));
+  if (preempt != nullptr && g.in == DType::Float32) {
+    return NotImplementedError("matmul: the preemptible sm90 kernels take 16-bit inputs only");
+  }
   if (!Sm90KernelsBuilt()) {
     return NotImplementedError(absl::StrCat(
         "matmul: sm90 kernels need an sm_90a build (this one has ", EmbeddedKernelArchs(), ")"));
@@ -221,6 +234,12 @@ absl::Status GemmSm90(hal::Stream& s, const GemmLaunch& g) {
   // A cluster fixed by the caller (autotuner) keeps its plan unsplit unless splits are asked.
   plan_in.force_splits = g.sm90_splits != 0 ? g.sm90_splits : g.sm90_cluster > 1 ? 1 : env.splits;
   plan_in.clusters = env.clusters;
+  if (preempt != nullptr) {  // the _p kernels: whole 128 x 256 tiles, one CTA per cluster
+    plan_in.force_bn = 256;
+    plan_in.force_cluster = 1;
+    plan_in.force_splits = 1;
+    plan_in.clusters = false;
+  }
   PGK_ASSIGN_OR_RETURN(Sm90Plan plan, PlanSm90(plan_in));
 
   // Split-K workspace: partial sums and arrival counters, transient runtime scratch from the
@@ -304,11 +323,65 @@ absl::Status GemmSm90(hal::Stream& s, const GemmLaunch& g) {
     dims.cluster[0] = cluster;
     dims.cluster[1] = dims.cluster[2] = 1;
   }
-  const std::string kernel =
-      absl::StrCat("pgk_gemm_sm90_128x", bn, cluster > 1 ? "_c2" : "", "_", a_kmajor ? "k" : "m",
-                   b_kmajor ? "k" : "n", "_", DTypeCode(g.in), "_", DTypeCode(g.out));
+  const std::string kernel = absl::StrCat("pgk_gemm_sm90_128x", bn,
+                                          cluster > 1          ? "_c2"
+                                          : preempt != nullptr ? "_p"
+                                                               : "",
+                                          "_", a_kmajor ? "k" : "m", b_kmajor ? "k" : "n", "_",
+                                          DTypeCode(g.in), "_", DTypeCode(g.out));
   void* args[] = {&map_a, &map_b, &map_d, &params, &tma_store};
-  return rt.dispatcher().LaunchDevice(s, kernel, dims, args, g.cost);
+  if (preempt == nullptr) return rt.dispatcher().LaunchDevice(s, kernel, dims, args, g.cost);
+
+  // Preemptible: the CTAs' saved state (stream-ordered scratch, like the split-K workspace) and
+  // a host word the stopping CTAs set. Each launch is waited for on the host; a preempted one
+  // is launched again (resuming) once the preempt word is clear.
+  PGK_ASSIGN_OR_RETURN(MemoryPool * pool, rt.pool(s.device()));
+  std::shared_ptr<Buffer> state;
+  {
+    QuotaScope uncharged(nullptr);
+    absl::StatusOr<std::shared_ptr<Buffer>> got =
+        pool->Allocate(static_cast<size_t>(kernels::PreemptStateBytes(dims.grid[0], bn)), s);
+    if (absl::IsResourceExhausted(got.status())) {
+      return NotImplementedError("matmul: no device memory for the preemption state");
+    }
+    PGK_RETURN_IF_ERROR(got.status());
+    state = *std::move(got);
+  }
+  PGK_ASSIGN_OR_RETURN(PinnedPool * pinned, rt.pinned_pool(DeviceType::kCUDA));
+  PGK_ASSIGN_OR_RETURN(void* word, pinned->Allocate(sizeof(uint32_t)));
+  auto* preempted = new (word) std::atomic<uint32_t>(0);
+  params.preempt = reinterpret_cast<const volatile uint32_t*>(preempt);
+  params.preempted = reinterpret_cast<uint32_t*>(preempted);
+  params.preempt_state = static_cast<uint8_t*>(state->data());
+  absl::Status st;
+  for (params.resume = 0;; params.resume = 1) {
+    preempted->store(0, std::memory_order_relaxed);
+    st = rt.dispatcher().LaunchDevice(s, kernel, dims, args, g.cost, LaunchMode::kImmediate);
+    if (!st.ok()) break;
+    {
+      BlockingRegion unlocked;
+      st = rt.cuda_backend()->Synchronize(s);
+    }
+    if (!st.ok() || preempted->load(std::memory_order_acquire) == 0) break;
+    ++*preemptions;
+    BlockingRegion unlocked;
+    for (uint32_t v; (v = preempt->load(std::memory_order_acquire)) != 0;) preempt->wait(v);
+  }
+  PGK_RETURN_IF_ERROR(pinned->Free(word));
+  return st;
+}
+
+}  // namespace
+
+absl::Status GemmSm90(hal::Stream& s, const GemmLaunch& g) {
+  return GemmSm90Impl(s, g, nullptr, nullptr);
+}
+
+absl::StatusOr<int> GemmSm90Preemptible(hal::Stream& s, const GemmLaunch& g,
+                                        const std::atomic<uint32_t>* preempt) {
+  int preemptions = 0;
+  PGK_RETURN_IF_ERROR(GemmSm90Impl(s, g, preempt, &preemptions));
+  return preemptions;
 }
 
 }  // namespace pygpukit::ops::cuda_kernels

@@ -29,6 +29,14 @@
 //     workspace and counts itself in at its tile half's counter; the last to arrive adds all
 //     the splits' blocks in split order (so the bits do not depend on arrival order) and runs
 //     the epilogue.
+//   * Preemption (kPreempt, the "_p" kernels: whole tiles, no clusters): warp 1 of the producer
+//     warpgroup polls the host word p.preempt; once it reads nonzero, the producer issues no
+//     further k-block and instead completes the next stage's `full` barrier with no bytes (a
+//     poison stage), recording where it stopped. Consumers drain the stages already loaded, meet
+//     the poison, write their accumulators and the CTA's place (unit, k-block) to
+//     p.preempt_state and set *p.preempted; a launch with p.resume = 1 reloads them and goes on
+//     from that k-block. So the SMs are free within a few k-blocks (each about 0.6 us on an
+//     H100) plus one 128 KiB store per CTA, and nothing is recomputed.
 //   * Epilogue: plain 16-bit results are staged in shared memory and leave through asynchronous
 //     TMA stores (EpilogueTma), so the consumers start the next tile at once; the rest go
 //     straight from the accumulator registers, through the shared GEMM epilogue (alpha,
@@ -44,7 +52,32 @@
 
 namespace {
 
-template <typename In, typename Out, int BN, int TA, int TB, int kCluster>
+// Where a preemptible CTA stopped (shared memory): the producer writes it before the poison
+// stage, consumers compare their place with it after each `full` wait. -1: not stopped.
+struct PreemptSmem {
+  int64_t stop_t;
+  int32_t stop_kb;
+  int32_t stop_req;  // the poller saw the host word set
+  int32_t done;      // the producer ran out of work: the poller may leave
+  int32_t pad;
+};
+
+// A CTA's record in p.preempt_state (PreemptRecordBytes): t >= the unit count when it finished.
+struct PreemptRecord {
+  int64_t t;
+  int32_t kb;
+  int32_t has_acc;
+};
+
+// The accumulators of consumer `consumer` of this CTA in p.preempt_state, register i of thread
+// `lane128` at [i * 128 + lane128] (coalesced both ways, whatever the register layout).
+template <int BN>
+__device__ __forceinline__ float* PreemptAcc(const pk::GemmParams& p, int consumer) {
+  return reinterpret_cast<float*>(p.preempt_state + pk::PreemptRecordBytes(gridDim.x)) +
+         (int64_t(blockIdx.x) * 2 + consumer) * (BN / 2) * 128;
+}
+
+template <typename In, typename Out, int BN, int TA, int TB, int kCluster, bool kPreempt = false>
 __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtensorMap* tma_b,
                                          const CUtensorMap* tma_d, const pk::GemmParams& p,
                                          int tma_store) {
@@ -61,8 +94,16 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
   uint64_t* full = reinterpret_cast<uint64_t*>(staging + kEpilogueBytes);
   uint64_t* empty = full + kStages;
   int* last_arrival = reinterpret_cast<int*>(empty + kStages);  // per consumer (split-K)
+  volatile PreemptSmem* ps = reinterpret_cast<volatile PreemptSmem*>(last_arrival + 4);
+  static_assert(!kPreempt || kCluster == 1, "preemptible kernels run without clusters");
 
   if (threadIdx.x == 0) {
+    if constexpr (kPreempt) {
+      ps->stop_t = -1;
+      ps->stop_kb = -1;
+      ps->stop_req = 0;
+      ps->done = 0;
+    }
     for (int s = 0; s < kStages; ++s) {
       MbarInit(&full[s], 1);
       // Every consumer warp of the cluster releases the stage: peers multicast into it.
@@ -73,7 +114,20 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
   __syncthreads();
   if constexpr (kCluster > 1) ClusterSync();  // peers' barriers exist before anyone signals them
   const uint32_t rank = kCluster > 1 ? ClusterRank() : 0;
-  const int64_t first = blockIdx.x / kCluster, step = gridDim.x / kCluster;
+  int64_t first = blockIdx.x / kCluster;
+  const int64_t step = gridDim.x / kCluster;
+  // Resuming: this CTA's first unit and k-block (-1: the unit's first), and whether the
+  // accumulators of that unit were saved.
+  int kb_resume = -1;
+  bool acc_saved = false;
+  if constexpr (kPreempt) {
+    if (p.resume) {
+      const PreemptRecord* rec = reinterpret_cast<const PreemptRecord*>(p.preempt_state);
+      first = rec[blockIdx.x].t;
+      kb_resume = rec[blockIdx.x].kb;
+      acc_saved = rec[blockIdx.x].has_acc != 0;
+    }
+  }
 
   // Work units (UnitOf): whole tiles, then (tile, split) pairs, the splits of a tile adjacent
   // so that they run together.
@@ -95,15 +149,41 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
                      : "memory");
       }
     }
+    if constexpr (kPreempt) {
+      // The poller: one thread reading the host word (a PCIe round trip per read, so not the
+      // producer's own loop) until it is set or the producer runs out of work.
+      if (threadIdx.x == 32) {
+        while (!ps->done) {
+          if (*p.preempt != 0) {
+            ps->stop_req = 1;
+            break;
+          }
+          __nanosleep(256);
+        }
+      }
+    }
     int stage = 0;
     uint32_t phase = 0;
-    for (int64_t t = first; threadIdx.x == 0 && t < total; t += step) {
+    bool stopped = false;
+    for (int64_t t = first; threadIdx.x == 0 && t < total && !stopped; t += step) {
       const Unit unit = UnitOf(p, t, kblocks);
       const Tile tile = TileOf<kCluster>(p, unit.tile, BN, rank);
       const int ba = p.a_batch != 0 ? static_cast<int>(tile.batch) : 0;
       const int bb = p.b_batch != 0 ? static_cast<int>(tile.batch) : 0;
-      for (int kb = unit.kb_begin; kb < unit.kb_end; ++kb) {
+      const int kb_first = kPreempt && t == first && kb_resume >= 0 ? kb_resume : unit.kb_begin;
+      for (int kb = kb_first; kb < unit.kb_end; ++kb) {
         MbarWait(&empty[stage], phase ^ 1);
+        if constexpr (kPreempt) {
+          if (ps->stop_req) {
+            // Consumers meet this stage after the loaded ones: it carries no bytes, only the
+            // place to stop at (published by the arrive's release).
+            ps->stop_t = t;
+            ps->stop_kb = kb;
+            MbarArrive(&full[stage]);
+            stopped = true;
+            break;
+          }
+        }
         MbarExpectTx(&full[stage], Cfg::kStageBytes);
         uint8_t* a = stage_a + stage * Cfg::kABytes;
         uint8_t* b = stage_b + stage * Cfg::kBBytes;
@@ -144,6 +224,9 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
         }
       }
     }
+    if constexpr (kPreempt) {
+      if (threadIdx.x == 0) ps->done = 1;
+    }
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
     const int consumer = warpgroup - 1;
@@ -166,15 +249,34 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
         MbarArrive(&empty[s]);
       }
     };
+    bool stopped = false;
     for (int64_t t = first; t < total; t += step) {
       const Unit unit = UnitOf(p, t, kblocks);
       const Tile tile = TileOf<kCluster>(p, unit.tile, BN, rank);
       // A half wholly past M: the pipeline still turns (the producer counts on every consumer
       // warp's release) but no wgmma is issued.
       const bool active = int64_t{tile.m0} + consumer * 64 < p.m;
+      // A resumed unit starts from its saved k-block and accumulators.
+      const bool resumed = kPreempt && t == first && kb_resume >= 0;
+      const int kb_first = resumed ? kb_resume : unit.kb_begin;
+      const bool reload = resumed && acc_saved;
+      if constexpr (kPreempt) {
+        if (reload && active) {
+          const float* saved = PreemptAcc<BN>(p, consumer);
+#pragma unroll
+          for (int i = 0; i < BN / 2; ++i) acc[i] = saved[i * 128 + threadIdx.x % 128];
+        }
+      }
       int prev = -1;
-      for (int kb = unit.kb_begin; kb < unit.kb_end; ++kb) {
+      int kb = kb_first;
+      for (; kb < unit.kb_end; ++kb) {
         MbarWait(&full[stage], phase);
+        if constexpr (kPreempt) {
+          if (ps->stop_kb == kb && ps->stop_t == t) {
+            stopped = true;
+            break;
+          }
+        }
         if (active) {
           const uint8_t* a = stage_a + stage * Cfg::kABytes + a_offset;
           const uint8_t* b = stage_b + stage * Cfg::kBBytes;
@@ -183,7 +285,7 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
 #pragma unroll
           for (int kk = 0; kk < 4; ++kk) {
             Mma<In, BN, TA, TB>(acc, Desc(a + kk * kStepA, kBox), Desc(b + kk * kStepB, kBox),
-                                (kb != unit.kb_begin) | (kk != 0));
+                                (kb != kb_first) | reload | (kk != 0));
           }
           asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
           asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
@@ -199,6 +301,24 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
       asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
       FenceAcc(acc);
       release(prev);
+      if constexpr (kPreempt) {
+        if (stopped) {
+          // Save what this unit has summed so far (nothing when it stopped before its first
+          // k-block), and where to go on from.
+          const bool has_acc = kb != kb_first || reload;
+          if (has_acc && active) {
+            float* saved = PreemptAcc<BN>(p, consumer);
+#pragma unroll
+            for (int i = 0; i < BN / 2; ++i) saved[i * 128 + threadIdx.x % 128] = acc[i];
+          }
+          if (threadIdx.x == 128) {
+            PreemptRecord* rec = reinterpret_cast<PreemptRecord*>(p.preempt_state);
+            rec[blockIdx.x] = PreemptRecord{t, kb, has_acc ? 1 : 0};
+            *p.preempted = 1;
+          }
+          break;
+        }
+      }
       if (!active) continue;
       if (p.splits > 1 && t >= p.dp_tiles) {
         // Recomputed here rather than kept live across the main loop (register pressure).
@@ -217,6 +337,12 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
         }
       }
       Epilogue<Out, BN>(p, acc, tile, consumer);
+    }
+    if constexpr (kPreempt) {
+      if (!stopped && threadIdx.x == 128) {
+        PreemptRecord* rec = reinterpret_cast<PreemptRecord*>(p.preempt_state);
+        rec[blockIdx.x] = PreemptRecord{total, 0, 0};
+      }
     }
     // Shared memory must outlive the reads of the last stores.
     if (tma_store && threadIdx.x % 128 == 0) {
@@ -238,27 +364,31 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
 
 }  // namespace
 
-// pgk_gemm_sm90_128x<BN>[_c2]_<A layout><B layout>_<in>_<out>: _c2 runs in clusters of two CTAs
-// (stacked along M) sharing each B tile through TMA multicast; A layout k (K-major) or m
-// (M-major); B layout k (K-major, B^T row-major) or n (N-major, row-major). Float32 inputs (TF32)
-// come in the kk layout only.
-#define PGK_SM90_KERNEL(BN, CL, SUFFIX, LA, LB, TA, TB, IN, INC, OUT, OUTC)                     \
+// pgk_gemm_sm90_128x<BN>[_c2|_p]_<A layout><B layout>_<in>_<out>: _c2 runs in clusters of two
+// CTAs (stacked along M) sharing each B tile through TMA multicast; _p is preemptible (PRE);
+// A layout k (K-major) or m (M-major); B layout k (K-major, B^T row-major) or n (N-major,
+// row-major). Float32 inputs (TF32) come in the kk layout only, and not preemptible.
+#define PGK_SM90_KERNEL(BN, CL, PRE, SUFFIX, LA, LB, TA, TB, IN, INC, OUT, OUTC)                \
   extern "C" __global__ void __launch_bounds__(kThreads, 1)                                     \
       pgk_gemm_sm90_128x##BN##SUFFIX##_##LA##LB##_##INC##_##OUTC(                               \
           const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b, \
           const __grid_constant__ CUtensorMap tma_d, const pk::GemmParams p, int tma_store) {   \
-    GemmBody<IN, OUT, BN, TA, TB, CL>(&tma_a, &tma_b, &tma_d, p, tma_store);                    \
+    GemmBody<IN, OUT, BN, TA, TB, CL, PRE>(&tma_a, &tma_b, &tma_d, p, tma_store);               \
   }
 
-#define PGK_SM90_LAYOUTS(BN, CL, SUFFIX, IN, INC, OUT, OUTC)      \
-  PGK_SM90_KERNEL(BN, CL, SUFFIX, k, k, 0, 0, IN, INC, OUT, OUTC) \
-  PGK_SM90_KERNEL(BN, CL, SUFFIX, k, n, 0, 1, IN, INC, OUT, OUTC) \
-  PGK_SM90_KERNEL(BN, CL, SUFFIX, m, k, 1, 0, IN, INC, OUT, OUTC) \
-  PGK_SM90_KERNEL(BN, CL, SUFFIX, m, n, 1, 1, IN, INC, OUT, OUTC)
+#define PGK_SM90_LAYOUTS(BN, CL, PRE, SUFFIX, IN, INC, OUT, OUTC)      \
+  PGK_SM90_KERNEL(BN, CL, PRE, SUFFIX, k, k, 0, 0, IN, INC, OUT, OUTC) \
+  PGK_SM90_KERNEL(BN, CL, PRE, SUFFIX, k, n, 0, 1, IN, INC, OUT, OUTC) \
+  PGK_SM90_KERNEL(BN, CL, PRE, SUFFIX, m, k, 1, 0, IN, INC, OUT, OUTC) \
+  PGK_SM90_KERNEL(BN, CL, PRE, SUFFIX, m, n, 1, 1, IN, INC, OUT, OUTC)
 
-#define PGK_SM90_TYPES(BN, CL, SUFFIX)                                          \
-  PGK_SM90_LAYOUTS(BN, CL, SUFFIX, __nv_bfloat16, bf2, pygpukit::bfloat16, bf2) \
-  PGK_SM90_LAYOUTS(BN, CL, SUFFIX, __nv_bfloat16, bf2, float, f4)               \
-  PGK_SM90_LAYOUTS(BN, CL, SUFFIX, __half, f2, pygpukit::float16, f2)           \
-  PGK_SM90_LAYOUTS(BN, CL, SUFFIX, __half, f2, float, f4)                       \
-  PGK_SM90_KERNEL(BN, CL, SUFFIX, k, k, 0, 0, float, f4, float, f4)
+// The 16-bit kernels of one tile shape.
+#define PGK_SM90_TYPES16(BN, CL, PRE, SUFFIX)                                        \
+  PGK_SM90_LAYOUTS(BN, CL, PRE, SUFFIX, __nv_bfloat16, bf2, pygpukit::bfloat16, bf2) \
+  PGK_SM90_LAYOUTS(BN, CL, PRE, SUFFIX, __nv_bfloat16, bf2, float, f4)               \
+  PGK_SM90_LAYOUTS(BN, CL, PRE, SUFFIX, __half, f2, pygpukit::float16, f2)           \
+  PGK_SM90_LAYOUTS(BN, CL, PRE, SUFFIX, __half, f2, float, f4)
+
+#define PGK_SM90_TYPES(BN, CL, SUFFIX)    \
+  PGK_SM90_TYPES16(BN, CL, false, SUFFIX) \
+  PGK_SM90_KERNEL(BN, CL, false, SUFFIX, k, k, 0, 0, float, f4, float, f4)

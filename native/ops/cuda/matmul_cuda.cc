@@ -64,6 +64,23 @@ absl::Status Matmul(hal::Stream& s, const MatmulProblem& p, Device device) {
   return MatmulCublasLt(s, p, device);
 }
 
+absl::StatusOr<int> MatmulPreemptible(hal::Stream& s, const MatmulProblem& p, Device device,
+                                      const std::atomic<uint32_t>* preempt) {
+  if (p.options.backend != MatmulBackend::kAuto && p.options.backend != MatmulBackend::kSm90) {
+    return NotImplementedError("matmul: a kernel family other than sm90 was asked for");
+  }
+  if (s.sm_count() > 0) {
+    return NotImplementedError("matmul: partitioned streams are not preempted");
+  }
+  PGK_ASSIGN_OR_RETURN(hal::DeviceProperties props,
+                       Runtime::Get().cuda_backend()->properties(device.index));
+  if (props.sm_major != 9 || !Sm90KernelsBuilt()) {
+    return NotImplementedError("matmul: preemptible kernels need an sm_90a build on SM 9.x");
+  }
+  const GemmLaunch g{p.dtype, p.epilogue.out, false, GemmParamsOf(p), 0, 0, 0, MatmulCost(p)};
+  return GemmSm90Preemptible(s, g, preempt);
+}
+
 namespace {
 // The epilogue pass: the product read, the output written, the addend and the bias read.
 LaunchCost EpilogueCost(const MatmulProblem& p, DType src_dtype) {

@@ -39,8 +39,26 @@ struct GemmParams {
   int64_t dp_tiles;
   float* partials;
   int32_t* counters;
+  // Preemption (the sm90 "_p" kernels, whole tiles without clusters; null elsewhere): while
+  // `*preempt` (host memory the device reads) is nonzero, each CTA stops at its next k-block,
+  // saves its accumulators and its place to `preempt_state` (PreemptStateBytes) and sets
+  // `*preempted` (host memory); a launch with `resume` = 1 continues from there. The bits do not
+  // change: the accumulators go through memory unrounded and the k-blocks keep their order.
+  const volatile uint32_t* preempt;
+  uint32_t* preempted;
+  uint8_t* preempt_state;
+  int32_t resume;
+  int32_t preempt_pad;
 };
 
-static_assert(sizeof(GemmParams) == 232, "GemmParams layout changed");
+static_assert(sizeof(GemmParams) == 264, "GemmParams layout changed");
+
+/// Bytes of GemmParams::preempt_state for a grid of `ctas` CTAs with tiles `bn` wide: a 16-byte
+/// record per CTA (the unit it stopped in, its k-block, whether it holds partial sums), then the
+/// accumulators of both consumer warpgroups (bn / 2 floats for each of 256 threads).
+constexpr int64_t PreemptRecordBytes(int64_t ctas) { return (ctas * 16 + 255) / 256 * 256; }
+constexpr int64_t PreemptStateBytes(int64_t ctas, int bn) {
+  return PreemptRecordBytes(ctas) + ctas * 256 * (bn / 2) * 4;
+}
 
 }  // namespace pygpukit::kernels
