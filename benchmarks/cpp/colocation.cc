@@ -13,6 +13,7 @@
 //                 best-effort tasks of --batch matmuls, two outstanding
 //   sched_preempt the same with best_effort_sms = 0: no partition, best-effort matmuls on the
 //                 preemptible kernels, which yield the SMs while a guaranteed task runs
+//   sched_idle    the scheduler with no load: what its tasks cost the loop
 //   sched_nopart  best_effort_sms = 0 and no preemption (matmuls split into row blocks)
 //   sched_hold    the defaults with best_effort_inflight_while_guaranteed = 0
 //   alone_span    the loop alone with a timing event pair around each iteration's work: its
@@ -70,9 +71,9 @@ using bench::Check;
 using bench::OrDie;
 using Clock = std::chrono::steady_clock;
 
-constexpr const char* kModes[] = {"alone",         "be_alone",     "plain_prio", "sched",
-                                  "sched_preempt", "sched_nopart", "sched_hold", "alone_span",
-                                  "alone_kernels", "alone_rest",   "alone_end"};
+constexpr const char* kModes[] = {"alone",         "be_alone",      "plain_prio",   "sched",
+                                  "sched_preempt", "sched_idle",    "sched_nopart", "sched_hold",
+                                  "alone_span",    "alone_kernels", "alone_rest",   "alone_end"};
 
 struct Args {
   int64_t g_size = 1024, be_size = 8192;
@@ -322,8 +323,9 @@ Summary RunSched(const std::string& mode, const Workload& w, const Args& a) {
   };
   Summary r;
   {
-    BeLoad load(batch, a.batch);
-    r = Measure(mode, w, a.duration, &load, [&] {
+    std::optional<BeLoad> load;
+    if (mode != "sched_idle") load.emplace(batch, a.batch);
+    r = Measure(mode, w, a.duration, load ? &*load : nullptr, [&] {
       if (a.interval_us > 0) {  // a service: each request a task
         return GLoop(w, {.seconds = a.duration, .interval_us = a.interval_us, .sched = s.get()});
       }

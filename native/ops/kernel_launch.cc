@@ -369,7 +369,8 @@ absl::Status LaunchMatmul(const MatmulProblem& problem, Device device, KeepAlive
   // they serve it: they leave the SMs within microseconds when asked, so no splitting is needed.
   const std::atomic<uint32_t>* preempt = gate != nullptr ? gate->preempt_word() : nullptr;
   if (preempt != nullptr && device.is_cuda()) {
-    absl::StatusOr<int> preempted = cuda_kernels::MatmulPreemptible(*s, problem, device, preempt);
+    absl::StatusOr<int> preempted = cuda_kernels::MatmulPreemptible(
+        *s, problem, device, preempt, [gate] { gate->AwaitResume(); });
     if (preempted.ok()) {
       gate->Preempted(*preempted);
       return absl::OkStatus();

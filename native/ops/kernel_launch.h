@@ -6,6 +6,7 @@
 
 #include <array>
 #include <atomic>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <vector>
@@ -310,11 +311,13 @@ absl::Status ScanJit(hal::Stream& s, const ReduceLaunch& l, DType in, DType out,
 /// runs the product and the epilogue separately).
 absl::Status Matmul(hal::Stream& s, const MatmulProblem& p, Device device);
 /// Matmul on the preemptible sm90 kernels (cuda_kernels::GemmSm90Preemptible): host-synchronous,
-/// stops while `*preempt` is nonzero and resumes after; returns the preemptions.
+/// stops while `*preempt` is nonzero and resumes after `await_resume` returns; returns the
+/// preemptions.
 /// NotImplementedError where they cannot serve `p` (other dtypes or families, a partitioned
 /// stream, another architecture): the caller then takes the plain path.
 absl::StatusOr<int> MatmulPreemptible(hal::Stream& s, const MatmulProblem& p, Device device,
-                                      const std::atomic<uint32_t>* preempt);
+                                      const std::atomic<uint32_t>* preempt,
+                                      const std::function<void()>& await_resume);
 /// cuBLASLt-backed plain matmul; dtypes float16/bfloat16/float32/float64/complex64/complex128,
 /// output in the input dtype or float32 for 16-bit inputs.
 absl::Status MatmulCublasLt(hal::Stream& s, const MatmulProblem& p, Device device);

@@ -63,6 +63,8 @@ class LaunchGate {
   /// this task that can be preempted (the sm90 matmul kernels) stops, saving its state, and
   /// resumes once it is zero again, so that more urgent work gets the SMs within microseconds.
   virtual const std::atomic<uint32_t>* preempt_word() const { return nullptr; }
+  /// Blocks (GIL released) until the preempt word is zero.
+  virtual void AwaitResume() {}
   /// Called after an op that ran on preemptible kernels, with the times it was preempted.
   virtual void Preempted(int /*times*/) {}
 };

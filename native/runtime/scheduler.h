@@ -345,6 +345,8 @@ class Scheduler {
   // Written under mu_; waiters are woken when it drops to 0.
   PinnedPool* pinned_;
   std::atomic<uint32_t>* preempt_word_;
+  std::mutex preempt_mu_;               // orders clearing the word with AwaitResume's check
+  std::condition_variable preempt_cv_;  // the word was cleared
   std::deque<TransitionRecord> history_;
   std::vector<Decision> decisions_;
   std::vector<std::function<void(const TransitionRecord&)>> listeners_;

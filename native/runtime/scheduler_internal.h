@@ -53,6 +53,7 @@ class Scheduler::Gate final : public LaunchGate {
   int64_t max_launch_flops() const override;
   const std::atomic<uint32_t>* preempt_word() const override;
   void Preempted(int times) override;
+  void AwaitResume() override;
 
  private:
   int Limit() const;

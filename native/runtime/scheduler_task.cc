@@ -151,6 +151,13 @@ const std::atomic<uint32_t>* Scheduler::Gate::preempt_word() const {
              : nullptr;
 }
 
+void Scheduler::Gate::AwaitResume() {
+  Scheduler& s = *scheduler_;
+  BlockingRegion unlocked;
+  std::unique_lock<std::mutex> l(s.preempt_mu_);
+  s.preempt_cv_.wait(l, [&] { return s.preempt_word_->load(std::memory_order_acquire) == 0; });
+}
+
 void Scheduler::Gate::Preempted(int times) {
   std::lock_guard<std::mutex> l(tenant_->mu);
   tenant_->preemptions += times;
@@ -257,9 +264,11 @@ void Scheduler::OnWorkDone(const std::shared_ptr<Task>& task, absl::Status body,
     --t.running;
     if (t.options.qos == QosClass::kGuaranteed &&
         guaranteed_running_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      if (preempt_word_->exchange(0, std::memory_order_acq_rel) != 0) {
-        preempt_word_->notify_all();  // preempted best-effort work resumes
+      {
+        std::lock_guard<std::mutex> pl(preempt_mu_);
+        preempt_word_->store(0, std::memory_order_release);
       }
+      preempt_cv_.notify_all();  // preempted best-effort work resumes
       for (auto& [name, other] : tenants_) {
         if (other->options.qos == QosClass::kBestEffort) best_effort.push_back(other);
       }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -40,11 +41,13 @@ inline int StreamSms(const hal::Stream& s, const hal::DeviceProperties& props) {
 absl::Status GemmSm90(hal::Stream& s, const GemmLaunch& g);
 /// GemmSm90 on the preemptible kernels (16-bit inputs; whole 128 x 256 tiles): while `*preempt`
 /// is nonzero the kernel's CTAs stop within a few k-blocks and save their state; this call then
-/// waits (host, GIL released) until the word is zero and launches again to resume, until the
-/// product is done. Host-synchronous. Returns the number of preemptions; the result's bits are
-/// those of an uninterrupted run. NotImplementedError where these kernels cannot serve `g`.
+/// waits with `await_resume` (which returns once the word is zero) and launches again to
+/// resume, until the product is done; it also waits before the first launch. Host-synchronous.
+/// Returns the number of preemptions; the result's bits are those of an uninterrupted run.
+/// NotImplementedError where these kernels cannot serve `g`.
 absl::StatusOr<int> GemmSm90Preemptible(hal::Stream& s, const GemmLaunch& g,
-                                        const std::atomic<uint32_t>* preempt);
+                                        const std::atomic<uint32_t>* preempt,
+                                        const std::function<void()>& await_resume);
 /// Whether GemmSm90 accepts `g`'s dtypes, layouts and alignment (the device aside).
 bool Sm90Accepts(const GemmLaunch& g);
 /// Whether this build embeds sm_90a code (else the sm90 kernels are empty stubs).

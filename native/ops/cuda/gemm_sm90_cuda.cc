@@ -196,7 +196,7 @@ namespace {
 
 // GemmSm90, or with `preempt` GemmSm90Preemptible (its preemption count in *preemptions).
 absl::Status GemmSm90Impl(hal::Stream& s, const GemmLaunch& g, const std::atomic<uint32_t>* preempt,
-                          int* preemptions) {
+                          const std::function<void()>* await_resume, int* preemptions) {
   PGK_RETURN_IF_ERROR(CheckProblem(g));
   if (preempt != nullptr && g.in == DType::Float32) {
     return NotImplementedError("matmul: the preemptible sm90 kernels take 16-bit inputs only");
@@ -355,6 +355,8 @@ absl::Status GemmSm90Impl(hal::Stream& s, const GemmLaunch& g, const std::atomic
   params.preempt_state = static_cast<uint8_t*>(state->data());
   absl::Status st;
   for (params.resume = 0;; params.resume = 1) {
+    // A launch while the word is set would stop at once: wait for the urgent work first.
+    if (preempt->load(std::memory_order_acquire) != 0) (*await_resume)();
     preempted->store(0, std::memory_order_relaxed);
     st = rt.dispatcher().LaunchDevice(s, kernel, dims, args, g.cost, LaunchMode::kImmediate);
     if (!st.ok()) break;
@@ -364,8 +366,6 @@ absl::Status GemmSm90Impl(hal::Stream& s, const GemmLaunch& g, const std::atomic
     }
     if (!st.ok() || preempted->load(std::memory_order_acquire) == 0) break;
     ++*preemptions;
-    BlockingRegion unlocked;
-    for (uint32_t v; (v = preempt->load(std::memory_order_acquire)) != 0;) preempt->wait(v);
   }
   PGK_RETURN_IF_ERROR(pinned->Free(word));
   return st;
@@ -374,13 +374,14 @@ absl::Status GemmSm90Impl(hal::Stream& s, const GemmLaunch& g, const std::atomic
 }  // namespace
 
 absl::Status GemmSm90(hal::Stream& s, const GemmLaunch& g) {
-  return GemmSm90Impl(s, g, nullptr, nullptr);
+  return GemmSm90Impl(s, g, nullptr, nullptr, nullptr);
 }
 
 absl::StatusOr<int> GemmSm90Preemptible(hal::Stream& s, const GemmLaunch& g,
-                                        const std::atomic<uint32_t>* preempt) {
+                                        const std::atomic<uint32_t>* preempt,
+                                        const std::function<void()>& await_resume) {
   int preemptions = 0;
-  PGK_RETURN_IF_ERROR(GemmSm90Impl(s, g, preempt, &preemptions));
+  PGK_RETURN_IF_ERROR(GemmSm90Impl(s, g, preempt, &await_resume, &preemptions));
   return preemptions;
 }
 

@@ -158,7 +158,7 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
             ps->stop_req = 1;
             break;
           }
-          __nanosleep(256);
+          __nanosleep(1000);  // each read is a PCIe round trip: about one per us
         }
       }
     }
