@@ -10,7 +10,7 @@
 //   be_alone      the load alone (its throughput is the 100% reference)
 //   plain_prio    plain streams: the loop's at the highest priority, the load's at the lowest
 //   sched         the scheduler's defaults: the loop is one guaranteed task, the load
-//                 best-effort tasks of --batch matmuls, two outstanding
+//                 best-effort tasks of --batch matmuls, --outstanding of them (2) at a time
 //   sched_preempt the same with best_effort_sms = 0: no partition, best-effort matmuls on the
 //                 preemptible kernels, which yield the SMs while a guaranteed task runs
 //   sched_idle    the scheduler with no load: what its tasks cost the loop
@@ -38,7 +38,8 @@
 // GPU results are committed as benchmarks/results/<gpu>-sm<XY>-scheduler-colocation-cpp.json,
 // which the suite's scheduler area reads (rows "cpp <mode>").
 //
-//   colocation [--g-size 1024] [--be-size 8192] [--batch 2] [--duration 3] [--modes ...]
+//   colocation [--g-size 1024] [--be-size 8192] [--batch 2] [--outstanding 2] [--duration 3]
+//              [--modes ...]
 //              [--kernel-iters 2000] [--interval-us 0] [--out FILE.json]
 #include <algorithm>
 #include <atomic>
@@ -78,6 +79,7 @@ constexpr const char* kModes[] = {"alone",         "be_alone",      "plain_prio"
 struct Args {
   int64_t g_size = 1024, be_size = 8192;
   int batch = 2;
+  int outstanding = 2;          // best-effort tasks submitted at a time (scheduler modes)
   int64_t kernel_iters = 2000;  // alone_kernels: few enough for the trace rings to keep them all
   double duration = 3.0;
   double interval_us = 0;  // 0: closed loop
@@ -93,6 +95,8 @@ Args ParseArgs(int argc, char** argv) {
       a.g_size = std::atoll(argv[++i]);
     } else if (std::strcmp(argv[i], "--be-size") == 0 && more) {
       a.be_size = std::atoll(argv[++i]);
+    } else if (std::strcmp(argv[i], "--outstanding") == 0 && more) {
+      a.outstanding = std::atoi(argv[++i]);
     } else if (std::strcmp(argv[i], "--batch") == 0 && more) {
       a.batch = std::atoi(argv[++i]);
     } else if (std::strcmp(argv[i], "--kernel-iters") == 0 && more) {
@@ -109,11 +113,12 @@ Args ParseArgs(int argc, char** argv) {
       Check(ValueError(absl::StrCat("unknown or incomplete argument '", argv[i], "'")), "usage");
     }
   }
-  if (a.g_size < 1 || a.be_size < 1 || a.batch < 1 || a.kernel_iters < 1 || !(a.duration > 0) ||
-      !(a.interval_us >= 0)) {
-    Check(ValueError("sizes, --batch, --kernel-iters and --duration must be positive, "
-                     "--interval-us not negative"),
-          "usage");
+  if (a.g_size < 1 || a.be_size < 1 || a.batch < 1 || a.outstanding < 1 || a.kernel_iters < 1 ||
+      !(a.duration > 0) || !(a.interval_us >= 0)) {
+    Check(
+        ValueError("sizes, --batch, --outstanding, --kernel-iters and --duration must be positive, "
+                   "--interval-us not negative"),
+        "usage");
   }
   for (const std::string& m : a.modes) {
     if (std::find(std::begin(kModes), std::end(kModes), m) == std::end(kModes)) {
@@ -311,7 +316,7 @@ Summary RunSched(const std::string& mode, const Workload& w, const Args& a) {
   Check(s->AddTenant(TenantOptions{.name = "batch", .qos = QosClass::kBestEffort}), "tenant batch");
   std::deque<std::shared_ptr<Task>> outstanding;  // the load thread's only
   auto batch = [&]() -> absl::Status {
-    while (outstanding.size() < 2) {
+    while (static_cast<int>(outstanding.size()) < a.outstanding) {
       PGK_ASSIGN_OR_RETURN(std::shared_ptr<Task> t,
                            s->Submit("batch", [&w, &a] { return w.BeMatmuls(a.batch); }));
       outstanding.push_back(std::move(t));
