@@ -228,8 +228,10 @@ struct SchedulerOptions {
   /// Best-effort tenants without a partition yield to guaranteed work: while a guaranteed task
   /// runs, their matmuls on preemptible kernels (sm90, 16-bit) stop within microseconds, saving
   /// their partial sums, and resume when no guaranteed task is left (the others are split, as
-  /// above). Such a matmul is host-synchronous. false: no preemption.
-  bool best_effort_preemption = true;
+  /// above). Such a matmul is host-synchronous. Off by default: on an H200 the co-location
+  /// benchmark kept only 7-10% of the best-effort throughput with it, and hung with a request
+  /// every 500 us (README, issue 4); the kernels themselves resume bit-exactly (tested).
+  bool best_effort_preemption = false;
   size_t history_capacity = 4096;  // transitions kept for history()
   size_t latency_window = 4096;    // tasks per tenant kept for percentiles
   bool record_admission = false;   // keep the admission input trace (for replay)

@@ -193,7 +193,8 @@ class Scheduler:
             without a partition run on preemptible kernels (sm90, 16-bit) that stop within
             microseconds, keeping their partial sums, and resume when no guaranteed task is
             left; such a matmul returns when it is done. The tenant's ``preemptions`` stat
-            counts the stops.
+            counts the stops. Experimental and off by default: see the README's scheduler
+            section for what it measured and the open problem.
         record_admission: keep admission inputs and decisions (for `decisions()` and
             `replay_decisions()`).
     """
@@ -209,7 +210,7 @@ class Scheduler:
         best_effort_inflight_while_guaranteed=1,
         best_effort_sms=-1,
         best_effort_slice_flops=1 << 37,
-        best_effort_preemption=True,
+        best_effort_preemption=False,
         record_admission=False,
         history_capacity=4096,
     ):

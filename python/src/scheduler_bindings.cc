@@ -276,7 +276,7 @@ void BindScheduler(pyb::module_& m) {
            pyb::arg("best_effort_inflight") = 2,
            pyb::arg("best_effort_inflight_while_guaranteed") = 1, pyb::arg("best_effort_sms") = -1,
            pyb::arg("best_effort_slice_flops") = int64_t{1} << 37,
-           pyb::arg("best_effort_preemption") = true, pyb::arg("record_admission") = false,
+           pyb::arg("best_effort_preemption") = false, pyb::arg("record_admission") = false,
            pyb::arg("history_capacity") = 4096)
       .def_property_readonly("device", &Scheduler::device)
       .def_property_readonly("memory_capacity", &Scheduler::memory_capacity)

@@ -35,7 +35,7 @@ STATS_KEYS = set(
 TENANT_KEYS = set(
     "qos memory_request memory_limit memory_admitted memory_used memory_peak pending active "
     "admitted rejected cancelled completed failed inflight inflight_limit max_inflight_seen "
-    "launches paced_waits stream_priority sms queue_us run_us total_us".split()
+    "launches paced_waits preemptions stream_priority sms queue_us run_us total_us".split()
 )
 LATENCY_KEYS = {"count", "p50", "p90", "p99", "max", "mean"}
 LEGAL = {
