@@ -230,7 +230,7 @@ struct SchedulerOptions {
   /// their partial sums, and resume when no guaranteed task is left (the others are split, as
   /// above). Such a matmul is host-synchronous. Off by default: on an H200 the co-location
   /// benchmark kept only 7-10% of the best-effort throughput with it, and hung with a request
-  /// every 500 us (README, issue 4); the kernels themselves resume bit-exactly (tested).
+  /// every 500 us (README, issue 4); the kernels themselves stop and resume correctly (tested).
   bool best_effort_preemption = false;
   size_t history_capacity = 4096;  // transitions kept for history()
   size_t latency_window = 4096;    // tasks per tenant kept for percentiles

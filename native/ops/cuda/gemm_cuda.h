@@ -43,7 +43,8 @@ absl::Status GemmSm90(hal::Stream& s, const GemmLaunch& g);
 /// is nonzero the kernel's CTAs stop within a few k-blocks and save their state; this call then
 /// waits with `await_resume` (which returns once the word is zero) and launches again to
 /// resume, until the product is done; it also waits before the first launch. Host-synchronous.
-/// Returns the number of preemptions; the result's bits are those of an uninterrupted run.
+/// Returns the number of preemptions; the result differs from an uninterrupted run's by float32
+/// rounding of the partial sums only.
 /// NotImplementedError where these kernels cannot serve `g`.
 absl::StatusOr<int> GemmSm90Preemptible(hal::Stream& s, const GemmLaunch& g,
                                         const std::atomic<uint32_t>* preempt,

@@ -46,6 +46,25 @@ __device__ __forceinline__ uint32_t SmemAddr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
+// Volatile shared-memory accesses in the shared state space (a generic volatile access would be
+// a system-scope strong load or store, far slower).
+__device__ __forceinline__ int32_t LdVolatileShared(const int32_t* p) {
+  int32_t v;
+  asm volatile("ld.volatile.shared.b32 %0, [%1];" : "=r"(v) : "r"(SmemAddr(p)) : "memory");
+  return v;
+}
+__device__ __forceinline__ int64_t LdVolatileShared(const int64_t* p) {
+  int64_t v;
+  asm volatile("ld.volatile.shared.b64 %0, [%1];" : "=l"(v) : "r"(SmemAddr(p)) : "memory");
+  return v;
+}
+__device__ __forceinline__ void StVolatileShared(int32_t* p, int32_t v) {
+  asm volatile("st.volatile.shared.b32 [%0], %1;" ::"r"(SmemAddr(p)), "r"(v) : "memory");
+}
+__device__ __forceinline__ void StVolatileShared(int64_t* p, int64_t v) {
+  asm volatile("st.volatile.shared.b64 [%0], %1;" ::"r"(SmemAddr(p)), "l"(v) : "memory");
+}
+
 __device__ __forceinline__ void MbarInit(uint64_t* bar, int count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(SmemAddr(bar)), "r"(count));
 }

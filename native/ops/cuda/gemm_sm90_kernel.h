@@ -34,9 +34,11 @@
 //     further k-block and instead completes the next stage's `full` barrier with no bytes (a
 //     poison stage), recording where it stopped. Consumers drain the stages already loaded, meet
 //     the poison, write their accumulators and the CTA's place (unit, k-block) to
-//     p.preempt_state and set *p.preempted; a launch with p.resume = 1 reloads them and goes on
-//     from that k-block. So the SMs are free within a few k-blocks (each about 0.6 us on an
-//     H100) plus one 128 KiB store per CTA, and nothing is recomputed.
+//     p.preempt_state and set *p.preempted; a launch with p.resume = 1 goes on from that
+//     k-block and adds the saved sums after its main loop (as split-K adds partials). So the SMs
+//     are free within a few k-blocks (each about 0.6 us on an H100) plus one 128 KiB store per
+//     CTA, nothing is recomputed, and a preempted product differs from an uninterrupted one by
+//     float32 rounding only.
 //   * Epilogue: plain 16-bit results are staged in shared memory and leave through asynchronous
 //     TMA stores (EpilogueTma), so the consumers start the next tile at once; the rest go
 //     straight from the accumulator registers, through the shared GEMM epilogue (alpha,
@@ -93,16 +95,16 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
   uint8_t* staging = smem + kStages * Cfg::kStageBytes;
   uint64_t* full = reinterpret_cast<uint64_t*>(staging + kEpilogueBytes);
   uint64_t* empty = full + kStages;
-  int* last_arrival = reinterpret_cast<int*>(empty + kStages);  // per consumer (split-K)
-  volatile PreemptSmem* ps = reinterpret_cast<volatile PreemptSmem*>(last_arrival + 4);
+  int* last_arrival = reinterpret_cast<int*>(empty + kStages);         // per consumer (split-K)
+  PreemptSmem* ps = reinterpret_cast<PreemptSmem*>(last_arrival + 4);  // volatile accesses
   static_assert(!kPreempt || kCluster == 1, "preemptible kernels run without clusters");
 
   if (threadIdx.x == 0) {
     if constexpr (kPreempt) {
-      ps->stop_t = -1;
-      ps->stop_kb = -1;
-      ps->stop_req = 0;
-      ps->done = 0;
+      StVolatileShared(&ps->stop_t, int64_t{-1});
+      StVolatileShared(&ps->stop_kb, -1);
+      StVolatileShared(&ps->stop_req, 0);
+      StVolatileShared(&ps->done, 0);
     }
     for (int s = 0; s < kStages; ++s) {
       MbarInit(&full[s], 1);
@@ -153,9 +155,9 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
       // The poller: one thread reading the host word (a PCIe round trip per read, so not the
       // producer's own loop) until it is set or the producer runs out of work.
       if (threadIdx.x == 32) {
-        while (!ps->done) {
+        while (!LdVolatileShared(&ps->done)) {
           if (*p.preempt != 0) {
-            ps->stop_req = 1;
+            StVolatileShared(&ps->stop_req, 1);
             break;
           }
           __nanosleep(1000);  // each read is a PCIe round trip: about one per us
@@ -174,11 +176,11 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
       for (int kb = kb_first; kb < unit.kb_end; ++kb) {
         MbarWait(&empty[stage], phase ^ 1);
         if constexpr (kPreempt) {
-          if (ps->stop_req) {
+          if (LdVolatileShared(&ps->stop_req)) {
             // Consumers meet this stage after the loaded ones: it carries no bytes, only the
             // place to stop at (published by the arrive's release).
-            ps->stop_t = t;
-            ps->stop_kb = kb;
+            StVolatileShared(&ps->stop_t, t);
+            StVolatileShared(&ps->stop_kb, kb);
             MbarArrive(&full[stage]);
             stopped = true;
             break;
@@ -225,7 +227,7 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
       }
     }
     if constexpr (kPreempt) {
-      if (threadIdx.x == 0) ps->done = 1;
+      if (threadIdx.x == 0) StVolatileShared(&ps->done, 1);
     }
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
@@ -259,20 +261,16 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
       // A resumed unit starts from its saved k-block and accumulators.
       const bool resumed = kPreempt && t == first && kb_resume >= 0;
       const int kb_first = resumed ? kb_resume : unit.kb_begin;
+      // The saved sums are added after the main loop, not loaded into the accumulators before it:
+      // registers a wgmma accumulates into that other instructions define make ptxas serialize
+      // every wgmma of the kernel (C7515).
       const bool reload = resumed && acc_saved;
-      if constexpr (kPreempt) {
-        if (reload && active) {
-          const float* saved = PreemptAcc<BN>(p, consumer);
-#pragma unroll
-          for (int i = 0; i < BN / 2; ++i) acc[i] = saved[i * 128 + threadIdx.x % 128];
-        }
-      }
       int prev = -1;
       int kb = kb_first;
       for (; kb < unit.kb_end; ++kb) {
         MbarWait(&full[stage], phase);
         if constexpr (kPreempt) {
-          if (ps->stop_kb == kb && ps->stop_t == t) {
+          if (LdVolatileShared(&ps->stop_kb) == kb && LdVolatileShared(&ps->stop_t) == t) {
             stopped = true;
             break;
           }
@@ -285,7 +283,7 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
 #pragma unroll
           for (int kk = 0; kk < 4; ++kk) {
             Mma<In, BN, TA, TB>(acc, Desc(a + kk * kStepA, kBox), Desc(b + kk * kStepB, kBox),
-                                (kb != kb_first) | reload | (kk != 0));
+                                (kb != kb_first) | (kk != 0));
           }
           asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
           asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
@@ -302,11 +300,19 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
       FenceAcc(acc);
       release(prev);
       if constexpr (kPreempt) {
+        // The sums of the k-blocks before the resume point, then those of this launch: a
+        // preempted product differs from an uninterrupted one by float32 rounding only.
+        const bool ran = kb != kb_first;  // else acc holds nothing of this launch
+        if (reload && ran && active) {
+          const float* saved = PreemptAcc<BN>(p, consumer);
+#pragma unroll
+          for (int i = 0; i < BN / 2; ++i) acc[i] += saved[i * 128 + threadIdx.x % 128];
+        }
         if (stopped) {
-          // Save what this unit has summed so far (nothing when it stopped before its first
-          // k-block), and where to go on from.
-          const bool has_acc = kb != kb_first || reload;
-          if (has_acc && active) {
+          // Save what this unit has summed so far (a saved partial stays as it is when nothing
+          // ran), and where to go on from.
+          const bool has_acc = ran || reload;
+          if (ran && active) {
             float* saved = PreemptAcc<BN>(p, consumer);
 #pragma unroll
             for (int i = 0; i < BN / 2; ++i) saved[i * 128 + threadIdx.x % 128] = acc[i];
