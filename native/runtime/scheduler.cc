@@ -64,11 +64,17 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(SchedulerOptions op
     capacity = p.total_memory;
   }
   PGK_ASSIGN_OR_RETURN(hal::Backend * backend, rt.backend(d.type));
-  // The preempt word lives in pinned host memory, which kernels on the device read directly.
-  PGK_ASSIGN_OR_RETURN(PinnedPool * pinned, rt.pinned_pool(d.type));
-  PGK_ASSIGN_OR_RETURN(void* word, pinned->Allocate(sizeof(std::atomic<uint32_t>)));
-  return std::unique_ptr<Scheduler>(new Scheduler(std::move(options), d, capacity, backend, pinned,
-                                                  new (word) std::atomic<uint32_t>(0)));
+  // With preemption the word lives in pinned host memory, which kernels on the device read
+  // directly; without it, nothing reads it but preempting() (no pinned memory needed).
+  PinnedPool* pinned = nullptr;
+  std::atomic<uint32_t>* word = nullptr;
+  if (options.best_effort_preemption) {
+    PGK_ASSIGN_OR_RETURN(pinned, rt.pinned_pool(d.type));
+    PGK_ASSIGN_OR_RETURN(void* block, pinned->Allocate(sizeof(std::atomic<uint32_t>)));
+    word = new (block) std::atomic<uint32_t>(0);
+  }
+  return std::unique_ptr<Scheduler>(
+      new Scheduler(std::move(options), d, capacity, backend, pinned, word));
 }
 
 Scheduler::Scheduler(SchedulerOptions options, Device device, int64_t capacity,
@@ -79,7 +85,7 @@ Scheduler::Scheduler(SchedulerOptions options, Device device, int64_t capacity,
       backend_(backend),
       admission_(capacity),
       pinned_(pinned),
-      preempt_word_(preempt_word),
+      preempt_word_(preempt_word != nullptr ? preempt_word : &unused_word_),
       watcher_(std::make_unique<EventWatcher>()) {
   admission_.set_recording(options_.record_admission);
   notifier_ = std::thread([this] { NotifierLoop(); });
@@ -101,7 +107,7 @@ Scheduler::~Scheduler() {
   (void)Shutdown();
   // Nothing reads the word any more: Shutdown waited for every task, and preemptible work
   // waits for its kernels on the host.
-  (void)pinned_->Free(preempt_word_);
+  if (pinned_ != nullptr) (void)pinned_->Free(preempt_word_);
 }
 
 bool Scheduler::preempting() const { return preempt_word_->load(std::memory_order_acquire) != 0; }

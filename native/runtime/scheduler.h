@@ -229,7 +229,7 @@ struct SchedulerOptions {
   /// runs, their matmuls on preemptible kernels (sm90, 16-bit) stop within microseconds, saving
   /// their partial sums, and resume when no guaranteed task is left (the others are split, as
   /// above). Such a matmul is host-synchronous. Off by default: on an H200 the co-location
-  /// benchmark kept only 7-10% of the best-effort throughput with it, and hung with a request
+  /// benchmark kept only 3-12% of the best-effort throughput with it, and hung with a request
   /// every 500 us (README, issue 4); the kernels themselves stop and resume correctly (tested).
   bool best_effort_preemption = false;
   size_t history_capacity = 4096;  // transitions kept for history()
@@ -345,7 +345,8 @@ class Scheduler {
   std::atomic<int> guaranteed_running_{0};  // read lock-free by best-effort gates
   // In pinned memory (kernels poll it): 1 while a guaranteed task runs (with preemption on).
   // Written under mu_; waiters are woken when it drops to 0.
-  PinnedPool* pinned_;
+  PinnedPool* pinned_;  // null without preemption: the word is unused_word_ then
+  std::atomic<uint32_t> unused_word_{0};
   std::atomic<uint32_t>* preempt_word_;
   std::mutex preempt_mu_;               // orders clearing the word with AwaitResume's check
   std::condition_variable preempt_cv_;  // the word was cleared

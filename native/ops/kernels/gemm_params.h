@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "core/scalar_types.h"
+
 namespace pygpukit::kernels {
 
 /// Activation applied last in the GEMM epilogue.
@@ -56,18 +58,9 @@ static_assert(sizeof(GemmParams) == 264, "GemmParams layout changed");
 /// Bytes of GemmParams::preempt_state for a grid of `ctas` CTAs with tiles `bn` wide: a 16-byte
 /// record per CTA (the unit it stopped in, its k-block, whether it holds partial sums), then the
 /// accumulators of both consumer warpgroups (bn / 2 floats for each of 256 threads).
-#if defined(__CUDACC__)
-#define PGK_GEMM_HD __host__ __device__
-#else
-#define PGK_GEMM_HD
-#endif
-PGK_GEMM_HD constexpr int64_t PreemptRecordBytes(int64_t ctas) {
-  return (ctas * 16 + 255) / 256 * 256;
-}
-PGK_GEMM_HD constexpr int64_t PreemptStateBytes(int64_t ctas, int bn) {
+PGK_HD constexpr int64_t PreemptRecordBytes(int64_t ctas) { return (ctas * 16 + 255) / 256 * 256; }
+PGK_HD constexpr int64_t PreemptStateBytes(int64_t ctas, int bn) {
   return PreemptRecordBytes(ctas) + ctas * 256 * (bn / 2) * 4;
 }
-
-#undef PGK_GEMM_HD
 
 }  // namespace pygpukit::kernels
