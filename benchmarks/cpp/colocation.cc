@@ -16,6 +16,8 @@
 //   sched_idle    the scheduler with no load: what its tasks cost the loop
 //   sched_nopart  best_effort_sms = 0 and no preemption (matmuls split into row blocks)
 //   sched_hold    the defaults with best_effort_inflight_while_guaranteed = 0
+//   be_preempt    sched_preempt's load with no loop (nothing preempts it), in a profiling
+//                 session: the preemptible path's throughput and its kernels' device time
 //   alone_span    the loop alone with a timing event pair around each iteration's work: its
 //                 device span, from the first launch reaching the device to the last kernel's
 //                 end (host submission gaps included; recording drains the launch queue). If
@@ -33,14 +35,16 @@
 // --interval-us N makes the loop a service: one iteration (a request) starts every N us, or at
 // once when the previous one ran late, and in the scheduler modes each request is a guaranteed
 // task of its own (closed loop, the default: the whole loop is one task). Latency is counted
-// from the iteration's start.
+// from the iteration's start. Between requests the loop's thread spins (--wait spin, the
+// default) or sleeps (--wait sleep): a sleeping thread wakes on a core at a lower clock with
+// cold caches, which on its own made the alone loop's p99 vary from 210 to 545 us on an H200.
 //
 // GPU results are committed as benchmarks/results/<gpu>-sm<XY>-scheduler-colocation-cpp.json,
 // which the suite's scheduler area reads (rows "cpp <mode>").
 //
 //   colocation [--g-size 1024] [--be-size 8192] [--batch 2] [--outstanding 2] [--duration 3]
 //              [--modes ...]
-//              [--kernel-iters 2000] [--interval-us 0] [--out FILE.json]
+//              [--kernel-iters 2000] [--interval-us 0] [--wait spin|sleep] [--out FILE.json]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -55,6 +59,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -74,7 +79,8 @@ using Clock = std::chrono::steady_clock;
 
 constexpr const char* kModes[] = {"alone",         "be_alone",      "plain_prio",   "sched",
                                   "sched_preempt", "sched_idle",    "sched_nopart", "sched_hold",
-                                  "alone_span",    "alone_kernels", "alone_rest",   "alone_end"};
+                                  "alone_span",    "alone_kernels", "alone_rest",   "alone_end",
+                                  "be_preempt"};
 
 struct Args {
   int64_t g_size = 1024, be_size = 8192;
@@ -83,6 +89,7 @@ struct Args {
   int64_t kernel_iters = 2000;  // alone_kernels: few enough for the trace rings to keep them all
   double duration = 3.0;
   double interval_us = 0;  // 0: closed loop
+  bool spin = true;        // --wait spin|sleep between requests
   std::vector<std::string> modes{std::begin(kModes), std::end(kModes)};
   std::string out;
 };
@@ -103,6 +110,10 @@ Args ParseArgs(int argc, char** argv) {
       a.kernel_iters = std::atoll(argv[++i]);
     } else if (std::strcmp(argv[i], "--interval-us") == 0 && more) {
       a.interval_us = std::atof(argv[++i]);
+    } else if (std::strcmp(argv[i], "--wait") == 0 && more) {
+      const std::string w = argv[++i];
+      if (w != "spin" && w != "sleep") Check(ValueError("--wait takes spin or sleep"), "usage");
+      a.spin = w == "spin";
     } else if (std::strcmp(argv[i], "--duration") == 0 && more) {
       a.duration = std::atof(argv[++i]);
     } else if (std::strcmp(argv[i], "--modes") == 0 && more) {
@@ -203,6 +214,7 @@ class SpanTimer {
 // device span (SpanTimer) too; with `sched`, each iteration is a task of tenant "online".
 struct LoopOptions {
   double seconds = 0, interval_us = 0;
+  bool spin = true;
   std::vector<int64_t>* spans = nullptr;
   int64_t max_iters = INT64_MAX;
   Scheduler* sched = nullptr;
@@ -230,7 +242,12 @@ std::vector<int64_t> GLoop(const Workload& w, const LoopOptions& o) {
   while (Clock::now() < end && static_cast<int64_t>(lat.size()) < o.max_iters) {
     if (o.interval_us > 0) {
       next = std::max(next + interval, Clock::now());  // late: at once, no catch-up burst
-      std::this_thread::sleep_until(next);
+      if (o.spin) {
+        while (Clock::now() < next) {
+        }
+      } else {
+        std::this_thread::sleep_until(next);
+      }
     }
     const auto t0 = Clock::now();
     step();
@@ -286,6 +303,25 @@ Summary Measure(const std::string& mode, const Workload& w, double seconds, BeLo
   return s;
 }
 
+// Stops `session` and prints its kernels' calls and device times (and the host time of their
+// launch calls); returns their total device time in ms and the number of timed calls.
+std::pair<double, int64_t> PrintKernels(ProfileSession& session) {
+  const std::vector<TraceRecord> records = OrDie(session.Stop(), "profile");
+  double ms = 0;
+  int64_t timed = 0;
+  for (const KernelStats& k : KernelTable(records)) {
+    if (k.timed > 0 && (k.kind == TraceKind::kKernel || k.kind == TraceKind::kLibrary ||
+                        k.kind == TraceKind::kHostTask)) {
+      ms += k.gpu_total_ms;
+      timed += k.timed;
+      std::printf("  kernel %-40s calls %6ld  p50 %8.2f us  p99 %8.2f us  host %8.2f us/call\n",
+                  k.name.c_str(), static_cast<long>(k.calls), k.gpu_p50_ms * 1e3,
+                  k.gpu_p99_ms * 1e3, k.host_total_ms * 1e3 / double(k.calls));
+    }
+  }
+  return {ms, timed};
+}
+
 // A stream of the device's most (or least) urgent priority, returned to the pool on exit.
 class PooledStream {
  public:
@@ -306,8 +342,9 @@ Summary RunSched(const std::string& mode, const Workload& w, const Args& a) {
   SchedulerOptions opt;
   opt.device = w.dev;
   opt.device_set = true;
-  if (mode == "sched_nopart" || mode == "sched_preempt") opt.best_effort_sms = 0;
-  opt.best_effort_preemption = mode == "sched_preempt";
+  const bool preempt = mode == "sched_preempt" || mode == "be_preempt";
+  if (mode == "sched_nopart" || preempt) opt.best_effort_sms = 0;
+  opt.best_effort_preemption = preempt;
   if (mode == "sched_hold") opt.best_effort_inflight_while_guaranteed = 0;
   std::unique_ptr<Scheduler> s = OrDie(Scheduler::Create(opt), "scheduler");
   TenantOptions online{.name = "online", .qos = QosClass::kGuaranteed};
@@ -328,19 +365,30 @@ Summary RunSched(const std::string& mode, const Workload& w, const Args& a) {
   };
   Summary r;
   {
+    std::optional<ProfileSession> session;
+    if (mode == "be_preempt") session.emplace();
     std::optional<BeLoad> load;
     if (mode != "sched_idle") load.emplace(batch, a.batch);
     r = Measure(mode, w, a.duration, load ? &*load : nullptr, [&] {
+      if (mode == "be_preempt") {
+        std::this_thread::sleep_for(std::chrono::duration<double>(a.duration));
+        return std::vector<int64_t>{};
+      }
       if (a.interval_us > 0) {  // a service: each request a task
-        return GLoop(w, {.seconds = a.duration, .interval_us = a.interval_us, .sched = s.get()});
+        return GLoop(w, {.seconds = a.duration,
+                         .interval_us = a.interval_us,
+                         .spin = a.spin,
+                         .sched = s.get()});
       }
       InlineTask task = OrDie(s->Begin("online"), "guaranteed task");
       std::vector<int64_t> lat = GLoop(w, {.seconds = a.duration});
       Check(task.End(), "guaranteed task end");
       return lat;
     });
+    load.reset();  // no more submissions
+    for (const std::shared_ptr<Task>& t : outstanding) t->Wait();
+    if (session) PrintKernels(*session);
   }
-  for (const std::shared_ptr<Task>& t : outstanding) t->Wait();
   for (const TenantStats& t : s->stats().tenants) {
     if (t.admission.name == "batch") r.preemptions = t.preemptions;
   }
@@ -349,7 +397,7 @@ Summary RunSched(const std::string& mode, const Workload& w, const Args& a) {
 }
 
 Summary RunMode(const std::string& mode, const Workload& w, const Args& a) {
-  const LoopOptions loop{.seconds = a.duration, .interval_us = a.interval_us};
+  const LoopOptions loop{.seconds = a.duration, .interval_us = a.interval_us, .spin = a.spin};
   if (mode == "alone" || mode == "alone_end") {
     return Measure(mode, w, a.duration, nullptr, [&] { return GLoop(w, loop); });
   }
@@ -377,18 +425,7 @@ Summary RunMode(const std::string& mode, const Workload& w, const Args& a) {
       iterations = static_cast<int64_t>(lat.size()) + 20;  // the warm-up is in the session too
       return lat;
     });
-    const std::vector<TraceRecord> records = OrDie(session.Stop(), "profile");
-    double ms = 0;
-    int64_t timed = 0;
-    for (const KernelStats& k : KernelTable(records)) {
-      if (k.timed > 0 && (k.kind == TraceKind::kKernel || k.kind == TraceKind::kLibrary ||
-                          k.kind == TraceKind::kHostTask)) {
-        ms += k.gpu_total_ms;
-        timed += k.timed;
-        std::printf("  kernel %-40s calls %6ld  p50 %8.2f us  p99 %8.2f us\n", k.name.c_str(),
-                    static_cast<long>(k.calls), k.gpu_p50_ms * 1e3, k.gpu_p99_ms * 1e3);
-      }
-    }
+    const auto [ms, timed] = PrintKernels(session);
     if (timed > 0) r.kernel_us = ms * 1e3 / double(iterations);
     return r;
   }
@@ -447,11 +484,12 @@ std::string Json(const Args& a, const hal::DeviceProperties& props,
   std::string j = absl::StrFormat(
       "{\n  \"gpu\": \"%s\",\n  \"sm\": \"%d%d\",\n  \"driver\": %d,\n  \"g_size\": %d,\n"
       "  \"be_size\": %d,\n  \"batch\": %d,\n  \"duration_s\": %g,\n  \"interval_us\": %g,\n"
+      "  \"wait\": \"%s\",\n"
       "  \"guaranteed\": \"%d^3 bf16 matmul + 3 elementwise, synchronized per iteration (C++)\",\n"
       "  \"timing\": \"host steady_clock per iteration (launch to synchronize return); "
       "best-effort matmuls completed while the loop ran\",\n  \"modes\": [",
       JsonEscaped(props.name), props.sm_major, props.sm_minor, props.driver_version, a.g_size,
-      a.be_size, a.batch, a.duration, a.interval_us, a.g_size);
+      a.be_size, a.batch, a.duration, a.interval_us, a.spin ? "spin" : "sleep", a.g_size);
   for (size_t i = 0; i < rows.size(); ++i) {
     const Summary& r = rows[i];
     // Latencies are null where no loop ran (be_alone).

@@ -367,10 +367,10 @@ absl::Status LaunchMatmul(const MatmulProblem& problem, Device device, KeepAlive
   LaunchGate* gate = LaunchGateScope::Current();
   // A task whose work yields to more urgent work runs its matmul on preemptible kernels where
   // they serve it: they leave the SMs within microseconds when asked, so no splitting is needed.
-  const std::atomic<uint32_t>* preempt = gate != nullptr ? gate->preempt_word() : nullptr;
-  if (preempt != nullptr && device.is_cuda()) {
+  const PreemptSignal* signal = gate != nullptr ? gate->preempt_signal() : nullptr;
+  if (signal != nullptr && device.is_cuda()) {
     absl::StatusOr<int> preempted = cuda_kernels::MatmulPreemptible(
-        *s, problem, device, preempt, [gate] { gate->AwaitResume(); });
+        *s, problem, device, *signal, [gate] { gate->AwaitResume(); });
     if (preempted.ok()) {
       gate->Preempted(*preempted);
       return absl::OkStatus();

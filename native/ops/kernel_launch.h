@@ -23,6 +23,10 @@
 #include "ops/kernels/reduce_ops.h"
 #include "ops/ops.h"
 
+namespace pygpukit {
+struct PreemptSignal;  // runtime/dispatcher.h
+}  // namespace pygpukit
+
 namespace pygpukit::ops {
 
 /// Epilogue of a MatmulProblem: out = act(alpha * acc + beta * addend + bias), in `out` dtype.
@@ -311,12 +315,12 @@ absl::Status ScanJit(hal::Stream& s, const ReduceLaunch& l, DType in, DType out,
 /// runs the product and the epilogue separately).
 absl::Status Matmul(hal::Stream& s, const MatmulProblem& p, Device device);
 /// Matmul on the preemptible sm90 kernels (cuda_kernels::GemmSm90Preemptible): host-synchronous,
-/// stops while `*preempt` is nonzero and resumes after `await_resume` returns; returns the
+/// stops while `signal` is set and resumes after `await_resume` returns; returns the
 /// preemptions.
 /// NotImplementedError where they cannot serve `p` (other dtypes or families, a partitioned
 /// stream, another architecture): the caller then takes the plain path.
 absl::StatusOr<int> MatmulPreemptible(hal::Stream& s, const MatmulProblem& p, Device device,
-                                      const std::atomic<uint32_t>* preempt,
+                                      const PreemptSignal& signal,
                                       const std::function<void()>& await_resume);
 /// cuBLASLt-backed plain matmul; dtypes float16/bfloat16/float32/float64/complex64/complex128,
 /// output in the input dtype or float32 for 16-bit inputs.

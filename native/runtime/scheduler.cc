@@ -13,7 +13,7 @@
 #include "core/status.h"
 #include "runtime/blocking.h"
 #include "runtime/event_watcher.h"
-#include "runtime/pinned_pool.h"
+#include "runtime/memory_pool.h"
 #include "runtime/scheduler_internal.h"
 
 namespace pygpukit {
@@ -64,28 +64,44 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(SchedulerOptions op
     capacity = p.total_memory;
   }
   PGK_ASSIGN_OR_RETURN(hal::Backend * backend, rt.backend(d.type));
-  // With preemption the word lives in pinned host memory, which kernels on the device read
-  // directly; without it, nothing reads it but preempting() (no pinned memory needed).
-  PinnedPool* pinned = nullptr;
-  std::atomic<uint32_t>* word = nullptr;
+  // With preemption, the signal's device copy: a word of device memory and the stream that
+  // writes it (pooled, so it outlives the word's stream-ordered free).
+  hal::Stream* signal_stream = nullptr;
+  std::shared_ptr<Buffer> device_word;
   if (options.best_effort_preemption) {
-    PGK_ASSIGN_OR_RETURN(pinned, rt.pinned_pool(d.type));
-    PGK_ASSIGN_OR_RETURN(void* block, pinned->Allocate(sizeof(std::atomic<uint32_t>)));
-    word = new (block) std::atomic<uint32_t>(0);
+    PGK_ASSIGN_OR_RETURN(signal_stream, rt.AcquireStream(d, backend->StreamPriorityRange().second));
+    absl::Status st = [&]() -> absl::Status {
+      PGK_ASSIGN_OR_RETURN(MemoryPool * pool, rt.pool(d));
+      QuotaScope uncharged(nullptr);  // runtime state, like a workspace
+      PGK_ASSIGN_OR_RETURN(device_word, pool->Allocate(sizeof(uint32_t), *signal_stream));
+      PGK_RETURN_IF_ERROR(
+          backend->WriteWordAsync(static_cast<uint32_t*>(device_word->data()), 0, *signal_stream));
+      return backend->Synchronize(*signal_stream);
+    }();
+    if (!st.ok()) {
+      device_word.reset();
+      rt.ReleaseStream(signal_stream);
+      return absl::Status(st.code(),
+                          absl::StrCat("scheduler: best_effort_preemption: ", st.message()));
+    }
   }
-  return std::unique_ptr<Scheduler>(
-      new Scheduler(std::move(options), d, capacity, backend, pinned, word));
+  return std::unique_ptr<Scheduler>(new Scheduler(std::move(options), d, capacity, backend,
+                                                  signal_stream, std::move(device_word)));
 }
 
 Scheduler::Scheduler(SchedulerOptions options, Device device, int64_t capacity,
-                     hal::Backend* backend, PinnedPool* pinned, std::atomic<uint32_t>* preempt_word)
+                     hal::Backend* backend, hal::Stream* signal_stream,
+                     std::shared_ptr<Buffer> device_word)
     : options_(std::move(options)),
       device_(device),
       capacity_(capacity),
       backend_(backend),
       admission_(capacity),
-      pinned_(pinned),
-      preempt_word_(preempt_word != nullptr ? preempt_word : &unused_word_),
+      signal_stream_(signal_stream),
+      device_word_(std::move(device_word)),
+      signal_{&preempt_word_, device_word_ != nullptr
+                                  ? static_cast<const uint32_t*>(device_word_->data())
+                                  : nullptr},
       watcher_(std::make_unique<EventWatcher>()) {
   admission_.set_recording(options_.record_admission);
   notifier_ = std::thread([this] { NotifierLoop(); });
@@ -105,12 +121,15 @@ Scheduler::~Scheduler() {
     std::abort();
   }
   (void)Shutdown();
-  // Nothing reads the word any more: Shutdown waited for every task, and preemptible work
-  // waits for its kernels on the host.
-  if (pinned_ != nullptr) (void)pinned_->Free(preempt_word_);
+  // Nothing reads the device word any more: Shutdown waited for every task, and preemptible
+  // work waits for its kernels on the host.
+  if (signal_stream_ != nullptr) {
+    device_word_.reset();
+    Runtime::Get().ReleaseStream(signal_stream_);
+  }
 }
 
-bool Scheduler::preempting() const { return preempt_word_->load(std::memory_order_acquire) != 0; }
+bool Scheduler::preempting() const { return preempt_word_.load(std::memory_order_acquire) != 0; }
 
 bool Scheduler::OnOwnThread() const {
   const std::thread::id me = std::this_thread::get_id();

@@ -33,13 +33,14 @@
 #include "core/device.h"
 #include "core/hal/backend.h"
 #include "runtime/admission.h"
+#include "runtime/dispatcher.h"
 #include "runtime/task_state.h"
 
 namespace pygpukit {
 
+class Buffer;
 class EventWatcher;
 class MemoryQuota;
-class PinnedPool;
 class Scheduler;
 
 /// A tenant (partition of the device).
@@ -299,7 +300,7 @@ class Scheduler {
  private:
   friend class InlineTask;
   Scheduler(SchedulerOptions options, Device device, int64_t capacity, hal::Backend* backend,
-            PinnedPool* pinned, std::atomic<uint32_t>* preempt_word);
+            hal::Stream* signal_stream, std::shared_ptr<Buffer> device_word);
 
   absl::StatusOr<std::shared_ptr<Task>> SubmitImpl(const std::string& tenant, TaskFn fn,
                                                    TaskOptions options, bool is_inline);
@@ -317,6 +318,8 @@ class Scheduler {
   void FinishBody(const std::shared_ptr<Task>& task, absl::Status body);
   // The task's GPU work is done (watcher thread).
   void OnWorkDone(const std::shared_ptr<Task>& task, absl::Status body, absl::Status gpu);
+  // Queues a write of the preemption signal's device copy (lock held, preemption on).
+  void SignalDeviceLocked(uint32_t value);
   void Notify(std::function<void()> fn);  // lock held; run on the notifier thread
   void NotifierLoop();
   void TimerLoop();  // expires deadlines, even while every worker is busy
@@ -343,13 +346,18 @@ class Scheduler {
   std::deque<std::shared_ptr<Task>> ready_;         // admitted worker tasks, admission order
   int running_ = 0;
   std::atomic<int> guaranteed_running_{0};  // read lock-free by best-effort gates
-  // In pinned memory (kernels poll it): 1 while a guaranteed task runs (with preemption on).
-  // Written under mu_; waiters are woken when it drops to 0.
-  PinnedPool* pinned_;  // null without preemption: the word is unused_word_ then
-  std::atomic<uint32_t> unused_word_{0};
-  std::atomic<uint32_t>* preempt_word_;
-  std::mutex preempt_mu_;               // orders clearing the word with AwaitResume's check
-  std::condition_variable preempt_cv_;  // the word was cleared
+  // With preemption, 1 while a guaranteed task runs: the host's copy (preempt_word_, which
+  // best-effort gates read) and the device's (device_word_, which preemptible kernels poll,
+  // written on signal_stream_, a stream of its own so that no other work delays a write). Set
+  // and cleared when the guaranteed running count leaves and returns to 0 (under mu_, so the
+  // device writes keep that order); the host's copy is cleared once the device's clear has
+  // landed, so that a relaunched kernel never reads a stale 1 (PreemptSignal).
+  std::atomic<uint32_t> preempt_word_{0};
+  hal::Stream* signal_stream_;           // null without preemption
+  std::shared_ptr<Buffer> device_word_;  // null without preemption
+  PreemptSignal signal_;
+  std::mutex preempt_mu_;               // the host copy's writes and AwaitResume's check
+  std::condition_variable preempt_cv_;  // the host copy was cleared
   std::deque<TransitionRecord> history_;
   std::vector<Decision> decisions_;
   std::vector<std::function<void(const TransitionRecord&)>> listeners_;

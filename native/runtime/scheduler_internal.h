@@ -51,7 +51,7 @@ class Scheduler::Gate final : public LaunchGate {
   absl::Status BeforeLaunch(hal::Stream& stream) override;
   void AfterLaunch(hal::Stream& stream, const absl::Status& launched) override;
   int64_t max_launch_flops() const override;
-  const std::atomic<uint32_t>* preempt_word() const override;
+  const PreemptSignal* preempt_signal() const override;
   void Preempted(int times) override;
   void AwaitResume() override;
 

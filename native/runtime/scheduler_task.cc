@@ -144,10 +144,10 @@ int64_t Scheduler::Gate::max_launch_flops() const {
              : 0;
 }
 
-const std::atomic<uint32_t>* Scheduler::Gate::preempt_word() const {
+const PreemptSignal* Scheduler::Gate::preempt_signal() const {
   return tenant_->options.qos == QosClass::kBestEffort && tenant_->sms == 0 &&
                  scheduler_->options_.best_effort_preemption
-             ? scheduler_->preempt_word_
+             ? &scheduler_->signal_
              : nullptr;
 }
 
@@ -155,7 +155,7 @@ void Scheduler::Gate::AwaitResume() {
   Scheduler& s = *scheduler_;
   BlockingRegion unlocked;
   std::unique_lock<std::mutex> l(s.preempt_mu_);
-  s.preempt_cv_.wait(l, [&] { return s.preempt_word_->load(std::memory_order_acquire) == 0; });
+  s.preempt_cv_.wait(l, [&] { return s.preempt_word_.load(std::memory_order_acquire) == 0; });
 }
 
 void Scheduler::Gate::Preempted(int times) {
@@ -195,9 +195,20 @@ absl::StatusOr<std::shared_ptr<Scheduler::TenantRt>> Scheduler::StartLocked(Task
   if (t->options.qos == QosClass::kGuaranteed &&
       guaranteed_running_.fetch_add(1, std::memory_order_acq_rel) == 0 &&
       options_.best_effort_preemption) {
-    preempt_word_->store(1, std::memory_order_release);  // best-effort kernels: yield
+    {
+      std::lock_guard<std::mutex> pl(preempt_mu_);
+      preempt_word_.store(1, std::memory_order_release);  // no best-effort (re)launches
+    }
+    SignalDeviceLocked(1);  // running best-effort kernels: yield
   }
   return t;
+}
+
+void Scheduler::SignalDeviceLocked(uint32_t value) {
+  // A failed write leaves the device's copy behind; the driver's errors that could cause one
+  // are sticky, so the preemptible kernels' next launch reports it to their task.
+  (void)backend_->WriteWordAsync(static_cast<uint32_t*>(device_word_->data()), value,
+                                 *signal_stream_);
 }
 
 void Scheduler::WorkerLoop() {
@@ -244,6 +255,7 @@ void Scheduler::FinishBody(const std::shared_ptr<Task>& task, absl::Status body)
 
 void Scheduler::OnWorkDone(const std::shared_ptr<Task>& task, absl::Status body, absl::Status gpu) {
   std::vector<std::shared_ptr<TenantRt>> best_effort;
+  bool cleared = false;
   {
     std::lock_guard<std::mutex> l(mu_);
     TenantRt& t = *tenants_.at(task->tenant());
@@ -264,11 +276,10 @@ void Scheduler::OnWorkDone(const std::shared_ptr<Task>& task, absl::Status body,
     --t.running;
     if (t.options.qos == QosClass::kGuaranteed &&
         guaranteed_running_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      {
-        std::lock_guard<std::mutex> pl(preempt_mu_);
-        preempt_word_->store(0, std::memory_order_release);
+      if (options_.best_effort_preemption) {
+        SignalDeviceLocked(0);
+        cleared = true;
       }
-      preempt_cv_.notify_all();  // preempted best-effort work resumes
       for (auto& [name, other] : tenants_) {
         if (other->options.qos == QosClass::kBestEffort) best_effort.push_back(other);
       }
@@ -283,6 +294,18 @@ void Scheduler::OnWorkDone(const std::shared_ptr<Task>& task, absl::Status body,
     if (d.ok()) ApplyLocked(*d);
     state_cv_.notify_all();
     work_cv_.notify_all();
+  }
+  if (cleared) {
+    // The host's copy follows once the device's clear has landed (unless guaranteed work
+    // started again meanwhile), then preempted best-effort work resumes.
+    (void)backend_->Synchronize(*signal_stream_);
+    {
+      std::lock_guard<std::mutex> pl(preempt_mu_);
+      if (guaranteed_running_.load(std::memory_order_acquire) == 0) {
+        preempt_word_.store(0, std::memory_order_release);
+      }
+    }
+    preempt_cv_.notify_all();
   }
   for (auto& t : best_effort) t->cv.notify_all();  // guaranteed work ended: pace less
 }

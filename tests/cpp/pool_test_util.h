@@ -128,6 +128,9 @@ class QuotaBackend final : public hal::Backend {
   absl::Status MemsetAsync(void* dst, uint8_t v, size_t n, hal::Stream& s) override {
     return cpu_.MemsetAsync(dst, v, n, s);
   }
+  absl::Status WriteWordAsync(uint32_t* dst, uint32_t v, hal::Stream& s) override {
+    return cpu_.WriteWordAsync(dst, v, s);
+  }
 
   absl::Status Enqueue(hal::Stream& s, std::function<void()> task) {
     return cpu_.Enqueue(s, std::move(task));

@@ -1,7 +1,8 @@
-// Preemption of best-effort work by guaranteed work: the scheduler's preempt word (set while a
-// guaranteed task runs, only for best-effort tenants without a partition, only with the option
-// on) on every backend; on an sm90 GPU, a best-effort matmul preempted many times matches an
-// uninterrupted run up to float32 rounding of its partial sums, and a float64 reference.
+// Preemption of best-effort work by guaranteed work: the scheduler's preemption signal (set while
+// a guaranteed task runs, only for best-effort tenants without a partition, only with the option
+// on; its device copy set after and cleared before its host copy) on every backend; on an sm90
+// GPU, a best-effort matmul preempted many times matches an uninterrupted run up to float32
+// rounding of its partial sums, and a float64 reference.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -43,19 +44,36 @@ std::unique_ptr<Scheduler> MakeWithTenants(bool preemption) {
   return std::move(*s);
 }
 
-// Whether a task of `tenant` sees a preempt word in its launch gate.
-bool GateHasWord(Scheduler& s, const std::string& tenant) {
-  std::atomic<int> seen{-1};
+// The preemption signal a task of `tenant` sees in its launch gate (null: none).
+const PreemptSignal* GateSignal(Scheduler& s, const std::string& tenant) {
+  std::atomic<const PreemptSignal*> seen{nullptr};
   auto task = s.Submit(tenant, [&] {
     LaunchGate* g = LaunchGateScope::Current();
-    seen = g != nullptr && g->preempt_word() != nullptr ? 1 : 0;
+    seen = g != nullptr ? g->preempt_signal() : nullptr;
     return absl::OkStatus();
   });
   EXPECT_TRUE(task.ok()) << task.status();
-  if (!task.ok()) return false;
+  if (!task.ok()) return nullptr;
   EXPECT_TRUE((*task)->Wait(kLongWaitNs));
   EXPECT_EQ((*task)->state(), TaskState::kCompleted) << (*task)->status();
-  return seen.load() == 1;
+  return seen.load();
+}
+
+bool GateHasWord(Scheduler& s, const std::string& tenant) {
+  return GateSignal(s, tenant) != nullptr;
+}
+
+// The signal's device copy, read back through the device's default stream.
+uint32_t DeviceCopy(const PreemptSignal& signal) {
+  uint32_t v = 7;
+  Runtime& rt = Runtime::Get();
+  auto b = rt.backend(TestDevice().type);
+  auto st = rt.default_stream(TestDevice());
+  EXPECT_TRUE(b.ok() && st.ok());
+  EXPECT_TRUE(
+      (*b)->CopyAsync(&v, signal.device, sizeof(v), hal::CopyKind::kDeviceToHost, **st).ok());
+  EXPECT_TRUE((*b)->Synchronize(**st).ok());
+  return v;
 }
 
 TEST(SchedulerPreempt, WordIsSetWhileGuaranteedWorkRunsForUnpartitionedBestEffortOnly) {
@@ -64,13 +82,21 @@ TEST(SchedulerPreempt, WordIsSetWhileGuaranteedWorkRunsForUnpartitionedBestEffor
     std::unique_ptr<Scheduler> s = MakeWithTenants(preemption);
     ASSERT_NE(s, nullptr);
     EXPECT_FALSE(s->preempting());
-    EXPECT_EQ(GateHasWord(*s, "batch"), preemption);
+    const PreemptSignal* signal = GateSignal(*s, "batch");
+    EXPECT_EQ(signal != nullptr, preemption);
+    if (signal != nullptr) {
+      EXPECT_EQ(signal->host->load(), 0u);
+      ASSERT_NE(signal->device, nullptr);
+      EXPECT_EQ(DeviceCopy(*signal), 0u);
+    }
     EXPECT_FALSE(GateHasWord(*s, "online"));
     EXPECT_FALSE(GateHasWord(*s, "burst"));
     {
       auto a = s->Begin("online");
       ASSERT_TRUE(a.ok()) << a.status();
       EXPECT_EQ(s->preempting(), preemption);
+      // The device's copy follows (written through its own stream).
+      if (signal != nullptr) EXPECT_TRUE(WaitUntil([&] { return DeviceCopy(*signal) == 1; }));
       // A second guaranteed task (a worker's, held running) keeps the word set past the first.
       Flag release;
       auto b = s->Submit("online", [&] {
@@ -86,8 +112,10 @@ TEST(SchedulerPreempt, WordIsSetWhileGuaranteedWorkRunsForUnpartitionedBestEffor
       release.Set();
       ASSERT_TRUE((*b)->Wait(kLongWaitNs));
     }
-    // Cleared once the last guaranteed task's work is done (observed by the watcher thread).
+    // Cleared once the last guaranteed task's work is done (observed by the watcher thread),
+    // the device's copy first.
     EXPECT_TRUE(WaitUntil([&] { return !s->preempting(); }));
+    if (signal != nullptr) EXPECT_EQ(DeviceCopy(*signal), 0u);
     auto failed = s->Begin("online");
     ASSERT_TRUE(failed.ok()) << failed.status();
     EXPECT_EQ(s->preempting(), preemption);
@@ -190,6 +218,9 @@ TEST(SchedulerPreempt, PreemptedBestEffortMatmulMatchesAnUninterruptedRun) {
     EXPECT_EQ(far, 0) << "elements off by more than float32 rounding (" << differ
                       << " differ at all, of " << x->size() << ")";
     EXPECT_LT(differ, int64_t(x->size()) / 20);
+    // A product recomputed from scratch after each stop would match bit for bit: resumed sums
+    // associate differently wherever a stop fell inside a tile's k-loop.
+    EXPECT_GT(differ, 0) << "the preempted product was recomputed, not resumed";
     // And the product is right: a float64 reference on sampled elements.
     auto af = ToVector<float>(*ops::AsType(a, DType::Float32));
     auto bf = ToVector<float>(*ops::AsType(b, DType::Float32));

@@ -363,6 +363,9 @@ class NoEvents final : public hal::Backend {
   absl::Status MemsetAsync(void* d, uint8_t v, size_t n, hal::Stream& s) override {
     return b_.MemsetAsync(d, v, n, s);
   }
+  absl::Status WriteWordAsync(uint32_t* d, uint32_t v, hal::Stream& s) override {
+    return b_.WriteWordAsync(d, v, s);
+  }
 
  private:
   hal::Backend& b_;

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -289,6 +290,13 @@ absl::Status CpuBackend::CopyAsync(void* dst, const void* src, size_t bytes, hal
 absl::Status CpuBackend::MemsetAsync(void* dst, uint8_t value, size_t bytes, hal::Stream& stream) {
   if (bytes == 0) return absl::OkStatus();
   return Enqueue(stream, [dst, value, bytes] { std::memset(dst, value, bytes); });
+}
+
+absl::Status CpuBackend::WriteWordAsync(uint32_t* dst, uint32_t value, hal::Stream& stream) {
+  // Kernels of other queues read the word while it changes: an atomic store, not a plain one.
+  return Enqueue(stream, [dst, value] {
+    std::atomic_ref<uint32_t>(*dst).store(value, std::memory_order_release);
+  });
 }
 
 }  // namespace pygpukit::cpu

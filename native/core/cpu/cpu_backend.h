@@ -42,6 +42,7 @@ class CpuBackend final : public hal::Backend {
   absl::Status CopyAsync(void* dst, const void* src, size_t bytes, hal::CopyKind kind,
                          hal::Stream& stream) override;
   absl::Status MemsetAsync(void* dst, uint8_t value, size_t bytes, hal::Stream& stream) override;
+  absl::Status WriteWordAsync(uint32_t* dst, uint32_t value, hal::Stream& stream) override;
 
   /// Appends a host task to the stream. The task runs on the stream's worker after all earlier
   /// work; an exception it throws becomes the stream's sticky error, reported by Synchronize.

@@ -494,6 +494,19 @@ absl::Status CudaBackend::MemsetAsync(void* dst, uint8_t value, size_t bytes, ha
   return queued;
 }
 
+absl::Status CudaBackend::WriteWordAsync(uint32_t* dst, uint32_t value, hal::Stream& stream) {
+  PGK_RETURN_IF_ERROR(CheckCuda(stream.device(), "write word"));
+  if (api->cuStreamWriteValue32 == nullptr) {
+    return NotImplementedError("cuda: this driver has no stream memory operations");
+  }
+  const absl::Status queued = Drain(stream.device().index);
+  PGK_RETURN_IF_ERROR(MakeCurrent(stream.device().index));
+  PGK_CU_RETURN_IF_ERROR(api->cuStreamWriteValue32(AsCu(stream), reinterpret_cast<CUdeviceptr>(dst),
+                                                   value, CU_STREAM_WRITE_VALUE_DEFAULT),
+                         "cuda: cuStreamWriteValue32");
+  return queued;
+}
+
 absl::StatusOr<void*> CudaBackend::LoadLibrary(const void* image) {
   PGK_RETURN_IF_ERROR(MakeCurrent(0));
   CUlibrary lib = nullptr;

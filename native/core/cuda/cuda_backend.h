@@ -44,6 +44,7 @@ class CudaBackend final : public hal::Backend {
   absl::Status CopyAsync(void* dst, const void* src, size_t bytes, hal::CopyKind kind,
                          hal::Stream& stream) override;
   absl::Status MemsetAsync(void* dst, uint8_t value, size_t bytes, hal::Stream& stream) override;
+  absl::Status WriteWordAsync(uint32_t* dst, uint32_t value, hal::Stream& stream) override;
 
   /// Loads a fatbin/cubin/PTX image as a context-independent library (CUlibrary).
   absl::StatusOr<void*> LoadLibrary(const void* image);

@@ -60,14 +60,16 @@ namespace pygpukit::cuda {
 
 // Entry points of features the runtime can do without: nullptr where the driver lacks them, and
 // the feature reports that it is unavailable. Green contexts (SM partitions) and kernels'
-// parameter layouts (which the launch queue needs) came in CUDA 12.4.
+// parameter layouts (which the launch queue needs) came in CUDA 12.4; stream memory operations
+// (preemption's device word) need a driver that enables them.
 #define PGK_DRIVER_OPTIONAL_FUNCTIONS(X) \
   X(cuDeviceGetDevResource)              \
   X(cuDevSmResourceSplitByCount)         \
   X(cuDevResourceGenerateDesc)           \
   X(cuGreenCtxCreate)                    \
   X(cuGreenCtxStreamCreate)              \
-  X(cuFuncGetParamInfo)
+  X(cuFuncGetParamInfo)                  \
+  X(cuStreamWriteValue32)
 
 /// Resolved driver entry points. Types come from cuda.h via decltype, so a signature mismatch is a
 /// compile error rather than a crash.

@@ -113,6 +113,10 @@ class Backend {
                                  Stream& stream) = 0;
   /// Stream-ordered byte fill.
   virtual absl::Status MemsetAsync(void* dst, uint8_t value, size_t bytes, Stream& stream) = 0;
+  /// Stream-ordered store of one 4-byte-aligned word of device memory, made without a kernel
+  /// (CUDA: by the device's front end), so it lands while every SM is busy: how the host signals
+  /// running kernels. NotImplementedError where the driver cannot.
+  virtual absl::Status WriteWordAsync(uint32_t* dst, uint32_t value, Stream& stream) = 0;
 };
 
 }  // namespace pygpukit::hal

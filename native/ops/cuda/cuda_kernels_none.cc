@@ -46,7 +46,7 @@ absl::Status UserElementwiseJit(hal::Stream&, const UserEwLaunch&, absl::Span<co
 absl::Status Matmul(hal::Stream&, const MatmulProblem&, Device) { return NoCuda(); }
 absl::Status MatmulCublasLt(hal::Stream&, const MatmulProblem&, Device) { return NoCuda(); }
 absl::StatusOr<int> MatmulPreemptible(hal::Stream&, const MatmulProblem&, Device,
-                                      const std::atomic<uint32_t>*, const std::function<void()>&) {
+                                      const PreemptSignal&, const std::function<void()>&) {
   return NoCuda();
 }
 absl::Status GemmEpilogueApply(hal::Stream&, const MatmulProblem&, const void*, DType) {

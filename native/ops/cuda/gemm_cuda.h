@@ -12,6 +12,7 @@
 #include "core/dtype.h"
 #include "core/hal/backend.h"
 #include "ops/kernels/gemm_params.h"
+#include "runtime/dispatcher.h"
 #include "runtime/tracer.h"
 
 namespace pygpukit::ops::cuda_kernels {
@@ -39,15 +40,15 @@ inline int StreamSms(const hal::Stream& s, const hal::DeviceProperties& props) {
 /// B only. Operands 16-byte aligned, leading dims and batch strides multiples of 16 bytes; any
 /// m, n, k >= 1.
 absl::Status GemmSm90(hal::Stream& s, const GemmLaunch& g);
-/// GemmSm90 on the preemptible kernels (16-bit inputs; whole 128 x 256 tiles): while `*preempt`
-/// is nonzero the kernel's CTAs stop within a few k-blocks and save their state; this call then
-/// waits with `await_resume` (which returns once the word is zero) and launches again to
+/// GemmSm90 on the preemptible kernels (16-bit inputs; whole 128 x 256 tiles): while `signal`
+/// is set the kernel's CTAs stop within a few k-blocks and save their state; this call then
+/// waits with `await_resume` (which returns once its host copy is clear) and launches again to
 /// resume, until the product is done; it also waits before the first launch. Host-synchronous.
 /// Returns the number of preemptions; the result differs from an uninterrupted run's by float32
 /// rounding of the partial sums only.
 /// NotImplementedError where these kernels cannot serve `g`.
 absl::StatusOr<int> GemmSm90Preemptible(hal::Stream& s, const GemmLaunch& g,
-                                        const std::atomic<uint32_t>* preempt,
+                                        const PreemptSignal& signal,
                                         const std::function<void()>& await_resume);
 /// Whether GemmSm90 accepts `g`'s dtypes, layouts and alignment (the device aside).
 bool Sm90Accepts(const GemmLaunch& g);

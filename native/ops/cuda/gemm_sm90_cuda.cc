@@ -195,7 +195,7 @@ bool Sm90Accepts(const GemmLaunch& g) { return CheckProblem(g).ok(); }
 namespace {
 
 // GemmSm90, or with `preempt` GemmSm90Preemptible (its preemption count in *preemptions).
-absl::Status GemmSm90Impl(hal::Stream& s, const GemmLaunch& g, const std::atomic<uint32_t>* preempt,
+absl::Status GemmSm90Impl(hal::Stream& s, const GemmLaunch& g, const PreemptSignal* preempt,
                           const std::function<void()>* await_resume, int* preemptions) {
   PGK_RETURN_IF_ERROR(CheckProblem(g));
   if (preempt != nullptr && g.in == DType::Float32) {
@@ -334,7 +334,7 @@ absl::Status GemmSm90Impl(hal::Stream& s, const GemmLaunch& g, const std::atomic
 
   // Preemptible: the CTAs' saved state (stream-ordered scratch, like the split-K workspace) and
   // a host word the stopping CTAs set. Each launch is waited for on the host; a preempted one
-  // is launched again (resuming) once the preempt word is clear.
+  // is launched again (resuming) once the signal's host copy is clear.
   PGK_ASSIGN_OR_RETURN(MemoryPool * pool, rt.pool(s.device()));
   std::shared_ptr<Buffer> state;
   {
@@ -350,13 +350,13 @@ absl::Status GemmSm90Impl(hal::Stream& s, const GemmLaunch& g, const std::atomic
   PGK_ASSIGN_OR_RETURN(PinnedPool * pinned, rt.pinned_pool(DeviceType::kCUDA));
   PGK_ASSIGN_OR_RETURN(void* word, pinned->Allocate(sizeof(uint32_t)));
   auto* preempted = new (word) std::atomic<uint32_t>(0);
-  params.preempt = reinterpret_cast<const volatile uint32_t*>(preempt);
+  params.preempt = preempt->device;
   params.preempted = reinterpret_cast<uint32_t*>(preempted);
   params.preempt_state = static_cast<uint8_t*>(state->data());
   absl::Status st;
   for (params.resume = 0;; params.resume = 1) {
     // A launch while the word is set would stop at once: wait for the urgent work first.
-    if (preempt->load(std::memory_order_acquire) != 0) (*await_resume)();
+    if (preempt->host->load(std::memory_order_acquire) != 0) (*await_resume)();
     preempted->store(0, std::memory_order_relaxed);
     st = rt.dispatcher().LaunchDevice(s, kernel, dims, args, g.cost, LaunchMode::kImmediate);
     if (!st.ok()) break;
@@ -378,10 +378,10 @@ absl::Status GemmSm90(hal::Stream& s, const GemmLaunch& g) {
 }
 
 absl::StatusOr<int> GemmSm90Preemptible(hal::Stream& s, const GemmLaunch& g,
-                                        const std::atomic<uint32_t>* preempt,
+                                        const PreemptSignal& signal,
                                         const std::function<void()>& await_resume) {
   int preemptions = 0;
-  PGK_RETURN_IF_ERROR(GemmSm90Impl(s, g, preempt, &await_resume, &preemptions));
+  PGK_RETURN_IF_ERROR(GemmSm90Impl(s, g, &signal, &await_resume, &preemptions));
   return preemptions;
 }
 

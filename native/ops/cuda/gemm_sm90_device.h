@@ -65,6 +65,14 @@ __device__ __forceinline__ void StVolatileShared(int64_t* p, int64_t v) {
   asm volatile("st.volatile.shared.b64 [%0], %1;" ::"r"(SmemAddr(p)), "l"(v) : "memory");
 }
 
+// A GPU-scope relaxed load of a word in global memory, for flags other streams write (an L2
+// read, never a stale L1 line).
+__device__ __forceinline__ uint32_t LdRelaxedGpu(const uint32_t* p) {
+  uint32_t v;
+  asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
 __device__ __forceinline__ void MbarInit(uint64_t* bar, int count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(SmemAddr(bar)), "r"(count));
 }

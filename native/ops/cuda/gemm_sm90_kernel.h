@@ -30,7 +30,7 @@
 //     the splits' blocks in split order (so the bits do not depend on arrival order) and runs
 //     the epilogue.
 //   * Preemption (kPreempt, the "_p" kernels: whole tiles, no clusters): warp 1 of the producer
-//     warpgroup polls the host word p.preempt; once it reads nonzero, the producer issues no
+//     warpgroup polls the device word p.preempt; once it reads nonzero, the producer issues no
 //     further k-block and instead completes the next stage's `full` barrier with no bytes (a
 //     poison stage), recording where it stopped. Consumers drain the stages already loaded, meet
 //     the poison, write their accumulators and the CTA's place (unit, k-block) to
@@ -59,7 +59,7 @@ namespace {
 struct PreemptSmem {
   int64_t stop_t;
   int32_t stop_kb;
-  int32_t stop_req;  // the poller saw the host word set
+  int32_t stop_req;  // the poller saw the signal set
   int32_t done;      // the producer ran out of work: the poller may leave
   int32_t pad;
 };
@@ -152,15 +152,17 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
       }
     }
     if constexpr (kPreempt) {
-      // The poller: one thread reading the host word (a PCIe round trip per read, so not the
-      // producer's own loop) until it is set or the producer runs out of work.
-      if (threadIdx.x == 32) {
+      // The poller: one thread of another warp reading the signal (in device memory: an L2
+      // read; polling pinned host memory from every CTA made the kernel 30x slower on an
+      // H200) until it is set or the producer runs out of work, so that the producer's loop
+      // only checks shared memory.
+      if (threadIdx.x == 32 && p.preempt != nullptr) {
         while (!LdVolatileShared(&ps->done)) {
-          if (*p.preempt != 0) {
+          if (LdRelaxedGpu(p.preempt) != 0) {
             StVolatileShared(&ps->stop_req, 1);
             break;
           }
-          __nanosleep(1000);  // each read is a PCIe round trip: about one per us
+          __nanosleep(500);
         }
       }
     }

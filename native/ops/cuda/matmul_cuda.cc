@@ -65,7 +65,7 @@ absl::Status Matmul(hal::Stream& s, const MatmulProblem& p, Device device) {
 }
 
 absl::StatusOr<int> MatmulPreemptible(hal::Stream& s, const MatmulProblem& p, Device device,
-                                      const std::atomic<uint32_t>* preempt,
+                                      const PreemptSignal& signal,
                                       const std::function<void()>& await_resume) {
   if (p.options.backend != MatmulBackend::kAuto && p.options.backend != MatmulBackend::kSm90) {
     return NotImplementedError("matmul: a kernel family other than sm90 was asked for");
@@ -79,7 +79,7 @@ absl::StatusOr<int> MatmulPreemptible(hal::Stream& s, const MatmulProblem& p, De
     return NotImplementedError("matmul: preemptible kernels need an sm_90a build on SM 9.x");
   }
   const GemmLaunch g{p.dtype, p.epilogue.out, false, GemmParamsOf(p), 0, 0, 0, MatmulCost(p)};
-  return GemmSm90Preemptible(s, g, preempt, await_resume);
+  return GemmSm90Preemptible(s, g, signal, await_resume);
 }
 
 namespace {

@@ -42,11 +42,12 @@ struct GemmParams {
   float* partials;
   int32_t* counters;
   // Preemption (the sm90 "_p" kernels, whole tiles without clusters; null elsewhere): while
-  // `*preempt` (host memory the device reads) is nonzero, each CTA stops at its next k-block,
-  // saves its accumulators and its place to `preempt_state` (PreemptStateBytes) and sets
-  // `*preempted` (host memory); a launch with `resume` = 1 continues from there and adds the
-  // saved float32 sums at the end, so only float32 rounding depends on where it stopped.
-  const volatile uint32_t* preempt;
+  // `*preempt` (device memory the host writes through the stream, PreemptSignal) is nonzero,
+  // each CTA stops at its next k-block, saves its accumulators and its place to
+  // `preempt_state` (PreemptStateBytes) and sets `*preempted` (host memory); a launch with
+  // `resume` = 1 continues from there and adds the saved float32 sums at the end, so only
+  // float32 rounding depends on where it stopped. A null `preempt` is never set.
+  const uint32_t* preempt;
   uint32_t* preempted;
   uint8_t* preempt_state;
   int32_t resume;
