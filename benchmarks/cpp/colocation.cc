@@ -22,7 +22,7 @@
 //                 device span, from the first launch reaching the device to the last kernel's
 //                 end (host submission gaps included; recording drains the launch queue). If
 //                 best-effort work must leave the device for each iteration's whole span, it
-//                 keeps at most 1 - span / period
+//                 keeps at most 1 - span / period (--spans records the span in every mode)
 //   alone_kernels the loop alone for --kernel-iters iterations in a profiling session: its
 //                 kernels' device time per iteration (gaps excluded), the bound for
 //                 best-effort work that could also use the gaps
@@ -44,7 +44,8 @@
 //
 //   colocation [--g-size 1024] [--be-size 8192] [--batch 2] [--outstanding 2] [--duration 3]
 //              [--modes ...]
-//              [--kernel-iters 2000] [--interval-us 0] [--wait spin|sleep] [--out FILE.json]
+//              [--kernel-iters 2000] [--interval-us 0] [--wait spin|sleep] [--spans]
+//              [--out FILE.json]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -90,6 +91,7 @@ struct Args {
   double duration = 3.0;
   double interval_us = 0;  // 0: closed loop
   bool spin = true;        // --wait spin|sleep between requests
+  bool spans = false;      // --spans: each iteration's device span, in every mode
   std::vector<std::string> modes{std::begin(kModes), std::end(kModes)};
   std::string out;
 };
@@ -110,6 +112,8 @@ Args ParseArgs(int argc, char** argv) {
       a.kernel_iters = std::atoll(argv[++i]);
     } else if (std::strcmp(argv[i], "--interval-us") == 0 && more) {
       a.interval_us = std::atof(argv[++i]);
+    } else if (std::strcmp(argv[i], "--spans") == 0) {
+      a.spans = true;
     } else if (std::strcmp(argv[i], "--wait") == 0 && more) {
       const std::string w = argv[++i];
       if (w != "spin" && w != "sleep") Check(ValueError("--wait takes spin or sleep"), "usage");
@@ -338,7 +342,8 @@ class PooledStream {
   hal::Stream* stream_;
 };
 
-Summary RunSched(const std::string& mode, const Workload& w, const Args& a) {
+Summary RunSched(const std::string& mode, const Workload& w, const Args& a,
+                 const LoopOptions& loop) {
   SchedulerOptions opt;
   opt.device = w.dev;
   opt.device_set = true;
@@ -375,13 +380,12 @@ Summary RunSched(const std::string& mode, const Workload& w, const Args& a) {
         return std::vector<int64_t>{};
       }
       if (a.interval_us > 0) {  // a service: each request a task
-        return GLoop(w, {.seconds = a.duration,
-                         .interval_us = a.interval_us,
-                         .spin = a.spin,
-                         .sched = s.get()});
+        LoopOptions o = loop;
+        o.sched = s.get();
+        return GLoop(w, o);
       }
       InlineTask task = OrDie(s->Begin("online"), "guaranteed task");
-      std::vector<int64_t> lat = GLoop(w, {.seconds = a.duration});
+      std::vector<int64_t> lat = GLoop(w, loop);
       Check(task.End(), "guaranteed task end");
       return lat;
     });
@@ -396,24 +400,10 @@ Summary RunSched(const std::string& mode, const Workload& w, const Args& a) {
   return r;
 }
 
-Summary RunMode(const std::string& mode, const Workload& w, const Args& a) {
-  const LoopOptions loop{.seconds = a.duration, .interval_us = a.interval_us, .spin = a.spin};
-  if (mode == "alone" || mode == "alone_end") {
+Summary RunModeLoop(const std::string& mode, const Workload& w, const Args& a,
+                    const LoopOptions& loop) {
+  if (mode == "alone" || mode == "alone_end" || mode == "alone_span") {
     return Measure(mode, w, a.duration, nullptr, [&] { return GLoop(w, loop); });
-  }
-  if (mode == "alone_span") {
-    std::vector<int64_t> spans;
-    Summary r = Measure(mode, w, a.duration, nullptr, [&] {
-      LoopOptions o = loop;
-      o.spans = &spans;
-      return GLoop(w, o);
-    });
-    if (!spans.empty()) {
-      const LatencySummary span = SummarizeLatencies(std::move(spans));
-      r.span_p50_us = span.p50;
-      r.span_p99_us = span.p99;
-    }
-    return r;
   }
   if (mode == "alone_kernels") {
     int64_t iterations = 0;
@@ -460,7 +450,20 @@ Summary RunMode(const std::string& mode, const Workload& w, const Args& a) {
       return GLoop(w, loop);
     });
   }
-  return RunSched(mode, w, a);
+  return RunSched(mode, w, a, loop);
+}
+
+Summary RunMode(const std::string& mode, const Workload& w, const Args& a) {
+  std::vector<int64_t> spans;
+  LoopOptions loop{.seconds = a.duration, .interval_us = a.interval_us, .spin = a.spin};
+  if (a.spans || mode == "alone_span") loop.spans = &spans;
+  Summary r = RunModeLoop(mode, w, a, loop);
+  if (!spans.empty()) {
+    const LatencySummary span = SummarizeLatencies(std::move(spans));
+    r.span_p50_us = span.p50;
+    r.span_p99_us = span.p99;
+  }
+  return r;
 }
 
 // `s` as a JSON string's contents.
