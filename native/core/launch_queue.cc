@@ -145,6 +145,17 @@ void LaunchQueue::Commit(uint64_t ticket) {
   }
 }
 
+bool LaunchQueue::WakeIfAsleep() {
+  if (!sleeping_.load(std::memory_order_acquire)) return false;
+  // Something queued (a ticket taken and not yet made): the launcher is about to run anyway.
+  if ((head_.load(std::memory_order_acquire) & ~kClosed) != done_.load(std::memory_order_acquire)) {
+    return false;
+  }
+  wake_.fetch_add(1, std::memory_order_release);
+  wake_.notify_one();
+  return true;
+}
+
 void LaunchQueue::Fail(absl::Status status) {
   std::lock_guard<std::mutex> l(error_mu_);
   if (error_.ok()) error_ = std::move(status);

@@ -162,6 +162,30 @@ TEST(LaunchQueue, ASleepingLauncherWakesForTheNextLaunch) {
   ASSERT_TRUE(q->Flush().ok());
 }
 
+TEST(LaunchQueue, AnAsleepLauncherSendsCallersToLaunchDirectlyAndIsWoken) {
+  Recorder r;
+  auto q = MakeQueue(r, 8);
+  EXPECT_FALSE(q->WakeIfAsleep()) << "a queue whose launcher never started is not asleep";
+  Push(*q, 0, 0);
+  ASSERT_TRUE(q->Flush().ok());
+  std::this_thread::sleep_for(milliseconds(2));  // past the launcher's idle spin: asleep
+  EXPECT_TRUE(q->WakeIfAsleep());
+  // Woken, the launcher spins again, so launches that follow closely are queued; it goes back
+  // to sleep only after its idle spin. (Each true answer wakes it again: a loaded machine may
+  // take long to schedule it.)
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  bool awake = false;
+  while (!awake && std::chrono::steady_clock::now() < deadline) awake = !q->WakeIfAsleep();
+  EXPECT_TRUE(awake) << "the launcher was never woken";
+  // With a launch queued and not yet made, callers queue behind it.
+  r.delay = milliseconds(20);
+  Push(*q, 0, 1);
+  std::this_thread::sleep_for(milliseconds(5));
+  EXPECT_FALSE(q->WakeIfAsleep());
+  ASSERT_TRUE(q->Flush().ok());
+  EXPECT_EQ(r.count.load(), 2);
+}
+
 TEST(LaunchQueue, TheFirstFailureIsKeptAndReportedByEveryLaterFlush) {
   std::atomic<int> n{0};
   LaunchQueue q(8, [&](const LaunchQueue::Launch& l) -> absl::Status {

@@ -554,7 +554,9 @@ absl::Status CudaBackend::Launch(void* function, const hal::LaunchDims& d, hal::
   if (q != nullptr) {
     PGK_RETURN_IF_ERROR(q->status());
     const LaunchQueue::ParamLayout* layout = nullptr;
-    if (queued && q->accepting() && (layout = LayoutOf(function)) != nullptr) {
+    // An asleep launcher would delay the launch by its wake-up: launch directly then.
+    if (queued && q->accepting() && !q->WakeIfAsleep() &&
+        (layout = LayoutOf(function)) != nullptr) {
       uint64_t ticket = 0;
       if (LaunchQueue::Launch* l = q->Reserve(&ticket); l != nullptr) {
         l->function = function;
