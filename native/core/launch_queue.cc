@@ -145,14 +145,16 @@ void LaunchQueue::Commit(uint64_t ticket) {
   }
 }
 
-bool LaunchQueue::WakeIfAsleep() {
+bool LaunchQueue::LaunchDirectly() {
   if (!sleeping_.load(std::memory_order_acquire)) return false;
   // Something queued (a ticket taken and not yet made): the launcher is about to run anyway.
   if ((head_.load(std::memory_order_acquire) & ~kClosed) != done_.load(std::memory_order_acquire)) {
     return false;
   }
-  wake_.fetch_add(1, std::memory_order_release);
-  wake_.notify_one();
+  if (direct_while_asleep_.fetch_add(1, std::memory_order_relaxed) + 1 == kDirectBeforeWake) {
+    wake_.fetch_add(1, std::memory_order_release);
+    wake_.notify_one();
+  }
   return true;
 }
 
@@ -185,6 +187,7 @@ void LaunchQueue::Run() {
         wake_.wait(w, std::memory_order_acquire);
       }
       sleeping_.store(false, std::memory_order_relaxed);
+      direct_while_asleep_.store(0, std::memory_order_relaxed);
       continue;
     }
     if (absl::Status st = submit_(s.launch); !st.ok()) Fail(std::move(st));

@@ -77,13 +77,14 @@ class LaunchQueue {
   absl::Status Flush();
   /// The first failure so far (OK if none); cheap enough to check before each Reserve.
   absl::Status status() const;
-  /// True when the launcher sleeps with nothing queued (it idled past its spin): then the
-  /// caller should launch directly (after Flush, as for any direct launch), since a queued
-  /// launch would wait for the launcher to wake, tens of microseconds and far more at the
-  /// tail (an H200 request loop with a request every 1 ms: p50 70 us, p99 283 us queued; 37
-  /// and 80 launching directly). The launcher is woken too, so that launches following closely
-  /// are queued again once it runs.
-  bool WakeIfAsleep();
+  /// True when the launcher sleeps with nothing queued (it idled past its spin): the caller
+  /// should then launch directly (after Flush, as for any direct launch), since a queued
+  /// launch would wait for the launcher to wake, tens of microseconds and far more at the tail
+  /// (an H200 request loop, a request every 1 ms: p99 283 us queued, 80 launching directly).
+  /// After kDirectBeforeWake such launches in a row the launcher is woken, so that a longer
+  /// burst is queued again.
+  bool LaunchDirectly();
+  static constexpr uint32_t kDirectBeforeWake = 8;
   /// Launches made so far.
   uint64_t launched() const { return done_.load(std::memory_order_acquire); }
   /// False once the queue is stopping (Reserve may then return null).
@@ -114,6 +115,7 @@ class LaunchQueue {
   alignas(64) std::atomic<uint64_t> done_{0};  // launches made (the launcher thread)
   alignas(64) std::atomic<uint32_t> wake_{0};  // bumped to wake a sleeping launcher
   std::atomic<bool> sleeping_{false};
+  std::atomic<uint32_t> direct_while_asleep_{0};  // LaunchDirectly answers since it slept
   std::atomic<int> flush_waiters_{0};
   std::atomic<bool> stop_{false};
   std::atomic<bool> failed_{false};

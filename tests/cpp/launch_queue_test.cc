@@ -162,26 +162,28 @@ TEST(LaunchQueue, ASleepingLauncherWakesForTheNextLaunch) {
   ASSERT_TRUE(q->Flush().ok());
 }
 
-TEST(LaunchQueue, AnAsleepLauncherSendsCallersToLaunchDirectlyAndIsWoken) {
+TEST(LaunchQueue, AnAsleepLauncherSendsCallersToLaunchDirectlyThenWakesForABurst) {
   Recorder r;
   auto q = MakeQueue(r, 8);
-  EXPECT_FALSE(q->WakeIfAsleep()) << "a queue whose launcher never started is not asleep";
+  EXPECT_FALSE(q->LaunchDirectly()) << "a queue whose launcher never started is not asleep";
   Push(*q, 0, 0);
   ASSERT_TRUE(q->Flush().ok());
   std::this_thread::sleep_for(milliseconds(2));  // past the launcher's idle spin: asleep
-  EXPECT_TRUE(q->WakeIfAsleep());
-  // Woken, the launcher spins again, so launches that follow closely are queued; it goes back
-  // to sleep only after its idle spin. (Each true answer wakes it again: a loaded machine may
-  // take long to schedule it.)
+  for (uint32_t i = 0; i < LaunchQueue::kDirectBeforeWake; ++i) {
+    EXPECT_TRUE(q->LaunchDirectly()) << "answer " << i;
+  }
+  // That many direct launches in a row woke the launcher: it spins again, so launches that
+  // follow closely are queued (it sleeps again only after its idle spin; a loaded machine may
+  // take long to schedule it, and every further run of answers wakes it again).
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   bool awake = false;
-  while (!awake && std::chrono::steady_clock::now() < deadline) awake = !q->WakeIfAsleep();
+  while (!awake && std::chrono::steady_clock::now() < deadline) awake = !q->LaunchDirectly();
   EXPECT_TRUE(awake) << "the launcher was never woken";
   // With a launch queued and not yet made, callers queue behind it.
   r.delay = milliseconds(20);
   Push(*q, 0, 1);
   std::this_thread::sleep_for(milliseconds(5));
-  EXPECT_FALSE(q->WakeIfAsleep());
+  EXPECT_FALSE(q->LaunchDirectly());
   ASSERT_TRUE(q->Flush().ok());
   EXPECT_EQ(r.count.load(), 2);
 }

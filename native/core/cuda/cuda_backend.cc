@@ -555,7 +555,7 @@ absl::Status CudaBackend::Launch(void* function, const hal::LaunchDims& d, hal::
     PGK_RETURN_IF_ERROR(q->status());
     const LaunchQueue::ParamLayout* layout = nullptr;
     // An asleep launcher would delay the launch by its wake-up: launch directly then.
-    if (queued && q->accepting() && !q->WakeIfAsleep() &&
+    if (queued && q->accepting() && !q->LaunchDirectly() &&
         (layout = LayoutOf(function)) != nullptr) {
       uint64_t ticket = 0;
       if (LaunchQueue::Launch* l = q->Reserve(&ticket); l != nullptr) {
