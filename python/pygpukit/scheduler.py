@@ -193,8 +193,10 @@ class Scheduler:
             without a partition run on preemptible kernels (sm90, 16-bit) that stop within
             microseconds, keeping their partial sums, and resume when no guaranteed task is
             left; such a matmul returns when it is done. The tenant's ``preemptions`` stat
-            counts the stops. Experimental and off by default: see the README's scheduler
-            section for what it measured and the open problem.
+            counts the stops. Off by default: best-effort work then gets nothing while
+            guaranteed work runs without a pause; for a service with idle time between
+            requests it keeps more of the guaranteed latency than the partition (README's
+            scheduler section).
         record_admission: keep admission inputs and decisions (for `decisions()` and
             `replay_decisions()`).
     """
