@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -201,9 +202,15 @@ TEST(SchedulerPreempt, PreemptedBestEffortMatmulMatchesAnUninterruptedRun) {
       return {out, n};
     };
     auto [plain, none] = run(false);
-    auto [preempted, times] = run(true);
     EXPECT_EQ(none, 0);
-    EXPECT_GT(times, 0) << "the product was never preempted";
+    // On a loaded machine (other tests' kernels and threads) a product may be done before the
+    // first guaranteed task asks it to stop: run it again then.
+    GPUArray preempted;
+    int64_t times = 0;
+    for (int attempt = 0; attempt < 20 && times == 0; ++attempt) {
+      std::tie(preempted, times) = run(true);
+    }
+    ASSERT_GT(times, 0) << "the product was never preempted in 20 runs";
     // The saved sums are added after the resumed part, so the float32 sums differ by rounding
     // (about sqrt(k) float32 ulps of 1 here, a few 1e-6): a bf16 unit in the last place near 1,
     // several near 0.
