@@ -320,8 +320,10 @@ class Scheduler {
   void FinishBody(const std::shared_ptr<Task>& task, absl::Status body);
   // The task's GPU work is done (watcher thread).
   void OnWorkDone(const std::shared_ptr<Task>& task, absl::Status body, absl::Status gpu);
-  // Queues a write of the preemption signal's device copy (lock held, preemption on).
-  void SignalDeviceLocked(uint32_t value);
+  // Brings the preemption signal's copies in line with the guaranteed running count (with
+  // preemption on; called without mu_ after every change of the count, before a guaranteed
+  // task's body runs).
+  void UpdatePreemptSignal();
   void Notify(std::function<void()> fn);  // lock held; run on the notifier thread
   void NotifierLoop();
   void TimerLoop();  // expires deadlines, even while every worker is busy
@@ -350,14 +352,17 @@ class Scheduler {
   std::atomic<int> guaranteed_running_{0};  // read lock-free by best-effort gates
   // With preemption, 1 while a guaranteed task runs: the host's copy (preempt_word_, which
   // best-effort gates read) and the device's (device_word_, which preemptible kernels poll,
-  // written on signal_stream_, a stream of its own so that no other work delays a write). Set
-  // and cleared when the guaranteed running count leaves and returns to 0 (under mu_, so the
-  // device writes keep that order); the host's copy is cleared once the device's clear has
-  // landed, so that a relaunched kernel never reads a stale 1 (PreemptSignal).
+  // written on signal_stream_, a stream of its own so that no other work delays a write).
+  // UpdatePreemptSignal sets them when the guaranteed running count leaves 0 and clears them
+  // when it returns to 0, under signal_mu_ (so the device writes keep the order of the
+  // decisions); the host's copy is cleared once the device's clear has landed, so that a
+  // relaunched kernel never reads a stale 1 (PreemptSignal).
   std::atomic<uint32_t> preempt_word_{0};
   hal::Stream* signal_stream_;           // null without preemption
   std::shared_ptr<Buffer> device_word_;  // null without preemption
   PreemptSignal signal_;
+  std::mutex signal_mu_;
+  uint32_t signal_written_ = 0;         // the copies' value (signal_mu_)
   std::mutex preempt_mu_;               // the host copy's writes and AwaitResume's check
   std::condition_variable preempt_cv_;  // the host copy was cleared
   std::deque<TransitionRecord> history_;

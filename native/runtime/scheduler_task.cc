@@ -192,23 +192,42 @@ absl::StatusOr<std::shared_ptr<Scheduler::TenantRt>> Scheduler::StartLocked(Task
   task.stream_ = t->streams[t->next_stream++ % t->streams.size()];
   ++running_;
   ++t->running;
-  if (t->options.qos == QosClass::kGuaranteed &&
-      guaranteed_running_.fetch_add(1, std::memory_order_acq_rel) == 0 &&
-      options_.best_effort_preemption) {
-    {
-      std::lock_guard<std::mutex> pl(preempt_mu_);
-      preempt_word_.store(1, std::memory_order_release);  // no best-effort (re)launches
-    }
-    SignalDeviceLocked(1);  // running best-effort kernels: yield
+  // The preemption signal follows (UpdatePreemptSignal, called once mu_ is released).
+  if (t->options.qos == QosClass::kGuaranteed) {
+    guaranteed_running_.fetch_add(1, std::memory_order_acq_rel);
   }
   return t;
 }
 
-void Scheduler::SignalDeviceLocked(uint32_t value) {
+void Scheduler::UpdatePreemptSignal() {
+  if (!options_.best_effort_preemption) return;
+  // Whoever runs this last after a change of the guaranteed count sees the final count, so the
+  // copies end up right whatever the order of callers; the device write, which may first wait
+  // for the device's launch queue to drain, is made without mu_.
+  std::lock_guard<std::mutex> sl(signal_mu_);
+  const uint32_t want = guaranteed_running_.load(std::memory_order_acquire) > 0 ? 1 : 0;
+  if (want == signal_written_) return;
+  signal_written_ = want;
+  auto* word = static_cast<uint32_t*>(device_word_->data());
   // A failed write leaves the device's copy behind; the driver's errors that could cause one
   // are sticky, so the preemptible kernels' next launch reports it to their task.
-  (void)backend_->WriteWordAsync(static_cast<uint32_t*>(device_word_->data()), value,
-                                 *signal_stream_);
+  if (want == 1) {
+    {
+      std::lock_guard<std::mutex> pl(preempt_mu_);
+      preempt_word_.store(1, std::memory_order_release);  // no best-effort (re)launches
+    }
+    (void)backend_->WriteWordAsync(word, 1, *signal_stream_);  // running ones: yield
+    return;
+  }
+  // The host's copy follows once the device's clear has landed, then preempted best-effort
+  // work resumes.
+  (void)backend_->WriteWordAsync(word, 0, *signal_stream_);
+  (void)backend_->Synchronize(*signal_stream_);
+  {
+    std::lock_guard<std::mutex> pl(preempt_mu_);
+    preempt_word_.store(0, std::memory_order_release);
+  }
+  preempt_cv_.notify_all();
 }
 
 void Scheduler::WorkerLoop() {
@@ -223,6 +242,7 @@ void Scheduler::WorkerLoop() {
         continue;
       }
       l.unlock();
+      UpdatePreemptSignal();
       RunTask(task, *t);
       l.lock();
       continue;
@@ -255,7 +275,7 @@ void Scheduler::FinishBody(const std::shared_ptr<Task>& task, absl::Status body)
 
 void Scheduler::OnWorkDone(const std::shared_ptr<Task>& task, absl::Status body, absl::Status gpu) {
   std::vector<std::shared_ptr<TenantRt>> best_effort;
-  bool cleared = false;
+  bool guaranteed_ended = false;
   {
     std::lock_guard<std::mutex> l(mu_);
     TenantRt& t = *tenants_.at(task->tenant());
@@ -276,10 +296,7 @@ void Scheduler::OnWorkDone(const std::shared_ptr<Task>& task, absl::Status body,
     --t.running;
     if (t.options.qos == QosClass::kGuaranteed &&
         guaranteed_running_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      if (options_.best_effort_preemption) {
-        SignalDeviceLocked(0);
-        cleared = true;
-      }
+      guaranteed_ended = true;
       for (auto& [name, other] : tenants_) {
         if (other->options.qos == QosClass::kBestEffort) best_effort.push_back(other);
       }
@@ -295,18 +312,7 @@ void Scheduler::OnWorkDone(const std::shared_ptr<Task>& task, absl::Status body,
     state_cv_.notify_all();
     work_cv_.notify_all();
   }
-  if (cleared) {
-    // The host's copy follows once the device's clear has landed (unless guaranteed work
-    // started again meanwhile), then preempted best-effort work resumes.
-    (void)backend_->Synchronize(*signal_stream_);
-    {
-      std::lock_guard<std::mutex> pl(preempt_mu_);
-      if (guaranteed_running_.load(std::memory_order_acquire) == 0) {
-        preempt_word_.store(0, std::memory_order_release);
-      }
-    }
-    preempt_cv_.notify_all();
-  }
+  if (guaranteed_ended) UpdatePreemptSignal();
   for (auto& t : best_effort) t->cv.notify_all();  // guaranteed work ended: pace less
 }
 
@@ -325,6 +331,7 @@ absl::StatusOr<InlineTask> Scheduler::Begin(const std::string& tenant, TaskOptio
     task->fn_ = nullptr;
     PGK_ASSIGN_OR_RETURN(t, StartLocked(*task));
   }
+  UpdatePreemptSignal();
   absl::Status order = StreamWaitStream(*task->stream_, *task->origin_);
   if (!order.ok()) {
     FinishBody(task, order);
