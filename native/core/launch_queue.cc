@@ -181,13 +181,16 @@ void LaunchQueue::Run() {
       }
       if (SpinUntil(ready, kLauncherIdleSpin)) continue;
       const uint32_t w = wake_.load(std::memory_order_acquire);
+      // Reset before sleeping, not on waking: callers that saw it asleep may still count after
+      // it woke, and a count left past the wake point would never wake it again.
+      direct_while_asleep_.store(0, std::memory_order_relaxed);
       sleeping_.store(true, std::memory_order_relaxed);
       std::atomic_thread_fence(std::memory_order_seq_cst);
       if (!ready() && !stop_.load(std::memory_order_relaxed)) {
         wake_.wait(w, std::memory_order_acquire);
       }
       sleeping_.store(false, std::memory_order_relaxed);
-      direct_while_asleep_.store(0, std::memory_order_relaxed);
+      sleeps_.fetch_add(1, std::memory_order_release);
       continue;
     }
     if (absl::Status st = submit_(s.launch); !st.ok()) Fail(std::move(st));

@@ -87,6 +87,8 @@ class LaunchQueue {
   static constexpr uint32_t kDirectBeforeWake = 8;
   /// Launches made so far.
   uint64_t launched() const { return done_.load(std::memory_order_acquire); }
+  /// Times the launcher has slept and woken again.
+  uint64_t sleeps() const { return sleeps_.load(std::memory_order_acquire); }
   /// False once the queue is stopping (Reserve may then return null).
   bool accepting() const { return !stop_.load(std::memory_order_relaxed); }
 
@@ -116,6 +118,7 @@ class LaunchQueue {
   alignas(64) std::atomic<uint32_t> wake_{0};  // bumped to wake a sleeping launcher
   std::atomic<bool> sleeping_{false};
   std::atomic<uint32_t> direct_while_asleep_{0};  // LaunchDirectly answers since it slept
+  std::atomic<uint64_t> sleeps_{0};
   std::atomic<int> flush_waiters_{0};
   std::atomic<bool> stop_{false};
   std::atomic<bool> failed_{false};

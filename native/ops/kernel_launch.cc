@@ -368,7 +368,7 @@ absl::Status LaunchMatmul(const MatmulProblem& problem, Device device, KeepAlive
   // A task whose work yields to more urgent work runs its matmul on preemptible kernels where
   // they serve it: they leave the SMs within microseconds when asked, so no splitting is needed.
   const PreemptSignal* signal = gate != nullptr ? gate->preempt_signal() : nullptr;
-  if (signal != nullptr && device.is_cuda()) {
+  if (signal != nullptr && device.is_cuda() && device == signal->on) {
     absl::StatusOr<int> preempted = cuda_kernels::MatmulPreemptible(
         *s, problem, device, *signal, [gate] { gate->AwaitResume(); });
     if (preempted.ok()) {

@@ -57,6 +57,8 @@ struct PreemptSignal {
   /// it, so a kernel launched while the host's copy reads 0 never sees a stale 1. (Kernels
   /// polling host memory instead ran 30x slower on an H200.)
   const uint32_t* device = nullptr;
+  /// Where the device copy lives: only kernels on this device may poll it.
+  Device on;
 };
 
 /// Pacing hook, consulted around every launch made by a thread that runs a scheduled task.

@@ -99,9 +99,10 @@ Scheduler::Scheduler(SchedulerOptions options, Device device, int64_t capacity,
       admission_(capacity),
       signal_stream_(signal_stream),
       device_word_(std::move(device_word)),
-      signal_{&preempt_word_, device_word_ != nullptr
-                                  ? static_cast<const uint32_t*>(device_word_->data())
-                                  : nullptr},
+      signal_{
+          &preempt_word_,
+          device_word_ != nullptr ? static_cast<const uint32_t*>(device_word_->data()) : nullptr,
+          device},
       watcher_(std::make_unique<EventWatcher>()) {
   admission_.set_recording(options_.record_admission);
   notifier_ = std::thread([this] { NotifierLoop(); });
@@ -497,7 +498,7 @@ absl::Status Scheduler::Drain() {
   BlockingRegion unlocked;
   {
     std::unique_lock<std::mutex> l(mu_);
-    state_cv_.wait(l, [&] { return live_.empty(); });
+    state_cv_.wait(l, [&] { return live_.empty() && signal_updates_ == 0; });
   }
   // Done callbacks (which complete futures) have run too when Drain returns.
   std::unique_lock<std::mutex> l(notify_mu_);
@@ -530,7 +531,7 @@ absl::Status Scheduler::Shutdown() {
     for (auto& task : waiting) CancelLocked(*task);
     work_cv_.notify_all();
     timer_cv_.notify_all();
-    state_cv_.wait(l, [&] { return live_.empty(); });
+    state_cv_.wait(l, [&] { return live_.empty() && signal_updates_ == 0; });
   }
   for (std::thread& w : workers_) w.join();
   timer_.join();

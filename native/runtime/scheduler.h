@@ -350,6 +350,7 @@ class Scheduler {
   std::deque<std::shared_ptr<Task>> ready_;         // admitted worker tasks, admission order
   int running_ = 0;
   std::atomic<int> guaranteed_running_{0};  // read lock-free by best-effort gates
+  int signal_updates_ = 0;  // finished guaranteed tasks whose UpdatePreemptSignal is running
   // With preemption, 1 while a guaranteed task runs: the host's copy (preempt_word_, which
   // best-effort gates read) and the device's (device_word_, which preemptible kernels poll,
   // written on signal_stream_, a stream of its own so that no other work delays a write).

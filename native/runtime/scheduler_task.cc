@@ -297,6 +297,7 @@ void Scheduler::OnWorkDone(const std::shared_ptr<Task>& task, absl::Status body,
     if (t.options.qos == QosClass::kGuaranteed &&
         guaranteed_running_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       guaranteed_ended = true;
+      ++signal_updates_;  // Shutdown waits for it: the update below runs without mu_
       for (auto& [name, other] : tenants_) {
         if (other->options.qos == QosClass::kBestEffort) best_effort.push_back(other);
       }
@@ -312,7 +313,12 @@ void Scheduler::OnWorkDone(const std::shared_ptr<Task>& task, absl::Status body,
     state_cv_.notify_all();
     work_cv_.notify_all();
   }
-  if (guaranteed_ended) UpdatePreemptSignal();
+  if (guaranteed_ended) {
+    UpdatePreemptSignal();
+    std::lock_guard<std::mutex> l(mu_);
+    --signal_updates_;
+    state_cv_.notify_all();
+  }
   for (auto& t : best_effort) t->cv.notify_all();  // guaranteed work ended: pace less
 }
 

@@ -162,27 +162,37 @@ TEST(LaunchQueue, ASleepingLauncherWakesForTheNextLaunch) {
   ASSERT_TRUE(q->Flush().ok());
 }
 
+// Waits (up to 10 s: a loaded machine schedules threads late) until `ready`.
+template <typename F>
+bool Eventually(F&& ready) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!ready()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(microseconds(200));
+  }
+  return true;
+}
+
 TEST(LaunchQueue, AnAsleepLauncherSendsCallersToLaunchDirectlyThenWakesForABurst) {
   Recorder r;
   auto q = MakeQueue(r, 8);
   EXPECT_FALSE(q->LaunchDirectly()) << "a queue whose launcher never started is not asleep";
   Push(*q, 0, 0);
   ASSERT_TRUE(q->Flush().ok());
-  std::this_thread::sleep_for(milliseconds(2));  // past the launcher's idle spin: asleep
-  for (uint32_t i = 0; i < LaunchQueue::kDirectBeforeWake; ++i) {
+  // Past its idle spin the launcher sleeps; callers are sent to launch directly, and only the
+  // kDirectBeforeWake-th answer in a row wakes it.
+  const uint64_t before = q->sleeps();
+  ASSERT_TRUE(Eventually([&] { return q->LaunchDirectly(); })) << "the launcher never slept";
+  for (uint32_t i = 1; i + 1 < LaunchQueue::kDirectBeforeWake; ++i) {
     EXPECT_TRUE(q->LaunchDirectly()) << "answer " << i;
   }
-  // That many direct launches in a row woke the launcher: it spins again, so launches that
-  // follow closely are queued (it sleeps again only after its idle spin; a loaded machine may
-  // take long to schedule it, and every further run of answers wakes it again).
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  bool awake = false;
-  while (!awake && std::chrono::steady_clock::now() < deadline) awake = !q->LaunchDirectly();
-  EXPECT_TRUE(awake) << "the launcher was never woken";
-  // With a launch queued and not yet made, callers queue behind it.
-  r.delay = milliseconds(20);
+  std::this_thread::sleep_for(milliseconds(20));
+  EXPECT_EQ(q->sleeps(), before) << "woken before the burst was long enough";
+  EXPECT_TRUE(q->LaunchDirectly());
+  EXPECT_TRUE(Eventually([&] { return q->sleeps() > before; })) << "the launcher was never woken";
+  // With a launch queued and not yet made, callers queue behind it (asleep or not).
+  r.delay = milliseconds(300);
   Push(*q, 0, 1);
-  std::this_thread::sleep_for(milliseconds(5));
   EXPECT_FALSE(q->LaunchDirectly());
   ASSERT_TRUE(q->Flush().ok());
   EXPECT_EQ(r.count.load(), 2);

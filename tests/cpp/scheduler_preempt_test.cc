@@ -66,8 +66,13 @@ bool GateHasWord(Scheduler& s, const std::string& tenant) {
   return GateSignal(s, tenant) != nullptr;
 }
 
-// The signal's device copy, read back through the device's default stream.
+// The signal's device copy, read back through the device's default stream (on the CPU backend,
+// where device memory is host memory, an atomic load: the signal's stream writes it meanwhile).
 uint32_t DeviceCopy(const PreemptSignal& signal) {
+  if (!signal.on.is_cuda()) {
+    return std::atomic_ref<uint32_t>(*const_cast<uint32_t*>(signal.device))
+        .load(std::memory_order_acquire);
+  }
   uint32_t v = 7;
   Runtime& rt = Runtime::Get();
   auto b = rt.backend(TestDevice().type);
