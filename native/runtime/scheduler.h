@@ -322,7 +322,7 @@ class Scheduler {
   void OnWorkDone(const std::shared_ptr<Task>& task, absl::Status body, absl::Status gpu);
   // Brings the preemption signal's copies in line with the guaranteed running count (with
   // preemption on; called without mu_ after every change of the count, before a guaranteed
-  // task's body runs).
+  // task's body runs; other tasks' starts leave the count alone and skip it).
   void UpdatePreemptSignal();
   void Notify(std::function<void()> fn);  // lock held; run on the notifier thread
   void NotifierLoop();

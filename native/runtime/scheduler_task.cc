@@ -242,7 +242,7 @@ void Scheduler::WorkerLoop() {
         continue;
       }
       l.unlock();
-      UpdatePreemptSignal();
+      if ((*t)->options.qos == QosClass::kGuaranteed) UpdatePreemptSignal();
       RunTask(task, *t);
       l.lock();
       continue;
@@ -337,7 +337,7 @@ absl::StatusOr<InlineTask> Scheduler::Begin(const std::string& tenant, TaskOptio
     task->fn_ = nullptr;
     PGK_ASSIGN_OR_RETURN(t, StartLocked(*task));
   }
-  UpdatePreemptSignal();
+  if (t->options.qos == QosClass::kGuaranteed) UpdatePreemptSignal();
   absl::Status order = StreamWaitStream(*task->stream_, *task->origin_);
   if (!order.ok()) {
     FinishBody(task, order);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "sched_test_util.h"
 
 namespace pygpukit {
 namespace {
@@ -162,17 +163,6 @@ TEST(LaunchQueue, ASleepingLauncherWakesForTheNextLaunch) {
   ASSERT_TRUE(q->Flush().ok());
 }
 
-// Waits (up to 10 s: a loaded machine schedules threads late) until `ready`.
-template <typename F>
-bool Eventually(F&& ready) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!ready()) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(microseconds(200));
-  }
-  return true;
-}
-
 TEST(LaunchQueue, AnAsleepLauncherSendsCallersToLaunchDirectlyThenWakesForABurst) {
   Recorder r;
   auto q = MakeQueue(r, 8);
@@ -182,14 +172,16 @@ TEST(LaunchQueue, AnAsleepLauncherSendsCallersToLaunchDirectlyThenWakesForABurst
   // Past its idle spin the launcher sleeps; callers are sent to launch directly, and only the
   // kDirectBeforeWake-th answer in a row wakes it.
   const uint64_t before = q->sleeps();
-  ASSERT_TRUE(Eventually([&] { return q->LaunchDirectly(); })) << "the launcher never slept";
+  ASSERT_TRUE(sched_testing::WaitUntil([&] { return q->LaunchDirectly(); }))
+      << "the launcher never slept";
   for (uint32_t i = 1; i + 1 < LaunchQueue::kDirectBeforeWake; ++i) {
     EXPECT_TRUE(q->LaunchDirectly()) << "answer " << i;
   }
   std::this_thread::sleep_for(milliseconds(20));
   EXPECT_EQ(q->sleeps(), before) << "woken before the burst was long enough";
   EXPECT_TRUE(q->LaunchDirectly());
-  EXPECT_TRUE(Eventually([&] { return q->sleeps() > before; })) << "the launcher was never woken";
+  EXPECT_TRUE(sched_testing::WaitUntil([&] { return q->sleeps() > before; }))
+      << "the launcher was never woken";
   // With a launch queued and not yet made, callers queue behind it (asleep or not).
   r.delay = milliseconds(300);
   Push(*q, 0, 1);
