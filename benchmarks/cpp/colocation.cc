@@ -39,13 +39,20 @@
 // default) or sleeps (--wait sleep): a sleeping thread wakes on a core at a lower clock with
 // cold caches, which on its own made the alone loop's p99 vary from 210 to 545 us on an H200.
 //
+// --repeat N runs the modes in turn N times (alone, preemption, alone, ...), so that host noise
+// and the GPU's clock drift spread over all of them; the JSON's "modes" then holds each field's
+// median over the passes (and p99's range), "runs" every pass. Each mode also reports the SM clock
+// and power draw sampled through NVML while its loop ran (gpu_clocks.h): beside a load that
+// keeps the chip at its power limit, the loop's kernels run at a lower clock whatever the
+// scheduler does.
+//
 // GPU results are committed as benchmarks/results/<gpu>-sm<XY>-scheduler-colocation-cpp.json,
 // which the suite's scheduler area reads (rows "cpp <mode>").
 //
 //   colocation [--g-size 1024] [--be-size 8192] [--batch 2] [--outstanding 2] [--duration 3]
 //              [--modes ...]
 //              [--kernel-iters 2000] [--interval-us 0] [--wait spin|sleep] [--spans]
-//              [--out FILE.json]
+//              [--repeat 1] [--out FILE.json]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -68,6 +75,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "bench_util.h"
+#include "gpu_clocks.h"
 #include "pygpukit.h"
 #include "runtime/profile.h"
 
@@ -75,6 +83,8 @@ namespace {
 
 using namespace pygpukit;
 using bench::Check;
+using bench::ClockSampler;
+using bench::ClockSummary;
 using bench::OrDie;
 using Clock = std::chrono::steady_clock;
 
@@ -92,6 +102,7 @@ struct Args {
   double interval_us = 0;  // 0: closed loop
   bool spin = true;        // --wait spin|sleep between requests
   bool spans = false;      // --spans: each iteration's device span, in every mode
+  int repeat = 1;          // --repeat: the modes in turn, this many times
   std::vector<std::string> modes{std::begin(kModes), std::end(kModes)};
   std::string out;
 };
@@ -118,6 +129,8 @@ Args ParseArgs(int argc, char** argv) {
       const std::string w = argv[++i];
       if (w != "spin" && w != "sleep") Check(ValueError("--wait takes spin or sleep"), "usage");
       a.spin = w == "spin";
+    } else if (std::strcmp(argv[i], "--repeat") == 0 && more) {
+      a.repeat = std::atoi(argv[++i]);
     } else if (std::strcmp(argv[i], "--duration") == 0 && more) {
       a.duration = std::atof(argv[++i]);
     } else if (std::strcmp(argv[i], "--modes") == 0 && more) {
@@ -129,9 +142,10 @@ Args ParseArgs(int argc, char** argv) {
     }
   }
   if (a.g_size < 1 || a.be_size < 1 || a.batch < 1 || a.outstanding < 1 || a.kernel_iters < 1 ||
-      !(a.duration > 0) || !(a.interval_us >= 0)) {
+      a.repeat < 1 || !(a.duration > 0) || !(a.interval_us >= 0)) {
     Check(
-        ValueError("sizes, --batch, --outstanding, --kernel-iters and --duration must be positive, "
+        ValueError("sizes, --batch, --outstanding, --kernel-iters, --repeat and --duration must be "
+                   "positive, "
                    "--interval-us not negative"),
         "usage");
   }
@@ -179,13 +193,22 @@ struct Workload {
 
 struct Summary {
   std::string mode;
+  int rep = 0;                     // which pass over the modes (--repeat)
   LatencySummary lat;              // the loop's iterations (nearest-rank, as scheduler.py)
   std::optional<double> be_per_s;  // best-effort matmuls per second while the loop ran
   std::optional<double> span_p50_us, span_p99_us;  // alone_span: device span per iteration
-  std::optional<double> kernel_us;     // alone_kernels: kernels' device time per iteration
-  std::optional<int> sms;              // alone_rest: the partition's SMs
-  std::optional<int64_t> preemptions;  // sched modes: times best-effort kernels yielded
+  std::optional<double> kernel_us;             // alone_kernels: kernels' device time per iteration
+  std::optional<int> sms;                      // alone_rest: the partition's SMs
+  std::optional<int64_t> preemptions;          // sched modes: times best-effort kernels yielded
+  std::optional<ClockSummary> clocks;          // the GPU's SM clock and power while the loop ran
+  std::optional<double> p99_lo_us, p99_hi_us;  // --repeat: the passes' range of p99
 };
+
+// One sampler for the process: NVML is initialized once.
+ClockSampler& Clocks() {
+  static ClockSampler sampler;
+  return sampler;
+}
 
 // Timing events recorded around an iteration's work on the thread's current stream.
 class SpanTimer {
@@ -299,10 +322,12 @@ class BeLoad {
 // The loop beside `load` (null: alone); `loop` runs it (in a task for the scheduler modes).
 Summary Measure(const std::string& mode, const Workload& w, double seconds, BeLoad* load,
                 const std::function<std::vector<int64_t>()>& loop) {
+  Clocks().Start();
   const auto t0 = Clock::now();
   std::vector<int64_t> lat = loop();
   const auto t1 = Clock::now();
-  Summary s{mode, SummarizeLatencies(std::move(lat))};
+  Summary s{.mode = mode, .lat = SummarizeLatencies(std::move(lat))};
+  s.clocks = Clocks().Stop();
   if (load != nullptr) s.be_per_s = load->Rate(t0, t1);
   return s;
 }
@@ -482,36 +507,120 @@ std::string JsonEscaped(absl::string_view s) {
   return out;
 }
 
+// One row of the JSON's "modes" or "runs".
+std::string JsonRow(const Summary& r) {
+  // Latencies are null where no loop ran (be_alone).
+  auto us = [&](double v) { return r.lat.count ? absl::StrFormat("%.2f", v) : "null"; };
+  auto opt = [](const std::optional<double>& v) {
+    return v ? absl::StrFormat("%.3f", *v) : "null";
+  };
+  std::string clocks = "null";
+  if (r.clocks) {
+    clocks = absl::StrFormat(
+        "{\"sm_mhz_mean\": %.1f, \"sm_mhz_min\": %d, \"power_w_mean\": %.1f, "
+        "\"power_capped_share\": %.3f, \"samples\": %d}",
+        r.clocks->sm_mhz_mean, r.clocks->sm_mhz_min, r.clocks->power_w_mean,
+        r.clocks->power_capped_share, r.clocks->samples);
+  }
+  return absl::StrFormat(
+      "{\"mode\": \"%s\", \"rep\": %d, \"iterations\": %d, \"p50_us\": %s, \"p99_us\": %s, "
+      "\"p99_lo_us\": %s, \"p99_hi_us\": %s, \"mean_us\": %s, \"be_matmuls_per_s\": %s, "
+      "\"span_p50_us\": %s, \"span_p99_us\": %s, \"kernel_us\": %s, \"sms\": %s, "
+      "\"preemptions\": %s, \"clocks\": %s}",
+      r.mode, r.rep, r.lat.count, us(r.lat.p50), us(r.lat.p99), opt(r.p99_lo_us), opt(r.p99_hi_us),
+      us(r.lat.mean), opt(r.be_per_s), opt(r.span_p50_us), opt(r.span_p99_us), opt(r.kernel_us),
+      r.sms ? absl::StrCat(*r.sms) : "null", r.preemptions ? absl::StrCat(*r.preemptions) : "null",
+      clocks);
+}
+
+// `modes`: one row per mode (with --repeat, the passes' medians); `runs`: every pass.
 std::string Json(const Args& a, const hal::DeviceProperties& props,
-                 const std::vector<Summary>& rows) {
+                 const std::vector<Summary>& modes, const std::vector<Summary>& runs) {
   std::string j = absl::StrFormat(
       "{\n  \"gpu\": \"%s\",\n  \"sm\": \"%d%d\",\n  \"driver\": %d,\n  \"g_size\": %d,\n"
       "  \"be_size\": %d,\n  \"batch\": %d,\n  \"duration_s\": %g,\n  \"interval_us\": %g,\n"
-      "  \"wait\": \"%s\",\n"
+      "  \"wait\": \"%s\",\n  \"repeat\": %d,\n"
       "  \"guaranteed\": \"%d^3 bf16 matmul + 3 elementwise, synchronized per iteration (C++)\",\n"
       "  \"timing\": \"host steady_clock per iteration (launch to synchronize return); "
-      "best-effort matmuls completed while the loop ran\",\n  \"modes\": [",
+      "best-effort matmuls completed while the loop ran; with repeat > 1, modes holds each "
+      "field's median over the passes (the modes run in turn, pass after pass) and runs every "
+      "pass\",\n  \"clocks\": \"%s\",\n  \"modes\": [",
       JsonEscaped(props.name), props.sm_major, props.sm_minor, props.driver_version, a.g_size,
-      a.be_size, a.batch, a.duration, a.interval_us, a.spin ? "spin" : "sleep", a.g_size);
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const Summary& r = rows[i];
-    // Latencies are null where no loop ran (be_alone).
-    auto us = [&](double v) { return r.lat.count ? absl::StrFormat("%.2f", v) : "null"; };
-    auto opt = [](const std::optional<double>& v) {
-      return v ? absl::StrFormat("%.3f", *v) : "null";
-    };
-    absl::StrAppendFormat(&j,
-                          "%s\n    {\"mode\": \"%s\", \"iterations\": %d, \"p50_us\": %s, "
-                          "\"p99_us\": %s, \"mean_us\": %s, \"be_matmuls_per_s\": %s, "
-                          "\"span_p50_us\": %s, \"span_p99_us\": %s, \"kernel_us\": %s, "
-                          "\"sms\": %s, \"preemptions\": %s}",
-                          i ? "," : "", r.mode, r.lat.count, us(r.lat.p50), us(r.lat.p99),
-                          us(r.lat.mean), opt(r.be_per_s), opt(r.span_p50_us), opt(r.span_p99_us),
-                          opt(r.kernel_us), r.sms ? absl::StrCat(*r.sms) : "null",
-                          r.preemptions ? absl::StrCat(*r.preemptions) : "null");
-  }
+      a.be_size, a.batch, a.duration, a.interval_us, a.spin ? "spin" : "sleep", a.repeat, a.g_size,
+      Clocks().available() ? "NVML, sampled every 5 ms while the loop ran"
+                           : JsonEscaped(absl::StrCat("not sampled: ", Clocks().why())));
+  auto rows = [&](const std::vector<Summary>& v) {
+    for (size_t i = 0; i < v.size(); ++i)
+      absl::StrAppend(&j, i ? "," : "", "\n    ", JsonRow(v[i]));
+  };
+  rows(modes);
+  j += "\n  ],\n  \"runs\": [";
+  rows(a.repeat > 1 ? runs : std::vector<Summary>{});
   j += "\n  ]\n}\n";
   return j;
+}
+
+// The median of `v` (the upper one of an even count); v is not empty.
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// The passes of one mode as one row: each field's median, and the range of p99.
+Summary MedianRow(const std::vector<const Summary*>& passes) {
+  Summary m = *passes.front();
+  m.rep = -1;
+  auto med = [&](auto get) {
+    std::vector<double> v;
+    for (const Summary* p : passes) {
+      if (auto x = get(*p)) v.push_back(*x);
+    }
+    return v.empty() ? std::nullopt : std::optional<double>(Median(std::move(v)));
+  };
+  using O = std::optional<double>;
+  if (m.lat.count > 0) {
+    m.lat.p50 = *med([](const Summary& s) { return O(s.lat.p50); });
+    m.lat.p99 = *med([](const Summary& s) { return O(s.lat.p99); });
+    m.lat.mean = *med([](const Summary& s) { return O(s.lat.mean); });
+    m.lat.count = static_cast<int64_t>(*med([](const Summary& s) { return O(s.lat.count); }));
+    double lo = m.lat.p99, hi = m.lat.p99;
+    for (const Summary* p : passes) {
+      lo = std::min(lo, p->lat.p99);
+      hi = std::max(hi, p->lat.p99);
+    }
+    m.p99_lo_us = lo;
+    m.p99_hi_us = hi;
+  }
+  m.be_per_s = med([](const Summary& s) { return s.be_per_s; });
+  m.span_p50_us = med([](const Summary& s) { return s.span_p50_us; });
+  m.span_p99_us = med([](const Summary& s) { return s.span_p99_us; });
+  m.kernel_us = med([](const Summary& s) { return s.kernel_us; });
+  if (m.clocks) {
+    auto c = [&](auto field) {
+      return *med([&](const Summary& s) { return s.clocks ? O(field(*s.clocks)) : O(); });
+    };
+    m.clocks->sm_mhz_mean = c([](const ClockSummary& k) { return k.sm_mhz_mean; });
+    m.clocks->sm_mhz_min = static_cast<int>(c([](const ClockSummary& k) { return k.sm_mhz_min; }));
+    m.clocks->power_w_mean = c([](const ClockSummary& k) { return k.power_w_mean; });
+    m.clocks->power_capped_share = c([](const ClockSummary& k) { return k.power_capped_share; });
+  }
+  return m;
+}
+
+void PrintRow(const Summary& r) {
+  auto cell = [](bool has, double v) { return has ? absl::StrFormat("%.1f", v) : "-"; };
+  std::printf("%-13s %4s %10s %10s %10ld %12s %12s %10s %5s %8s %8s %7s\n", r.mode.c_str(),
+              r.rep < 0 ? "med" : absl::StrCat(r.rep).c_str(),
+              cell(r.lat.count > 0, r.lat.p50).c_str(), cell(r.lat.count > 0, r.lat.p99).c_str(),
+              static_cast<long>(r.lat.count),
+              cell(r.be_per_s.has_value(), r.be_per_s.value_or(0)).c_str(),
+              cell(r.span_p50_us.has_value(), r.span_p50_us.value_or(0)).c_str(),
+              cell(r.kernel_us.has_value(), r.kernel_us.value_or(0)).c_str(),
+              r.sms ? absl::StrCat(*r.sms).c_str() : "-",
+              r.preemptions ? absl::StrCat(*r.preemptions).c_str() : "-",
+              cell(r.clocks.has_value(), r.clocks ? r.clocks->sm_mhz_mean : 0).c_str(),
+              cell(r.clocks.has_value(), r.clocks ? r.clocks->power_w_mean : 0).c_str());
+  std::fflush(stdout);
 }
 
 }  // namespace
@@ -529,25 +638,34 @@ int main(int argc, char** argv) {
       a.interval_us > 0 ? absl::StrFormat("a request every %g us", a.interval_us).c_str()
                         : "closed loop",
       static_cast<long>(a.be_size), a.batch, a.duration);
-  std::printf("%-13s %10s %10s %10s %12s %12s %10s %5s %8s\n", "mode", "p50_us", "p99_us", "iters",
-              "be_mm/s", "span_p50_us", "kernel_us", "sms", "preempt");
-  std::vector<Summary> rows;
-  for (const std::string& mode : a.modes) {
-    Summary r = RunMode(mode, w, a);
-    auto cell = [](bool has, double v) { return has ? absl::StrFormat("%.1f", v) : "-"; };
-    std::printf("%-13s %10s %10s %10ld %12s %12s %10s %5s %8s\n", r.mode.c_str(),
-                cell(r.lat.count > 0, r.lat.p50).c_str(), cell(r.lat.count > 0, r.lat.p99).c_str(),
-                static_cast<long>(r.lat.count),
-                cell(r.be_per_s.has_value(), r.be_per_s.value_or(0)).c_str(),
-                cell(r.span_p50_us.has_value(), r.span_p50_us.value_or(0)).c_str(),
-                cell(r.kernel_us.has_value(), r.kernel_us.value_or(0)).c_str(),
-                r.sms ? absl::StrCat(*r.sms).c_str() : "-",
-                r.preemptions ? absl::StrCat(*r.preemptions).c_str() : "-");
-    std::fflush(stdout);
-    rows.push_back(std::move(r));
+  if (!Clocks().available()) std::printf("clocks not sampled: %s\n", Clocks().why().c_str());
+  std::printf("%-13s %4s %10s %10s %10s %12s %12s %10s %5s %8s %8s %7s\n", "mode", "pass", "p50_us",
+              "p99_us", "iters", "be_mm/s", "span_p50_us", "kernel_us", "sms", "preempt", "sm_mhz",
+              "power_w");
+  std::vector<Summary> runs;
+  for (int rep = 0; rep < a.repeat; ++rep) {
+    for (const std::string& mode : a.modes) {
+      Summary r = RunMode(mode, w, a);
+      r.rep = rep;
+      PrintRow(r);
+      runs.push_back(std::move(r));
+    }
+  }
+  std::vector<Summary> modes;
+  if (a.repeat == 1) {
+    modes = runs;
+  } else {
+    for (const std::string& mode : a.modes) {
+      std::vector<const Summary*> passes;
+      for (const Summary& r : runs) {
+        if (r.mode == mode) passes.push_back(&r);
+      }
+      modes.push_back(MedianRow(passes));
+      PrintRow(modes.back());
+    }
   }
   if (!a.out.empty()) {
-    const std::string j = Json(a, props, rows);
+    const std::string j = Json(a, props, modes, runs);
     FILE* f = std::fopen(a.out.c_str(), "w");
     if (f == nullptr || std::fwrite(j.data(), 1, j.size(), f) != j.size() || std::fclose(f) != 0) {
       Check(absl::UnavailableError(absl::StrCat("cannot write ", a.out)), "output");
