@@ -54,6 +54,7 @@
 //              [--kernel-iters 2000] [--interval-us 0] [--wait spin|sleep] [--spans]
 //              [--repeat 1] [--out FILE.json]
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -202,7 +203,12 @@ struct Summary {
   std::optional<int64_t> preemptions;          // sched modes: times best-effort kernels yielded
   std::optional<ClockSummary> clocks;          // the GPU's SM clock and power while the loop ran
   std::optional<double> p99_lo_us, p99_hi_us;  // --repeat: the passes' range of p99
+  // The host's time in each part of an iteration, p50 in us: Begin (scheduler modes), the
+  // work's launches, the synchronize, End. Where the scheduler's own cost per request goes.
+  std::optional<std::array<double, 4>> phases_us;
 };
+
+constexpr const char* kPhases[] = {"begin", "launch", "sync", "end"};
 
 // One sampler for the process: NVML is initialized once.
 ClockSampler& Clocks() {
@@ -243,6 +249,7 @@ struct LoopOptions {
   double seconds = 0, interval_us = 0;
   bool spin = true;
   std::vector<int64_t>* spans = nullptr;
+  std::array<std::vector<int64_t>, 4>* phases = nullptr;  // each iteration's phases (kPhases)
   int64_t max_iters = INT64_MAX;
   Scheduler* sched = nullptr;
 };
@@ -251,14 +258,20 @@ struct LoopOptions {
 std::vector<int64_t> GLoop(const Workload& w, const LoopOptions& o) {
   std::optional<SpanTimer> timer;
   if (o.spans != nullptr) timer.emplace(w.dev);
+  std::array<Clock::time_point, 5> at;
   auto step = [&] {
+    at[0] = Clock::now();
     std::optional<InlineTask> task;
     if (o.sched != nullptr) task.emplace(OrDie(o.sched->Begin("online"), "guaranteed task"));
+    at[1] = Clock::now();
     if (timer) Check(timer->Start(), "span start");
     Check(w.GWork(), "guaranteed step");
     if (timer) Check(timer->Stop(), "span stop");
+    at[2] = Clock::now();
     Check(Runtime::Get().Synchronize(w.dev), "guaranteed synchronize");
+    at[3] = Clock::now();
     if (task) Check(task->End(), "guaranteed task end");
+    at[4] = Clock::now();
   };
   for (int i = 0; i < 20; ++i) step();
   std::vector<int64_t> lat;
@@ -280,6 +293,10 @@ std::vector<int64_t> GLoop(const Workload& w, const LoopOptions& o) {
     step();
     lat.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
     if (timer) o.spans->push_back(OrDie(timer->SpanNs(), "span"));
+    for (size_t i = 0; o.phases != nullptr && i < o.phases->size(); ++i) {
+      (*o.phases)[i].push_back(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(at[i + 1] - at[i]).count());
+    }
   }
   return lat;
 }
@@ -480,9 +497,17 @@ Summary RunModeLoop(const std::string& mode, const Workload& w, const Args& a,
 
 Summary RunMode(const std::string& mode, const Workload& w, const Args& a) {
   std::vector<int64_t> spans;
+  std::array<std::vector<int64_t>, 4> phases;
   LoopOptions loop{.seconds = a.duration, .interval_us = a.interval_us, .spin = a.spin};
   if (a.spans || mode == "alone_span") loop.spans = &spans;
+  loop.phases = &phases;
   Summary r = RunModeLoop(mode, w, a, loop);
+  if (!phases[0].empty()) {
+    r.phases_us.emplace();
+    for (size_t i = 0; i < phases.size(); ++i) {
+      (*r.phases_us)[i] = SummarizeLatencies(std::move(phases[i])).p50;
+    }
+  }
   if (!spans.empty()) {
     const LatencySummary span = SummarizeLatencies(std::move(spans));
     r.span_p50_us = span.p50;
@@ -522,15 +547,24 @@ std::string JsonRow(const Summary& r) {
         r.clocks->sm_mhz_mean, r.clocks->sm_mhz_min, r.clocks->power_w_mean,
         r.clocks->power_capped_share, r.clocks->samples);
   }
+  std::string phases = "null";
+  if (r.phases_us) {
+    phases = "{";
+    for (size_t i = 0; i < r.phases_us->size(); ++i) {
+      absl::StrAppendFormat(&phases, "%s\"%s\": %.2f", i ? ", " : "", kPhases[i],
+                            (*r.phases_us)[i]);
+    }
+    phases += "}";
+  }
   return absl::StrFormat(
       "{\"mode\": \"%s\", \"rep\": %d, \"iterations\": %d, \"p50_us\": %s, \"p99_us\": %s, "
       "\"p99_lo_us\": %s, \"p99_hi_us\": %s, \"mean_us\": %s, \"be_matmuls_per_s\": %s, "
       "\"span_p50_us\": %s, \"span_p99_us\": %s, \"kernel_us\": %s, \"sms\": %s, "
-      "\"preemptions\": %s, \"clocks\": %s}",
+      "\"preemptions\": %s, \"clocks\": %s, \"phases_p50_us\": %s}",
       r.mode, r.rep, r.lat.count, us(r.lat.p50), us(r.lat.p99), opt(r.p99_lo_us), opt(r.p99_hi_us),
       us(r.lat.mean), opt(r.be_per_s), opt(r.span_p50_us), opt(r.span_p99_us), opt(r.kernel_us),
       r.sms ? absl::StrCat(*r.sms) : "null", r.preemptions ? absl::StrCat(*r.preemptions) : "null",
-      clocks);
+      clocks, phases);
 }
 
 // `modes`: one row per mode (with --repeat, the passes' medians); `runs`: every pass.
@@ -595,6 +629,10 @@ Summary MedianRow(const std::vector<const Summary*>& passes) {
   m.span_p50_us = med([](const Summary& s) { return s.span_p50_us; });
   m.span_p99_us = med([](const Summary& s) { return s.span_p99_us; });
   m.kernel_us = med([](const Summary& s) { return s.kernel_us; });
+  for (size_t i = 0; m.phases_us && i < m.phases_us->size(); ++i) {
+    (*m.phases_us)[i] =
+        *med([&](const Summary& s) { return s.phases_us ? O((*s.phases_us)[i]) : O(); });
+  }
   if (m.clocks) {
     auto c = [&](auto field) {
       return *med([&](const Summary& s) { return s.clocks ? O(field(*s.clocks)) : O(); });
@@ -609,17 +647,22 @@ Summary MedianRow(const std::vector<const Summary*>& passes) {
 
 void PrintRow(const Summary& r) {
   auto cell = [](bool has, double v) { return has ? absl::StrFormat("%.1f", v) : "-"; };
-  std::printf("%-13s %4s %10s %10s %10ld %12s %12s %10s %5s %8s %8s %7s\n", r.mode.c_str(),
-              r.rep < 0 ? "med" : absl::StrCat(r.rep).c_str(),
-              cell(r.lat.count > 0, r.lat.p50).c_str(), cell(r.lat.count > 0, r.lat.p99).c_str(),
-              static_cast<long>(r.lat.count),
-              cell(r.be_per_s.has_value(), r.be_per_s.value_or(0)).c_str(),
-              cell(r.span_p50_us.has_value(), r.span_p50_us.value_or(0)).c_str(),
-              cell(r.kernel_us.has_value(), r.kernel_us.value_or(0)).c_str(),
-              r.sms ? absl::StrCat(*r.sms).c_str() : "-",
-              r.preemptions ? absl::StrCat(*r.preemptions).c_str() : "-",
-              cell(r.clocks.has_value(), r.clocks ? r.clocks->sm_mhz_mean : 0).c_str(),
-              cell(r.clocks.has_value(), r.clocks ? r.clocks->power_w_mean : 0).c_str());
+  std::string phases = "-";
+  if (r.phases_us) {
+    phases = absl::StrFormat("%.1f/%.1f/%.1f/%.1f", (*r.phases_us)[0], (*r.phases_us)[1],
+                             (*r.phases_us)[2], (*r.phases_us)[3]);
+  }
+  std::printf(
+      "%-13s %4s %10s %10s %10ld %12s %12s %10s %5s %8s %8s %7s  %s\n", r.mode.c_str(),
+      r.rep < 0 ? "med" : absl::StrCat(r.rep).c_str(), cell(r.lat.count > 0, r.lat.p50).c_str(),
+      cell(r.lat.count > 0, r.lat.p99).c_str(), static_cast<long>(r.lat.count),
+      cell(r.be_per_s.has_value(), r.be_per_s.value_or(0)).c_str(),
+      cell(r.span_p50_us.has_value(), r.span_p50_us.value_or(0)).c_str(),
+      cell(r.kernel_us.has_value(), r.kernel_us.value_or(0)).c_str(),
+      r.sms ? absl::StrCat(*r.sms).c_str() : "-",
+      r.preemptions ? absl::StrCat(*r.preemptions).c_str() : "-",
+      cell(r.clocks.has_value(), r.clocks ? r.clocks->sm_mhz_mean : 0).c_str(),
+      cell(r.clocks.has_value(), r.clocks ? r.clocks->power_w_mean : 0).c_str(), phases.c_str());
   std::fflush(stdout);
 }
 
@@ -639,9 +682,9 @@ int main(int argc, char** argv) {
                         : "closed loop",
       static_cast<long>(a.be_size), a.batch, a.duration);
   if (!Clocks().available()) std::printf("clocks not sampled: %s\n", Clocks().why().c_str());
-  std::printf("%-13s %4s %10s %10s %10s %12s %12s %10s %5s %8s %8s %7s\n", "mode", "pass", "p50_us",
-              "p99_us", "iters", "be_mm/s", "span_p50_us", "kernel_us", "sms", "preempt", "sm_mhz",
-              "power_w");
+  std::printf("%-13s %4s %10s %10s %10s %12s %12s %10s %5s %8s %8s %7s  %s\n", "mode", "pass",
+              "p50_us", "p99_us", "iters", "be_mm/s", "span_p50_us", "kernel_us", "sms", "preempt",
+              "sm_mhz", "power_w", "host_us begin/launch/sync/end");
   std::vector<Summary> runs;
   for (int rep = 0; rep < a.repeat; ++rep) {
     for (const std::string& mode : a.modes) {
