@@ -380,8 +380,10 @@ void Scheduler::ApplyLocked(const std::vector<Decision>& decisions) {
         CancelLocked(*task);
         continue;
       }
-      if (!task->inline_) ready_.push_back(task);
-      work_cv_.notify_one();
+      if (!task->inline_) {  // an inline task runs on its caller's thread: no worker to wake
+        ready_.push_back(task);
+        work_cv_.notify_one();
+      }
     } else {
       const std::string msg = absl::StrCat("task ", task->id(), " (tenant '", task->tenant(), "') ",
                                            TaskStateName(d.state), ": ", d.reason);

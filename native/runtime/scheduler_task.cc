@@ -310,8 +310,7 @@ void Scheduler::OnWorkDone(const std::shared_ptr<Task>& task, absl::Status body,
     live_.erase(task->id());
     auto d = admission_.Finish(task->id(), final, now);
     if (d.ok()) ApplyLocked(*d);
-    state_cv_.notify_all();
-    work_cv_.notify_all();
+    state_cv_.notify_all();  // the tasks it admitted woke their workers (ApplyLocked)
   }
   if (guaranteed_ended) {
     UpdatePreemptSignal();
