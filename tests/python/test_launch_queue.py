@@ -54,8 +54,11 @@ def test_a_long_chain_of_tiny_ops_is_exact_and_counted(device, rng):
     if device.type == "cpu" or QUEUE_OFF:
         assert stats["queued_kernels"] == 0
     else:
-        # Every op's kernel went through the queue, and all were made before the reads above.
-        assert stats["queued_kernels"] == stats["device_kernels"] > 600
+        # A burst goes through the queue: only launches that find the launcher asleep (at the
+        # start, and after a pause such as a kernel's first compile) are made directly, at most
+        # LaunchQueue::kDirectBeforeWake - 1 = 7 before the eighth wakes it.
+        assert stats["device_kernels"] > 600
+        assert stats["device_kernels"] // 2 <= stats["queued_kernels"] <= stats["device_kernels"]
 
 
 @pytest.mark.gpu
