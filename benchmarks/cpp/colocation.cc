@@ -146,8 +146,7 @@ Args ParseArgs(int argc, char** argv) {
       a.repeat < 1 || !(a.duration > 0) || !(a.interval_us >= 0)) {
     Check(
         ValueError("sizes, --batch, --outstanding, --kernel-iters, --repeat and --duration must be "
-                   "positive, "
-                   "--interval-us not negative"),
+                   "positive, --interval-us not negative"),
         "usage");
   }
   for (const std::string& m : a.modes) {
