@@ -12,7 +12,8 @@ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPYGPUKIT_WIT
   >/dev/null
 cmake --build "$BUILD" -j "${PYGPUKIT_JOBS:-$(nproc)}"
 # halt_on_error: the first race fails the test that hit it. allocator_may_return_null: tests of
-# absurd sizes expect a failed allocation, not the sanitizer aborting.
-export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 allocator_may_return_null=1 ${TSAN_OPTIONS:-}"
+# absurd sizes expect a failed allocation, not the sanitizer aborting. tsan.supp: reports from
+# uninstrumented system libraries (each explained there).
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 allocator_may_return_null=1 suppressions=$PWD/scripts/tsan.supp ${TSAN_OPTIONS:-}"
 ctest --test-dir "$BUILD" --output-on-failure -j "${PYGPUKIT_JOBS:-$(nproc)}" -L cpp \
   -E consumer ${1:+-R "$1"}
