@@ -1,10 +1,8 @@
 // The GPU's SM clock, power draw and clock-limit reasons, sampled through NVML (the driver's
-// libnvidia-ml, loaded at run time like libcuda) while a benchmark phase runs. The co-location
-// benchmark uses it to tell how much of a loop's slowdown beside a load is the chip lowering its
-// clock to stay within its power limit, which no scheduling can avoid.
+// libnvidia-ml, loaded at run time like libcuda, through core/cuda/dynlib.h) while a benchmark
+// phase runs. The co-location benchmark uses it to tell how much of a loop's slowdown beside a load
+// is the chip lowering its clock to stay within its power limit, which no scheduling can avoid.
 #pragma once
-
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <atomic>
@@ -15,6 +13,10 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "absl/status/status.h"
+#include "core/cuda/dynlib.h"
+#include "core/status.h"
 
 namespace pygpukit::bench {
 
@@ -34,38 +36,14 @@ class ClockSampler {
  public:
   explicit ClockSampler(std::chrono::milliseconds period = std::chrono::milliseconds(5))
       : period_(period) {
-    lib_ = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (lib_ == nullptr) {
-      why_ = "libnvidia-ml.so.1 not found";
-      return;
+    if (absl::Status s = Load(); !s.ok()) {
+      why_ = std::string(s.message());
+      dev_ = nullptr;
     }
-    auto sym = [&](const char* name) { return dlsym(lib_, name); };
-    auto init = reinterpret_cast<int (*)()>(sym("nvmlInit_v2"));
-    auto count = reinterpret_cast<int (*)(unsigned*)>(sym("nvmlDeviceGetCount_v2"));
-    auto handle = reinterpret_cast<int (*)(unsigned, void**)>(sym("nvmlDeviceGetHandleByIndex_v2"));
-    clock_ = reinterpret_cast<int (*)(void*, int, unsigned*)>(sym("nvmlDeviceGetClockInfo"));
-    power_ = reinterpret_cast<int (*)(void*, unsigned*)>(sym("nvmlDeviceGetPowerUsage"));
-    reasons_ = reinterpret_cast<int (*)(void*, unsigned long long*)>(
-        sym("nvmlDeviceGetCurrentClocksEventReasons"));
-    if (reasons_ == nullptr) {  // drivers before 535 name it "throttle"
-      reasons_ = reinterpret_cast<int (*)(void*, unsigned long long*)>(
-          sym("nvmlDeviceGetCurrentClocksThrottleReasons"));
-    }
-    unsigned n = 0;
-    if (init == nullptr || count == nullptr || handle == nullptr || clock_ == nullptr ||
-        power_ == nullptr || reasons_ == nullptr || init() != 0) {
-      why_ = "NVML lacks an entry point or did not initialize";
-    } else if (count(&n) != 0 || n != 1) {
-      why_ = "not one GPU on this machine";
-    } else if (handle(0, &dev_) != 0) {
-      why_ = "no NVML handle for the GPU";
-    }
-    if (!why_.empty()) dev_ = nullptr;
   }
   ~ClockSampler() {
     Stop();
-    auto shutdown = lib_ ? reinterpret_cast<int (*)()>(dlsym(lib_, "nvmlShutdown")) : nullptr;
-    if (dev_ != nullptr && shutdown != nullptr) shutdown();
+    if (shutdown_ != nullptr) shutdown_();
     // The library stays loaded: NVML may keep threads of its own until the process ends.
   }
   ClockSampler(const ClockSampler&) = delete;
@@ -117,6 +95,30 @@ class ClockSampler {
   static constexpr unsigned long long kSwPowerCap = 0x4;     // nvmlClocksEventReasonSwPowerCap
   static constexpr unsigned long long kHwPowerBrake = 0x80;  // ...HwPowerBrakeSlowdown
 
+  absl::Status Load() {
+    constexpr const char* kWhat = "NVML";
+    PGK_ASSIGN_OR_RETURN(void* lib, cuda::OpenFirstLibrary(kWhat, {"libnvidia-ml.so.1"}));
+    int (*init)() = nullptr;
+    int (*count)(unsigned*) = nullptr;
+    int (*handle)(unsigned, void**) = nullptr;
+    PGK_RETURN_IF_ERROR(cuda::Resolve(lib, kWhat, "nvmlInit_v2", init));
+    PGK_RETURN_IF_ERROR(cuda::Resolve(lib, kWhat, "nvmlDeviceGetCount_v2", count));
+    PGK_RETURN_IF_ERROR(cuda::Resolve(lib, kWhat, "nvmlDeviceGetHandleByIndex_v2", handle));
+    PGK_RETURN_IF_ERROR(cuda::Resolve(lib, kWhat, "nvmlDeviceGetClockInfo", clock_));
+    PGK_RETURN_IF_ERROR(cuda::Resolve(lib, kWhat, "nvmlDeviceGetPowerUsage", power_));
+    if (!cuda::Resolve(lib, kWhat, "nvmlDeviceGetCurrentClocksEventReasons", reasons_).ok()) {
+      // Drivers before 535 name it "throttle".
+      PGK_RETURN_IF_ERROR(
+          cuda::Resolve(lib, kWhat, "nvmlDeviceGetCurrentClocksThrottleReasons", reasons_));
+    }
+    if (init() != 0) return absl::UnavailableError("NVML did not initialize");
+    PGK_RETURN_IF_ERROR(cuda::Resolve(lib, kWhat, "nvmlShutdown", shutdown_));
+    unsigned n = 0;
+    if (count(&n) != 0 || n != 1) return absl::UnavailableError("not one GPU on this machine");
+    if (handle(0, &dev_) != 0) return absl::UnavailableError("no NVML handle for the GPU");
+    return absl::OkStatus();
+  }
+
   void Sample() {
     unsigned mhz = 0, mw = 0;
     unsigned long long why = 0;
@@ -130,12 +132,12 @@ class ClockSampler {
   }
 
   std::chrono::milliseconds period_;
-  void* lib_ = nullptr;
   void* dev_ = nullptr;
   std::string why_;
   int (*clock_)(void*, int, unsigned*) = nullptr;
   int (*power_)(void*, unsigned*) = nullptr;
   int (*reasons_)(void*, unsigned long long*) = nullptr;
+  int (*shutdown_)() = nullptr;  // set once NVML initialized
   std::atomic<bool> stop_{false};
   std::thread thread_;
   std::mutex mu_;
