@@ -275,7 +275,7 @@ void Scheduler::FinishBody(const std::shared_ptr<Task>& task, absl::Status body)
 
 void Scheduler::OnWorkDone(const std::shared_ptr<Task>& task, absl::Status body, absl::Status gpu) {
   std::vector<std::shared_ptr<TenantRt>> best_effort;
-  bool guaranteed_ended = false;
+  bool update_signal = false;
   {
     std::lock_guard<std::mutex> l(mu_);
     TenantRt& t = *tenants_.at(task->tenant());
@@ -296,8 +296,10 @@ void Scheduler::OnWorkDone(const std::shared_ptr<Task>& task, absl::Status body,
     --t.running;
     if (t.options.qos == QosClass::kGuaranteed &&
         guaranteed_running_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      guaranteed_ended = true;
-      ++signal_updates_;  // Shutdown waits for it: the update below runs without mu_
+      if (options_.best_effort_preemption) {
+        update_signal = true;
+        ++signal_updates_;  // Shutdown waits for it: the update below runs without mu_
+      }
       for (auto& [name, other] : tenants_) {
         if (other->options.qos == QosClass::kBestEffort) best_effort.push_back(other);
       }
@@ -312,7 +314,7 @@ void Scheduler::OnWorkDone(const std::shared_ptr<Task>& task, absl::Status body,
     if (d.ok()) ApplyLocked(*d);
     state_cv_.notify_all();  // the tasks it admitted woke their workers (ApplyLocked)
   }
-  if (guaranteed_ended) {
+  if (update_signal) {
     UpdatePreemptSignal();
     std::lock_guard<std::mutex> l(mu_);
     --signal_updates_;
