@@ -246,4 +246,20 @@ double RealArg(const pyb::handle& x, absl::string_view name, absl::string_view o
   return v;
 }
 
+bool IsUninitialized(pyb::handle src, const std::type_info& type) {
+  pyb::detail::type_info* info = pyb::detail::get_type_info(type);
+  if (info == nullptr || !PyObject_TypeCheck(src.ptr(), info->type)) return false;
+  auto* inst = reinterpret_cast<pyb::detail::instance*>(src.ptr());
+  pyb::detail::value_and_holder vh = inst->get_value_and_holder(info, /*throw_if_missing=*/false);
+  // Instances are registered once their C++ object exists (made by __init__ or returned from
+  // C++); __new__ alone leaves them unregistered, with no value.
+  return !vh || vh.value_ptr() == nullptr || !vh.instance_registered();
+}
+
+void RaiseUninitialized(pyb::handle src) {
+  const std::string name = TypeName(src);
+  throw pyb::type_error(absl::StrCat(name, " object is not initialized (made with ", name,
+                                     ".__new__ without __init__); create it with ", name, "(...)"));
+}
+
 }  // namespace pygpukit::py

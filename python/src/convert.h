@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "checked_caster.h"
 #include "pygpukit.h"
+#include "runtime/profile.h"
 
 namespace pygpukit::py {
 
@@ -79,3 +81,17 @@ Scalar ToScalar(const pyb::handle& obj);
 pyb::object NumpyDType(DType dt);
 
 }  // namespace pygpukit::py
+
+// The bound classes several binding files share (the others declare theirs where they are
+// defined): each refuses objects whose __init__ never ran (checked_caster.h).
+PGK_CHECKED_CASTER(pygpukit::GPUArray)
+PGK_CHECKED_CASTER(pygpukit::Device)
+PGK_CHECKED_CASTER(pygpukit::py::PyDType)
+PGK_CHECKED_CASTER(pygpukit::InlineTask)
+PGK_CHECKED_CASTER(pygpukit::ProfileSession)
+PGK_CHECKED_CASTER(pygpukit::ops::UserKernel)
+PGK_CHECKED_CASTER(pygpukit::ops::FusedExpr)
+PGK_CHECKED_HOLDER_CASTER(pygpukit::MemoryQuota)
+PGK_CHECKED_HOLDER_CASTER(pygpukit::ops::PhiloxGenerator)
+PGK_CHECKED_HOLDER_CASTER(pygpukit::Task)
+PGK_CHECKED_HOLDER_CASTER(pygpukit::Scheduler)

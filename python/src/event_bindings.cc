@@ -18,6 +18,13 @@ struct PyEvent {
   bool timing = true;
   bool recorded = false;
 };
+}  // namespace
+}  // namespace pygpukit::py
+
+PGK_CHECKED_CASTER(pygpukit::py::PyEvent)
+
+namespace pygpukit::py {
+namespace {
 
 hal::Stream& StreamOf(Device d) { return *Unwrap(Runtime::Get().stream(d)); }
 

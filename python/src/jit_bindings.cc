@@ -22,6 +22,13 @@ struct PyRawKernel {
   JitSource src;
   std::string kernel;
 };
+}  // namespace
+}  // namespace pygpukit::py
+
+PGK_CHECKED_CASTER(pygpukit::py::PyRawKernel)
+
+namespace pygpukit::py {
+namespace {
 
 // An int (or NumPy integer) or a sequence of 1..3 of them; missing dims are 1.
 std::array<int64_t, 3> ToDims(const pyb::handle& obj, const char* what, const std::string& op) {

@@ -20,6 +20,13 @@ struct PyStream {
   hal::Stream* stream = nullptr;
   ~PyStream() { Runtime::Get().ReleaseStream(stream); }
 };
+}  // namespace
+}  // namespace pygpukit::py
+
+PGK_CHECKED_CASTER(pygpukit::py::PyStream)
+
+namespace pygpukit::py {
+namespace {
 
 // Scopes opened from Python: a per-thread stack, so that `with` blocks nest.
 thread_local std::vector<std::unique_ptr<StreamScope>> stream_scopes;

@@ -20,6 +20,13 @@ namespace {
 struct Records {
   std::vector<TraceRecord> records;
 };
+}  // namespace
+}  // namespace pygpukit::py
+
+PGK_CHECKED_HOLDER_CASTER(pygpukit::py::Records)
+
+namespace pygpukit::py {
+namespace {
 
 pyb::object OrNone(double v) { return std::isnan(v) ? pyb::none() : pyb::cast(v); }
 pyb::object OrNone(int64_t v) { return v < 0 ? pyb::none() : pyb::cast(v); }

@@ -2,6 +2,10 @@
 against NumPy (bfloat16 through ml_dtypes)."""
 
 import gc
+import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import ml_dtypes
@@ -154,3 +158,21 @@ def run_readme_example(heading):
     scope = {}
     exec(compile(code, "README.md", "exec"), scope)  # noqa: S102 - the documented example
     return scope
+
+
+def run_child(code, *, address_limit=True, timeout=60, env=None):
+    """Runs `code` in a fresh interpreter (same environment, plus `env`), for cases that could
+    crash or hang the test process. On the CPU backend the child's address space is capped at
+    16 GiB, so a request that slipped through could never commit the machine's memory (the CUDA
+    driver needs more address space, so no cap there)."""
+    prologue = ""
+    if address_limit and gp.default_device().type == "cpu":
+        prologue = "import resource; resource.setrlimit(resource.RLIMIT_AS, (2**34, 2**34))\n"
+    proc = subprocess.run(
+        [sys.executable, "-c", prologue + textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
+    return proc

@@ -5,13 +5,10 @@ raises SystemError or crashes the interpreter (checked in child processes where 
 possible)."""
 
 import gc
-import os
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pytest
+from helpers import run_child
 
 import pygpukit as gp
 
@@ -231,7 +228,7 @@ def test_byte_size_overflow_in_child():
     # a child process runs them since a wrong answer can corrupt the allocator. (Results are
     # kept alive: freed blocks in the cache would turn a later 2**63-byte request into the
     # crash test_huge_request_with_cached_blocks_in_child checks.)
-    proc = _run_child(f"""
+    proc = run_child(f"""
         import pygpukit as gp
         keep = []
         for shape, dt in {OVERFLOW_CASES!r}:
@@ -255,7 +252,7 @@ def test_byte_size_overflow_in_child():
 def test_huge_request_with_cached_blocks_in_child():
     # A request of 2**63 bytes (a valid element count) while the allocator caches freed blocks:
     # MemoryError, never a cached small block handed out or a corrupted free list.
-    proc = _run_child("""
+    proc = run_child("""
         import pygpukit as gp
         out = []
         for _ in range(5):
@@ -382,27 +379,10 @@ def test_out_of_memory_2d_and_float(device):
     raises(MemoryError, lambda: gp.empty((2**43,), dtype=gp.complex64, device=device), str(2**46))
 
 
-def _run_child(code, *, address_limit=True, timeout=60):
-    """Runs `code` in a fresh interpreter (same environment). On the CPU backend the child's
-    address space is capped at 16 GiB, so a request that slipped through could never commit the
-    machine's memory (the CUDA driver needs more address space, so no cap there)."""
-    prologue = ""
-    if address_limit and gp.default_device().type == "cpu":
-        prologue = "import resource; resource.setrlimit(resource.RLIMIT_AS, (2**34, 2**34))\n"
-    proc = subprocess.run(
-        [sys.executable, "-c", prologue + textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=os.environ.copy(),
-    )
-    return proc
-
-
 def test_out_of_memory_filled_creation_in_child():
     # zeros / ones / full / arange write their result: run them in a child so that an
     # allocation that wrongly succeeds can only kill the child.
-    proc = _run_child("""
+    proc = run_child("""
         import pygpukit as gp
         calls = {
             "zeros": lambda: gp.zeros((2**45,), dtype=gp.uint8),
@@ -431,7 +411,7 @@ def test_out_of_memory_filled_creation_in_child():
 def test_byte_size_overflow_filled_in_child():
     # A byte count that wraps around 2**64 must not give a small buffer that the fill kernel
     # then overruns (heap corruption / segfault).
-    proc = _run_child("""
+    proc = run_child("""
         import pygpukit as gp
         calls = [
             lambda: gp.zeros((2**31, 2**31), dtype=gp.complex128),
@@ -555,7 +535,7 @@ def test_error_types(label, f, exc):
 def test_error_sweep_in_child_does_not_crash():
     # The same kind of bad calls, plus a few that touch memory, in a fresh process: none may
     # crash it or raise anything but the documented exceptions.
-    proc = _run_child("""
+    proc = run_child("""
         import numpy as np
         import pygpukit as gp
         DOC = (ValueError, TypeError, IndexError, MemoryError, NotImplementedError,
