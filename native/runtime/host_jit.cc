@@ -4,12 +4,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
@@ -103,13 +106,12 @@ class HostJit {
     const std::string key = absl::StrFormat("%016x", JitHash(absl::StrCat(compiler, "\n", source)));
     void*& handle = handles_[key];
     if (handle == nullptr) {
-      PGK_ASSIGN_OR_RETURN(std::string so, Build(source, compiler, key));
-      handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (handle == nullptr) {
-        const char* why = dlerror();
+      absl::StatusOr<void*> loaded = Load(source, compiler, key);
+      if (!loaded.ok()) {
         handles_.erase(key);
-        return RuntimeError(absl::StrCat("host jit: loading ", so, ": ", why ? why : "?"));
+        return loaded.status();
       }
+      handle = *loaded;
     }
     void* fn = dlsym(handle, std::string(symbol).c_str());
     if (fn == nullptr) {
@@ -167,19 +169,70 @@ class HostJit {
     return dir_ = tmpl;
   }
 
-  absl::StatusOr<std::string> Build(const std::string& source, const std::string& compiler,
-                                    const std::string& key) {
+  // Everything the shared object depends on, stored in its cache entry and compared on load:
+  // a file for another source (a hash collision), compiler or header set is a miss.
+  static std::string KeyText(const std::string& source, const std::string& compiler,
+                             uint64_t headers) {
+    return absl::StrFormat("host-jit\ncompiler=%s\nheaders=%016x\n%s", compiler, headers, source);
+  }
+
+  // The loaded shared object of `source`: from the cache entry when it is intact (the cache
+  // directory is untrusted input: a truncated, corrupt or foreign entry is recompiled, never
+  // loaded), else compiled now and stored.
+  absl::StatusOr<void*> Load(const std::string& source, const std::string& compiler,
+                             const std::string& key) {
     PGK_ASSIGN_OR_RETURN(std::string dir, Directory());
     const uint64_t headers = HeadersHash();
     const std::string stem = absl::StrFormat("%s/k-%s-%016x", dir, key, headers);
-    const std::string so = stem + ".so";
-    if (fs::exists(so)) {
-      ++stats_.disk_hits;
-      return so;
+    const std::string entry = stem + ".bin";
+    const std::string key_text = KeyText(source, compiler, headers);
+    absl::StatusOr<std::optional<std::string>> file = ReadSmallFile(entry, kMaxEntryBytes);
+    if (file.ok() && file->has_value()) {
+      if (std::optional<std::string> image = ParseJitEntry(**file, key_text)) {
+        ++stats_.disk_hits;
+        return Open(*image, stem);
+      }
+      ++stats_.rejected_entries;
     }
+    PGK_ASSIGN_OR_RETURN(std::string image, Compile(source, compiler, stem, headers));
+    // The entry is replaced atomically: other processes read the old or the new one.
+    (void)WriteFileAtomic(entry, FormatJitEntry(key_text, image));
+    return Open(image, stem);
+  }
+
+  // dlopen of `image`, written to a private file first: the bytes loaded are exactly the bytes
+  // checked, whatever happens to the cache entry meanwhile.
+  static absl::StatusOr<void*> Open(const std::string& image, const std::string& stem) {
+    std::string path = absl::StrCat(stem, ".", getpid(), ".XXXXXX");
+    const int fd = mkstemp(path.data());
+    if (fd < 0) {
+      return RuntimeError(absl::StrCat("host jit: creating ", path, ": ", std::strerror(errno)));
+    }
+    size_t done = 0;
+    while (done < image.size()) {
+      const ssize_t n = write(fd, image.data() + done, image.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      done += static_cast<size_t>(n);
+    }
+    close(fd);
+    void* handle = done == image.size() ? dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL) : nullptr;
+    const char* why = done == image.size() ? dlerror() : "short write";
+    std::error_code ec;
+    fs::remove(path, ec);  // the mapping stays; the name is never reused while it does
+    if (handle == nullptr) {
+      return RuntimeError(absl::StrCat("host jit: loading ", path, ": ", why ? why : "?"));
+    }
+    return handle;
+  }
+
+  // Runs the compiler on `source`; the shared object's bytes.
+  absl::StatusOr<std::string> Compile(const std::string& source, const std::string& compiler,
+                                      const std::string& stem, uint64_t headers) {
     const std::string tmp = absl::StrCat(stem, ".", getpid(), ".tmp");
     PGK_RETURN_IF_ERROR(WriteFileAtomic(tmp + ".cc", source));
     // $CXX as the shell splits it (it may carry words: "ccache g++", "g++ -w").
+    const std::string dir = stem.substr(0, stem.rfind('/'));
     const std::string cmd =
         absl::StrCat(compiler, " -std=c++17 -O2 -fPIC -shared -ffp-contract=off -I",
                      Quote(absl::StrFormat("%s/include-%016x", dir, headers)), " -o ",
@@ -201,10 +254,16 @@ class HostJit {
       return RuntimeError(
           absl::StrCat("host jit: compiling with '", compiler, "' failed:\n", output));
     }
-    fs::rename(tmp + ".so", so, ec);
-    if (ec) return RuntimeError(absl::StrCat("host jit: ", so, ": ", ec.message()));
-    return so;
+    absl::StatusOr<std::optional<std::string>> image = ReadSmallFile(tmp + ".so", kMaxEntryBytes);
+    fs::remove(tmp + ".so", ec);
+    if (!image.ok()) return image.status();
+    if (!image->has_value()) {
+      return RuntimeError(absl::StrCat("host jit: the compiler wrote no ", tmp, ".so"));
+    }
+    return std::move(**image);
   }
+
+  static constexpr size_t kMaxEntryBytes = size_t{256} << 20;
 
   std::mutex mu_;
   std::string dir_;

@@ -1,6 +1,6 @@
 // Host-compiler JIT for the CPU backend's user kernels (gp.ElementwiseKernel on the CPU): C++
 // source is compiled by the system compiler into a shared object, cached on disk next to the
-// NVRTC cache and loaded with dlopen.
+// NVRTC cache (in the JIT's checked entry format, jit_cache.h) and loaded with dlopen.
 #pragma once
 
 #include <cstdint>
@@ -24,10 +24,11 @@ absl::StatusOr<void*> HostJitSymbol(absl::string_view key, absl::FunctionRef<std
 
 /// Counters of the host-compiler JIT (gp.jit.cache_info()'s host_* entries).
 struct HostJitInfo {
-  std::string directory;  // where the shared objects are ("" before the first use)
-  int64_t compiles = 0;   // compiler runs of this process
-  int64_t disk_hits = 0;  // shared objects found on disk
-  int64_t loaded = 0;     // sources with a loaded shared object
+  std::string directory;         // where the shared objects are ("" before the first use)
+  int64_t compiles = 0;          // compiler runs of this process
+  int64_t disk_hits = 0;         // shared objects found on disk
+  int64_t rejected_entries = 0;  // entries on disk that were truncated, corrupt or foreign
+  int64_t loaded = 0;            // sources with a loaded shared object
   double compile_seconds = 0;
 };
 HostJitInfo HostJitStats();

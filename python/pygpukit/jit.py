@@ -17,8 +17,9 @@ def cache_info():
     memory_hits, disk_hits, compiles, disk_writes, rejected_entries (corrupt or foreign files
     that were recompiled), compile_seconds (total NVRTC time), nvrtc_available, nvrtc_version
     (or why NVRTC is unavailable); and for the host C++ compiler that builds gp.ElementwiseKernel /
-    gp.fuse on the CPU backend: host_directory, host_compiles, host_disk_hits, host_loaded,
-    host_compile_seconds."""
+    gp.fuse on the CPU backend: host_directory, host_compiles, host_disk_hits,
+    host_rejected_entries (truncated, corrupt or foreign entries that were recompiled),
+    host_loaded, host_compile_seconds."""
     return _core._jit_cache_info()
 
 

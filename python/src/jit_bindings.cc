@@ -381,6 +381,7 @@ AddOp, ...) and <cmath> are visible. Several output parameters give a tuple of o
     d["host_directory"] = h.directory;
     d["host_compiles"] = h.compiles;
     d["host_disk_hits"] = h.disk_hits;
+    d["host_rejected_entries"] = h.rejected_entries;
     d["host_loaded"] = h.loaded;
     d["host_compile_seconds"] = h.compile_seconds;
     return d;

@@ -4,6 +4,7 @@ test each; cases that could crash or hang the interpreter run in a child process
 import json
 import textwrap
 
+import numpy as np
 import pytest
 from helpers import run_child
 
@@ -102,3 +103,54 @@ def test_uninitialized_object_message(name):
         else:
             with obj:
                 pass
+
+
+# ---- the host JIT's disk cache ----
+
+
+@pytest.mark.parametrize("damage", ["truncate", "empty", "random", "foreign", "flip"])
+def test_damaged_host_jit_entries_are_recompiled(tmp_path, damage):
+    if gp.default_device().type != "cpu":
+        pytest.skip("the host compiler serves the CPU backend")
+    # The first child fills the cache; the entry is damaged; a second child must neither crash
+    # (a truncated shared object killed it with SIGBUS) nor load the damaged bytes.
+    code = """
+        import json, numpy as np, pygpukit as gp
+        x = gp.asarray(np.arange(5, dtype=np.float32))
+        a = gp.ElementwiseKernel("T x", "T y", "y = x*3;", "k")(x).get().tolist()
+        b = gp.ElementwiseKernel("T x", "T y", "y = x+4;", "other")(x).get().tolist()
+        print(json.dumps([a, b, gp.jit.cache_info()]))
+    """
+    env = {"PYGPUKIT_CACHE_DIR": str(tmp_path)}
+    first = run_child(code, env=env)
+    assert first.returncode == 0, first.stderr
+    entries = sorted((tmp_path / "host").glob("k-*.bin"), key=lambda p: p.stat().st_mtime_ns)
+    assert len(entries) == 2
+    target, other = entries
+    data = target.read_bytes()
+    if damage == "truncate":
+        target.write_bytes(data[: len(data) // 2])
+    elif damage == "empty":
+        target.write_bytes(b"")
+    elif damage == "random":
+        target.write_bytes(np.random.default_rng(0).bytes(len(data)))
+    elif damage == "foreign":
+        target.write_bytes(other.read_bytes())  # another source's intact entry
+    else:
+        flipped = bytearray(data)
+        flipped[len(data) * 3 // 4] ^= 0x40  # one bit inside the shared object
+        target.write_bytes(bytes(flipped))
+    second = run_child(code, env=env)
+    assert second.returncode == 0, second.stderr
+    a, b, info = json.loads(second.stdout.strip().splitlines()[-1])
+    assert a == [0.0, 3.0, 6.0, 9.0, 12.0] and b == [4.0, 5.0, 6.0, 7.0, 8.0]
+    assert info["host_rejected_entries"] == 1
+    assert info["host_compiles"] == 1 and info["host_disk_hits"] == 1
+    # The entry was replaced by an intact one: a third run loads both from disk.
+    third = run_child(code, env=env)
+    info = json.loads(third.stdout.strip().splitlines()[-1])[2]
+    assert (info["host_compiles"], info["host_disk_hits"], info["host_rejected_entries"]) == (
+        0,
+        2,
+        0,
+    )

@@ -257,7 +257,7 @@ def test_host_cache_info_and_clear(tmp_path, monkeypatch, rng):
     assert info["host_directory"] == str(tmp_path / "host")
     assert info["host_compiles"] == before["host_compiles"] + 1
     assert info["host_loaded"] >= 1
-    objects = list((tmp_path / "host").glob("k-*.so"))
+    objects = list((tmp_path / "host").glob("k-*.bin"))
     assert len(objects) == 1
     # Forgotten in memory: found on disk again, no compile.
     gp.jit.clear_cache()
@@ -267,6 +267,6 @@ def test_host_cache_info_and_clear(tmp_path, monkeypatch, rng):
     assert after["host_disk_hits"] == info["host_disk_hits"] + 1
     # disk=True deletes the objects: the next call compiles again.
     gp.jit.clear_cache(disk=True)
-    assert not list((tmp_path / "host").glob("k-*.so"))
+    assert not list((tmp_path / "host").glob("k-*.bin"))
     check_equal(k(arr(x)), x - 7)
     assert gp.jit.cache_info()["host_compiles"] == info["host_compiles"] + 1
