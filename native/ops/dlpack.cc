@@ -176,11 +176,23 @@ absl::StatusOr<GPUArray> Import(Managed* t, bool read_only) {
   const DLTensor& d = t->dl_tensor;
   PGK_ASSIGN_OR_RETURN(DType dt, FromDLDataType(d.dtype));
   PGK_ASSIGN_OR_RETURN(Device dev, DeviceFromDLPack(d.device.device_type, d.device.device_id));
-  if (d.ndim < 0) return ValueError(absl::StrCat("from_dlpack: negative ndim ", d.ndim));
+  // The producer's fields are untrusted: check them before reading through them.
+  if (d.ndim < 0 || d.ndim > kMaxDims) {
+    return ValueError(
+        absl::StrCat("from_dlpack: ndim ", d.ndim, " is outside [0, ", kMaxDims, "]"));
+  }
+  if (d.ndim > 0 && d.shape == nullptr) {
+    return ValueError(absl::StrCat("from_dlpack: a null shape for ndim ", d.ndim));
+  }
   Shape shape(d.shape, d.shape + d.ndim);
   std::optional<absl::Span<const int64_t>> strides;
   if (d.strides != nullptr) strides = absl::MakeConstSpan(d.strides, d.ndim);
-  void* data = static_cast<char*>(d.data) + d.byte_offset;
+  uintptr_t address = 0;
+  if (__builtin_add_overflow(reinterpret_cast<uintptr_t>(d.data), d.byte_offset, &address)) {
+    return ValueError(
+        absl::StrCat("from_dlpack: byte_offset ", d.byte_offset, " wraps the address space"));
+  }
+  void* data = reinterpret_cast<void*>(address);
   return FromForeignMemory(data, dt, shape, strides, dev, [t] {
     if (t->deleter != nullptr) t->deleter(t);
   });
@@ -280,6 +292,18 @@ absl::StatusOr<GPUArray> FromForeignMemory(void* data, DType dtype, absl::Span<c
       return ValueError(absl::StrCat("from foreign memory: strides of shape ", ShapeToString(shape),
                                      " reach beyond 64-bit offsets"));
     }
+    // The elements' addresses, lowest to highest, must lie inside the address space.
+    const uintptr_t at = reinterpret_cast<uintptr_t>(data);
+    const uintptr_t below = uintptr_t{0} - static_cast<uintptr_t>(lo);  // lo <= 0
+    uintptr_t end = 0;
+    if (below > at || __builtin_add_overflow(at - below, static_cast<uintptr_t>(bytes), &end)) {
+      return ValueError(absl::StrCat("from foreign memory: shape ", ShapeToString(shape),
+                                     " with strides ", ShapeToString(st), " at 0x", absl::Hex(at),
+                                     " reaches beyond the address space"));
+    }
+    PGK_ASSIGN_OR_RETURN(hal::Backend * backend, Runtime::Get().backend(device.type));
+    PGK_RETURN_IF_ERROR(backend->CheckForeignRange(
+        device.index, reinterpret_cast<void*>(at - below), static_cast<size_t>(bytes)));
     lo /= item;
   }
   char* base = static_cast<char*>(data) + lo * item;

@@ -154,3 +154,130 @@ def test_damaged_host_jit_entries_are_recompiled(tmp_path, damage):
         2,
         0,
     )
+
+
+# ---- malformed DLPack capsules ----
+
+_DLPACK = """
+import ctypes
+
+
+class DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+class DLManagedTensorVersioned(ctypes.Structure):
+    _fields_ = [
+        ("major", ctypes.c_uint32),
+        ("minor", ctypes.c_uint32),
+        ("manager_ctx", ctypes.c_void_p),
+        ("deleter", ctypes.c_void_p),
+        ("flags", ctypes.c_uint64),
+        ("dl_tensor", DLTensor),
+    ]
+
+
+class Producer:
+    # A DLPack producer handing out a hand-made tensor (float32 on the CPU).
+    def __init__(self, data, shape, strides=None, byte_offset=0, ndim=None):
+        self.keep = []
+        t = DLManagedTensorVersioned()
+        t.major, t.minor = 1, 0
+        d = t.dl_tensor
+        d.data = data
+        d.device = DLDevice(1, 0)
+        d.dtype = DLDataType(2, 32, 1)
+        d.ndim = len(shape) if ndim is None else ndim
+        if shape is not None:
+            arr = (ctypes.c_int64 * max(len(shape), 1))(*shape)
+            self.keep.append(arr)
+            d.shape = ctypes.cast(arr, ctypes.POINTER(ctypes.c_int64))
+        if strides is not None:
+            arr = (ctypes.c_int64 * len(strides))(*strides)
+            self.keep.append(arr)
+            d.strides = ctypes.cast(arr, ctypes.POINTER(ctypes.c_int64))
+        d.byte_offset = byte_offset
+        self.t = t
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+    def __dlpack__(self, stream=None, max_version=None, copy=None):
+        new = ctypes.pythonapi.PyCapsule_New
+        new.restype = ctypes.py_object
+        new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+        return new(ctypes.addressof(self.t), b"dltensor_versioned", None)
+"""
+exec(_DLPACK)
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "null_shape",
+        "offset_2_63",
+        "offset_wraps",
+        "huge_stride",
+        "negative_stride_below_zero",
+        "stride_span_overflows",
+        "ndim_65",
+        "negative_ndim",
+        "unmapped",
+    ],
+)
+def test_malformed_dlpack_capsules_raise(case):
+    if gp.default_device().type != "cpu":
+        pytest.skip("hand-made capsules describe host memory")
+    code = _DLPACK + textwrap.dedent(
+        """
+        import sys, numpy as np, pygpukit as gp
+        buf = np.arange(16, dtype=np.float32)
+        p = buf.ctypes.data
+        case = sys.argv[1] if len(sys.argv) > 1 else CASE
+        args = {
+            "null_shape": dict(data=p, shape=None, ndim=2),
+            "offset_2_63": dict(data=p, shape=[4], byte_offset=2**63),
+            "offset_wraps": dict(data=p, shape=[4], byte_offset=2**64 - 8),
+            "huge_stride": dict(data=p, shape=[2, 2], strides=[2**40, 1]),
+            "negative_stride_below_zero": dict(data=p, shape=[3], strides=[-(2**61)]),
+            "stride_span_overflows": dict(data=p, shape=[2**31, 2], strides=[2**33, 1]),
+            "ndim_65": dict(data=p, shape=[1] * 65),
+            "negative_ndim": dict(data=p, shape=[1], ndim=-1),
+            "unmapped": dict(data=4096 * 16, shape=[4]),
+        }[case]
+        try:
+            x = gp.from_dlpack(Producer(**args))
+            print("accepted", x.shape)
+            print(x.get())
+        except (ValueError, TypeError, BufferError) as e:
+            print("raised", type(e).__name__, e)
+        # A well-formed tensor still imports (and reads the right values) afterwards.
+        ok = gp.from_dlpack(Producer(data=p, shape=[2, 2], strides=[1, 2], byte_offset=8))
+        assert ok.get().tolist() == [[2.0, 4.0], [3.0, 5.0]], ok.get()
+        print("good import ok", flush=True)
+        import os
+        os._exit(0)  # the hand-made tensors live in this frame: no teardown after them
+        """
+    ).replace("CASE", repr(case))
+    proc = run_child(code)
+    assert proc.returncode == 0, (proc.stdout, proc.stderr[-2000:])
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("raised ValueError"), lines
+    assert "from_dlpack" in lines[0] or "foreign memory" in lines[0], lines
+    assert lines[-1] == "good import ok"

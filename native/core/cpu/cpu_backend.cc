@@ -1,5 +1,6 @@
 #include "core/cpu/cpu_backend.h"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -192,6 +193,23 @@ absl::StatusOr<std::pair<size_t, size_t>> CpuBackend::MemoryInfo(int) const {
   size_t page = sysconf(_SC_PAGESIZE);
   return std::pair<size_t, size_t>(sysconf(_SC_AVPHYS_PAGES) * page,
                                    sysconf(_SC_PHYS_PAGES) * page);
+}
+
+absl::Status CpuBackend::CheckForeignRange(int, const void* ptr, size_t bytes) {
+  if (bytes == 0) return absl::OkStatus();
+  // msync reports ENOMEM when any page of the range is unmapped: an address a producer made up
+  // (a wild byte_offset, strides past its allocation) is refused here instead of faulting in a
+  // kernel later.
+  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t at = reinterpret_cast<uintptr_t>(ptr);
+  const uintptr_t start = at & ~(page - 1);
+  uintptr_t end = 0;
+  if (__builtin_add_overflow(at, bytes, &end) ||
+      msync(reinterpret_cast<void*>(start), end - start, MS_ASYNC) != 0) {
+    return ValueError(absl::StrCat("foreign memory: ", bytes, " bytes at 0x", absl::Hex(at),
+                                   " are not all mapped in this process"));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<hal::Stream>> CpuBackend::CreateStream(int device, int priority) {

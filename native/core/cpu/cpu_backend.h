@@ -24,6 +24,7 @@ class CpuBackend final : public hal::Backend {
   absl::StatusOr<void*> RawAllocateHost(size_t bytes) override;
   absl::Status RawFreeHost(void* ptr) override;
   absl::StatusOr<std::pair<size_t, size_t>> MemoryInfo(int device) const override;
+  absl::Status CheckForeignRange(int device, const void* ptr, size_t bytes) override;
 
   absl::StatusOr<std::unique_ptr<hal::Stream>> CreateStream(int device, int priority) override;
   /// A stream whose kernels use at most `sms` worker threads.

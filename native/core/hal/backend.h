@@ -75,6 +75,13 @@ class Backend {
   virtual absl::Status RawFreeHost(void* ptr) = 0;
   /// (free, total) bytes of device memory as the driver sees it.
   virtual absl::StatusOr<std::pair<size_t, size_t>> MemoryInfo(int device) const = 0;
+  /// Checks that [ptr, ptr + bytes) is memory of `device` this process can address, before an
+  /// array is made over memory from outside (DLPack, the array interfaces): ValueError naming
+  /// the range otherwise. The CPU backend asks the kernel whether every page is mapped; backends
+  /// that cannot tell accept the range (a bad device address faults there, not on the host).
+  virtual absl::Status CheckForeignRange(int /*device*/, const void* /*ptr*/, size_t /*bytes*/) {
+    return absl::OkStatus();
+  }
 
   /// Creates a stream; `priority` is clamped to the device's range.
   virtual absl::StatusOr<std::unique_ptr<Stream>> CreateStream(int device, int priority) = 0;
