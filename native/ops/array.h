@@ -36,6 +36,9 @@ class GPUArray {
   void* data() const { return static_cast<char*>(buffer_->data()) + offset_ * ItemSize(dtype_); }
   const std::shared_ptr<Buffer>& buffer() const { return buffer_; }
   bool valid() const { return buffer_ != nullptr; }
+  /// False for broadcast views (a dimension of more than one element with stride 0): several
+  /// elements share memory, so they are read-only, as NumPy's broadcast_to views are.
+  bool writable() const;
 
  private:
   std::shared_ptr<Buffer> buffer_;
@@ -48,6 +51,10 @@ class GPUArray {
   int64_t size_ = 1;  // of the default shape ()
   bool contiguous_ = true;
 };
+
+/// OK when `a` may be written; else a ValueError "<op>: <what> (shape ...) is a broadcast view
+/// ...". Every op that writes into an existing array checks its destination with this.
+absl::Status CheckWritable(const GPUArray& a, absl::string_view op, absl::string_view what);
 
 /// A Python-style scalar: bool, int, float or complex. Used for fill values and for weak scalar
 /// operands of arithmetic (NEP 50).

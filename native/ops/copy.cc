@@ -112,6 +112,7 @@ absl::StatusOr<GPUArray> ToDevice(const GPUArray& a, Device device) {
 }
 
 absl::Status Assign(const GPUArray& dst, const GPUArray& src) {
+  PGK_RETURN_IF_ERROR(CheckWritable(dst, "setitem", "the target"));
   if (dst.device() != src.device()) {
     return ValueError(absl::StrCat("setitem: value is on ", src.device().ToString(),
                                    " but the array is on ", dst.device().ToString()));
@@ -136,6 +137,7 @@ absl::Status Assign(const GPUArray& dst, const GPUArray& src) {
 }
 
 absl::Status Assign(const GPUArray& dst, const Scalar& value) {
+  PGK_RETURN_IF_ERROR(CheckWritable(dst, "setitem", "the target"));
   // NumPy converts the Python value with int() / float() here, not with an unsafe cast: NaN,
   // infinities and out-of-range values are errors, and complex values do not fit real arrays.
   Scalar v = value;

@@ -174,13 +174,7 @@ absl::Status CheckOut(absl::string_view name, const GPUArray& out, absl::Span<co
     return ValueError(absl::StrCat(name, ": out has shape ", ShapeToString(out.shape()),
                                    ", the result has shape ", ShapeToString(shape)));
   }
-  for (int d = 0; d < out.ndim(); ++d) {
-    if (out.shape()[d] > 1 && out.strides()[d] == 0) {
-      return ValueError(
-          absl::StrCat(name, ": out (shape ", ShapeToString(out.shape()),
-                       ") is a broadcast view: several of its elements share memory"));
-    }
-  }
+  PGK_RETURN_IF_ERROR(CheckWritable(out, name, "out"));
   if (KindRank(out.dtype()) < KindRank(result)) {
     return TypeError(absl::StrCat(name, ": cannot store the ", DTypeName(result),
                                   " result in an out array of dtype ", DTypeName(out.dtype())));

@@ -111,6 +111,10 @@ absl::StatusOr<GatherPlan> PlanAxes(const GPUArray& v, absl::Span<const Advanced
   }
   plan.shape.insert(plan.shape.begin() + at, b.begin(), b.end());
   plan.strides.insert(plan.strides.begin() + at, b.size(), 0);
+  if (plan.shape.size() > static_cast<size_t>(kMaxDims)) {
+    return IndexError(absl::StrCat(op, ": the result would have ", plan.shape.size(),
+                                   " dimensions, more than the maximum of ", kMaxDims));
+  }
   for (const Advanced& a : adv) {
     PGK_ASSIGN_OR_RETURN(Strides bs, BroadcastStrides(a.idx.shape(), a.idx.strides(), b, op));
     Strides st(plan.shape.size(), 0);
@@ -309,6 +313,7 @@ absl::StatusOr<GPUArray> AdvancedIndex(const GPUArray& a, absl::Span<const Index
 absl::Status AdvancedAssign(const GPUArray& a, absl::Span<const IndexItem> items,
                             absl::Span<const GPUArray> arrays, const GPUArray* value,
                             const Scalar* scalar) {
+  PGK_RETURN_IF_ERROR(CheckWritable(a, "setitem", "the target"));
   PGK_ASSIGN_OR_RETURN(Resolved r, Resolve(a, items, arrays));
   PGK_ASSIGN_OR_RETURN(GatherPlan plan, PlanAxes(r.view, r.adv, r.adjacent, "index"));
   // The value, broadcast and cast to the selected shape, in a dense array of its own (so that a

@@ -131,14 +131,8 @@ absl::StatusOr<std::vector<GPUArray>> RunUserKernel(const UserKernel& k,
           k.name, ": output \"", k.outputs[j].name, "\" is on ", o.device().ToString(), ", ",
           array_inputs ? "the inputs" : "another output", " on ", device->ToString()));
     }
-    for (int d = 0; d < o.ndim(); ++d) {
-      if (o.shape()[d] > 1 && o.strides()[d] == 0) {
-        return ValueError(absl::StrCat(k.name, ": output \"", k.outputs[j].name, "\" (shape ",
-                                       ShapeToString(o.shape()),
-                                       ") is a broadcast view: several of its elements share "
-                                       "memory"));
-      }
-    }
+    PGK_RETURN_IF_ERROR(
+        CheckWritable(o, k.name, absl::StrCat("output \"", k.outputs[j].name, "\"")));
     if (absl::Span<const int64_t>(o.shape()) != absl::Span<const int64_t>(shape)) {
       return ValueError(absl::StrCat(
           k.name, ": output \"", k.outputs[j].name, "\" has shape ", ShapeToString(o.shape()), ", ",

@@ -210,6 +210,10 @@ absl::StatusOr<GPUArray> Index(const GPUArray& a, absl::Span<const IndexItem> it
     shape.push_back(a.shape()[dim]);
     strides.push_back(a.strides()[dim]);
   }
+  if (shape.size() > static_cast<size_t>(kMaxDims)) {  // NumPy's limit, and every op's
+    return IndexError(absl::StrCat("index: the result would have ", shape.size(),
+                                   " dimensions, more than the maximum of ", kMaxDims));
+  }
   return ViewOf(a, shape, strides, offset);
 }
 

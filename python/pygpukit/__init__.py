@@ -284,7 +284,9 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None, blocking=True):
         raise TypeError(
             f"asarray: cannot convert {type(obj).__name__} (NumPy dtype object) to an array"
         )
-    if not isinstance(obj, (_np.ndarray, _np.generic)) and dtype is None:
+    if not isinstance(obj, (_np.ndarray, _np.generic)) and dtype is None and not _is_buffer(obj):
+        # Python scalars and sequences take the defaults; buffers (memoryview, array.array)
+        # keep their format's dtype, as NumPy arrays do.
         default = _DEFAULT_FOR_KIND.get(host.dtype.kind)
         if default is not None:
             dtype = default
@@ -292,6 +294,15 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None, blocking=True):
     if dtype is not None and out.dtype != dtype:
         out = out.astype(dtype, copy=False)
     return out
+
+
+def _is_buffer(obj):
+    """True for objects with the buffer protocol (their format names a dtype)."""
+    try:
+        memoryview(obj)
+    except TypeError:
+        return False
+    return True
 
 
 def _asarray_dtype(out, dtype, copy):

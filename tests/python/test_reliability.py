@@ -281,3 +281,80 @@ def test_malformed_dlpack_capsules_raise(case):
     assert lines[0].startswith("raised ValueError"), lines
     assert "from_dlpack" in lines[0] or "foreign memory" in lines[0], lines
     assert lines[-1] == "good import ok"
+
+
+# ---- writes through broadcast views ----
+
+
+def test_broadcast_views_are_read_only(device):
+    a = gp.asarray(np.arange(3, dtype=np.int64), device=device)
+    b = gp.broadcast_to(a, (4, 3))
+    for write in [
+        lambda: b.__setitem__(..., gp.arange(12, device=device).reshape(4, 3)),
+        lambda: b.__setitem__(..., 5),
+        lambda: b.__setitem__((slice(None), 0), 7),
+        lambda: b.__setitem__(gp.asarray(np.array([0, 1]), device=device), 7),
+        lambda: b.__setitem__(b > 0, 1),
+        lambda: gp.add(b, 1, out=b),
+    ]:
+        with pytest.raises(ValueError, match="broadcast view.*read-only"):
+            write()
+    assert a.get().tolist() == [0, 1, 2]
+    # A single row of the view has no repeated elements: writable, and it writes the base.
+    row = b[1]
+    row[...] = gp.asarray(np.array([7, 8, 9]), device=device)
+    assert a.get().tolist() == [7, 8, 9]
+    # Size-1 broadcast dimensions repeat nothing either.
+    gp.broadcast_to(a, (1, 3))[...] = 0
+    assert a.get().tolist() == [0, 0, 0]
+
+
+# ---- complex 0 ** z ----
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_zero_to_a_power(device, dtype):
+    exps = np.array([2 + 1j, 2 + 0j, 2 - 3j, 1e-30 + 5j, 0.5 + 0j, 1j, -1 + 1j, -2 + 0j, 0j], dtype)
+    zero = np.zeros_like(exps)
+    got = gp.pow(gp.asarray(zero, device=device), gp.asarray(exps, device=device)).get()
+    with np.errstate(all="ignore"):
+        want = zero**exps
+    np.testing.assert_array_equal(got, want)
+    assert got[0] == 0 and np.isnan(got[5].real)
+
+
+# ---- buffers keep their format's dtype ----
+
+
+def test_asarray_of_buffers_keeps_their_dtype(device):
+    import array
+
+    cases = [
+        (memoryview(np.array([0.1, 1e300])), np.float64),
+        (array.array("d", [0.1, 1e300]), np.float64),
+        (array.array("f", [0.5, 2.0]), np.float32),
+        (array.array("b", [-3, 4]), np.int8),
+        (memoryview(np.array([1, 2], dtype=np.uint16)), np.uint16),
+        (bytearray(b"\x01\xff"), np.uint8),
+    ]
+    for obj, dt in cases:
+        x = gp.asarray(obj, device=device)
+        assert x.dtype == gp.asarray(np.zeros(1, dt)).dtype, (obj, x.dtype)
+        np.testing.assert_array_equal(x.get(), np.asarray(obj))
+    # Python sequences still take the defaults (float32 for floats).
+    assert gp.asarray([0.5, 1.0], device=device).dtype == gp.float32
+
+
+# ---- the 64-dimension limit in indexing ----
+
+
+def test_indexing_cannot_pass_64_dimensions(device):
+    x = gp.ones((1,) * 64, device=device)
+    with pytest.raises(IndexError, match="74 dimensions, more than the maximum of 64"):
+        x[(None,) * 10]
+    with pytest.raises(IndexError, match="65 dimensions"):
+        x[None]
+    assert x[(0,) + (None,)].ndim == 64
+    y = gp.ones((2,) + (1,) * 63, device=device)
+    with pytest.raises(IndexError, match="dimensions, more than the maximum of 64"):
+        y[gp.asarray(np.zeros((1, 1), np.int64), device=device)]

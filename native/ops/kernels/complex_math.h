@@ -64,12 +64,13 @@ struct ComplexMath<Complex<F>> {
     const F l = std::hypot(z.re + F(1), z.im);
     return C(std::log(l), std::atan2(z.im, z.re + F(1)));
   }
-  // NumPy's complex power: 1 for a zero exponent; 0 ** b is 0 for real positive b, else NaN;
+  // NumPy's complex power: 1 for a zero exponent; 0 ** b is 0 when b's real part is positive
+  // (whatever its imaginary part, as NumPy 2 and Python give), else NaN;
   // small integral exponents by repeated multiplication; otherwise exp(b log a).
   PGK_HD static C pow(C a, C b) {
     if (b.re == F(0) && b.im == F(0)) return C(F(1), F(0));
     if (a.re == F(0) && a.im == F(0)) {
-      if (b.re > F(0) && b.im == F(0)) return C(F(0), F(0));
+      if (b.re > F(0)) return C(F(0), F(0));
       const F nan = detail::QuietNan<F>();
       return C(nan, nan);
     }
