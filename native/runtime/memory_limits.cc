@@ -27,16 +27,57 @@ bool MemoryQuota::TryCharge(int64_t bytes) {
   return true;
 }
 
-namespace {
-thread_local std::shared_ptr<MemoryQuota> current_quota;
+bool QuotaChain::Contains(const MemoryQuota* q) const {
+  for (const QuotaChain* c = this; c != nullptr; c = c->outer()) {
+    if (c->quota_.get() == q) return true;
+  }
+  return false;
 }
 
-QuotaScope::QuotaScope(std::shared_ptr<MemoryQuota> quota)
-    : previous_(std::exchange(current_quota, std::move(quota))) {}
+SpillOrder QuotaChain::spill_order() const {
+  SpillOrder order = SpillOrder::kNormal;
+  for (const QuotaChain* c = this; c != nullptr; c = c->outer()) {
+    const SpillOrder o = c->quota_->spill_order();
+    if (o == SpillOrder::kNever) return o;
+    if (o == SpillOrder::kFirst) order = o;
+  }
+  return order;
+}
 
-QuotaScope::~QuotaScope() { current_quota = std::move(previous_); }
+MemoryQuota* QuotaChain::TryCharge(int64_t bytes) const {
+  for (const QuotaChain* c = this; c != nullptr; c = c->outer()) {
+    if (!c->quota_->TryCharge(bytes)) {
+      for (const QuotaChain* d = this; d != c; d = d->outer()) d->quota_->Uncharge(bytes);
+      return c->quota_.get();
+    }
+  }
+  return nullptr;
+}
 
-const std::shared_ptr<MemoryQuota>& QuotaScope::Current() { return current_quota; }
+void QuotaChain::Uncharge(int64_t bytes) const {
+  for (const QuotaChain* c = this; c != nullptr; c = c->outer()) c->quota_->Uncharge(bytes);
+}
+
+namespace {
+thread_local std::shared_ptr<const QuotaChain> current_chain;
+}
+
+QuotaScope::QuotaScope(std::shared_ptr<MemoryQuota> quota) : previous_(current_chain) {
+  if (quota == nullptr) {
+    current_chain = nullptr;
+  } else if (current_chain == nullptr || !current_chain->Contains(quota.get())) {
+    current_chain = std::make_shared<const QuotaChain>(std::move(quota), current_chain);
+  }  // else: already charged by an enclosing scope, once is enough
+}
+
+QuotaScope::~QuotaScope() { current_chain = std::move(previous_); }
+
+const std::shared_ptr<MemoryQuota>& QuotaScope::Current() {
+  static const std::shared_ptr<MemoryQuota> none;
+  return current_chain != nullptr ? current_chain->quota() : none;
+}
+
+const std::shared_ptr<const QuotaChain>& QuotaScope::CurrentChain() { return current_chain; }
 
 std::string FormatBytes(int64_t bytes) {
   const double b = static_cast<double>(bytes);

@@ -400,34 +400,37 @@ absl::StatusOr<std::shared_ptr<Buffer>> MemoryPool::Allocate(size_t bytes, hal::
         absl::StrCat("out of memory on ", device_.ToString(), ": requested ", bytes, " bytes"));
   }
   const size_t size = RoundAllocationSize(bytes);
-  const std::shared_ptr<MemoryQuota>& quota = QuotaScope::Current();
+  const std::shared_ptr<const QuotaChain>& quotas = QuotaScope::CurrentChain();
   auto buffer = std::allocate_shared<Buffer>(RecyclingAllocator<Buffer>(), BufferKey(), this,
                                              device_, bytes, &stream);
   DeferredRelease release(this);
   std::unique_lock<std::mutex> lock(mu_);
   ++stats_.num_allocations;
-  if (quota != nullptr) {
-    if (static_cast<int64_t>(size) > quota->limit()) {  // spilling could never make room
-      return MemoryError(absl::StrCat("out of memory on ", device_.ToString(), ": requesting ",
-                                      FormatBytes(static_cast<int64_t>(bytes)),
-                                      " exceeds the whole quota '", quota->name(), "' (limit ",
-                                      FormatBytes(quota->limit()), ")"));
+  if (quotas != nullptr) {
+    for (const QuotaChain* c = quotas.get(); c != nullptr; c = c->outer()) {
+      const MemoryQuota& q = *c->quota();
+      if (static_cast<int64_t>(size) > q.limit()) {  // spilling could never make room
+        return MemoryError(absl::StrCat("out of memory on ", device_.ToString(), ": requesting ",
+                                        FormatBytes(static_cast<int64_t>(bytes)),
+                                        " exceeds the whole quota '", q.name(), "' (limit ",
+                                        FormatBytes(q.limit()), ")"));
+      }
     }
-    while (!quota->TryCharge(static_cast<int64_t>(size))) {
+    while (MemoryQuota* full = quotas->TryCharge(static_cast<int64_t>(size))) {
       absl::Status error;
-      if (!SpillOne(lock, quota.get(), &error)) {
+      if (!SpillOne(lock, full, &error)) {
         if (!error.ok()) return error;
         return MemoryError(absl::StrCat(
             "out of memory on ", device_.ToString(), ": requesting ",
-            FormatBytes(static_cast<int64_t>(bytes)), " would exceed quota '", quota->name(),
-            "' (limit ", FormatBytes(quota->limit()), ", in use ", FormatBytes(quota->used()),
+            FormatBytes(static_cast<int64_t>(bytes)), " would exceed quota '", full->name(),
+            "' (limit ", FormatBytes(full->limit()), ", in use ", FormatBytes(full->used()),
             "); no evictable buffer of it is left to spill"));
       }
     }
   }
   auto block = AllocateBlock(lock, size, StateFor(&stream), bytes);
   if (!block.ok()) {
-    if (quota != nullptr) quota->Uncharge(static_cast<int64_t>(size));
+    if (quotas != nullptr) quotas->Uncharge(static_cast<int64_t>(size));
     return block.status();
   }
   PoolBlock* b = *block;
@@ -435,7 +438,7 @@ absl::StatusOr<std::shared_ptr<Buffer>> MemoryPool::Allocate(size_t bytes, hal::
   buffer->block_ = b;
   buffer->size_ = b->size;
   buffer->ptr_ = b->ptr;
-  buffer->quota_ = quota;
+  buffer->quotas_ = quotas;
   TraceEntry record;
   if (MemoryRecord(TraceKind::kAlloc, bytes, &stream, &record)) {
     lock.unlock();
@@ -661,7 +664,7 @@ void MemoryPool::Free(Buffer& buffer) {
     lock.lock();
     b->events = std::move(events);
   }
-  if (buffer.quota_ != nullptr) buffer.quota_->Uncharge(QuotaCharge(buffer));
+  if (buffer.quotas_ != nullptr) buffer.quotas_->Uncharge(QuotaCharge(buffer));
   Account(-static_cast<int64_t>(b->size), -static_cast<int64_t>(buffer.requested_), -1);
   --b->segment->allocated_blocks;
   b->allocated = false;

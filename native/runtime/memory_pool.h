@@ -58,6 +58,7 @@ class MemoryQuota {
 
  private:
   friend class MemoryPool;
+  friend class QuotaChain;
   bool TryCharge(int64_t bytes);  // false (and no change) when the limit would be exceeded
   void Uncharge(int64_t bytes) { used_.fetch_sub(bytes, std::memory_order_relaxed); }
 
@@ -68,19 +69,46 @@ class MemoryQuota {
   std::atomic<SpillOrder> spill_order_{SpillOrder::kNormal};
 };
 
-/// While alive, device allocations made by this thread are charged to `quota` (scopes nest; the
-/// innermost wins). The scheduler opens one around each task.
+/// The quotas an allocation is charged to: a scope's quota and those of the scopes around it,
+/// innermost first, each once. Immutable; shared by the thread's scopes and by the buffers
+/// charged to it.
+class QuotaChain {
+ public:
+  QuotaChain(std::shared_ptr<MemoryQuota> quota, std::shared_ptr<const QuotaChain> outer)
+      : quota_(std::move(quota)), outer_(std::move(outer)) {}
+  const std::shared_ptr<MemoryQuota>& quota() const { return quota_; }
+  const QuotaChain* outer() const { return outer_.get(); }
+  bool Contains(const MemoryQuota* q) const;
+  /// kNever when any quota of the chain says never (a guaranteed tenant's buffers stay put
+  /// whatever scope they were made in), else kFirst when any says first, else kNormal.
+  SpillOrder spill_order() const;
+  /// Charges `bytes` to every quota; on failure nothing stays charged and the quota that
+  /// refused is returned (null on success).
+  MemoryQuota* TryCharge(int64_t bytes) const;
+  void Uncharge(int64_t bytes) const;
+
+ private:
+  std::shared_ptr<MemoryQuota> quota_;
+  std::shared_ptr<const QuotaChain> outer_;
+};
+
+/// While alive, device allocations made by this thread are charged to `quota` and to the quotas
+/// of the scopes around it (a tenant's task cannot escape its limit through a scope of its own);
+/// a null quota opens an uncharged scope (runtime state, workspaces). The scheduler opens one
+/// around each task. Scopes end in reverse order of opening.
 class QuotaScope {
  public:
   explicit QuotaScope(std::shared_ptr<MemoryQuota> quota);
   ~QuotaScope();
   QuotaScope(const QuotaScope&) = delete;
   QuotaScope& operator=(const QuotaScope&) = delete;
-  /// The quota allocations on this thread are charged to, or null.
+  /// The innermost quota allocations on this thread are charged to, or null.
   static const std::shared_ptr<MemoryQuota>& Current();
+  /// Every quota they are charged to, or null.
+  static const std::shared_ptr<const QuotaChain>& CurrentChain();
 
  private:
-  std::shared_ptr<MemoryQuota> previous_;
+  std::shared_ptr<const QuotaChain> previous_;
 };
 
 /// A block of device memory owned by an array (or a temporary). Destroying the last reference
@@ -136,9 +164,9 @@ class Buffer : public std::enable_shared_from_this<Buffer> {
   hal::Stream* stream_;
   void* ptr_ = nullptr;
   // Owned by the pool and guarded by its mutex.
-  PoolBlock* block_ = nullptr;          // null while spilled
-  void* host_copy_ = nullptr;           // pinned copy while spilled
-  std::shared_ptr<MemoryQuota> quota_;  // charged for the device bytes, if any
+  PoolBlock* block_ = nullptr;                // null while spilled
+  void* host_copy_ = nullptr;                 // pinned copy while spilled
+  std::shared_ptr<const QuotaChain> quotas_;  // charged for the device bytes, if any
   std::atomic<bool> evictable_{false};
   // Pins are counted for every buffer (lock-free for buffers that are not evictable). A spill
   // sets `moving_` under the lock and then requires no pins; with both sides seq_cst, a pin

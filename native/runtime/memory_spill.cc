@@ -96,10 +96,10 @@ bool MemoryPool::SpillOne(std::unique_lock<std::mutex>& lock, const MemoryQuota*
       if (b->pins_.load(std::memory_order_seq_cst) > 0 || b->moving_ || b->block_ == nullptr) {
         continue;
       }
-      if (quota != nullptr && b->quota_.get() != quota) continue;
+      if (quota != nullptr && (b->quotas_ == nullptr || !b->quotas_->Contains(quota))) continue;
       // Under a quota's own pressure, its buffers go in LRU order whatever its spill order.
       const SpillOrder mine = quota != nullptr ? SpillOrder::kNormal
-                              : b->quota_      ? b->quota_->spill_order()
+                              : b->quotas_     ? b->quotas_->spill_order()
                                                : SpillOrder::kNormal;
       if (mine != order) continue;
       // A reference keeps the buffer alive while it moves: its last owner may be a queued task
@@ -163,7 +163,7 @@ absl::Status MemoryPool::SpillLocked(std::unique_lock<std::mutex>& lock, Buffer&
     LruAppend(buffer);
     return absl::Status(status.code(), absl::StrCat("spill: ", status.message()));
   }
-  if (buffer.quota_ != nullptr) buffer.quota_->Uncharge(QuotaCharge(buffer));
+  if (buffer.quotas_ != nullptr) buffer.quotas_->Uncharge(QuotaCharge(buffer));
   ReleaseIdleBlock(b, buffer.requested_);
   buffer.block_ = nullptr;
   buffer.ptr_ = nullptr;
@@ -181,22 +181,21 @@ absl::Status MemoryPool::PageInLocked(std::unique_lock<std::mutex>& lock, Buffer
     moved_.notify_all();
     return s;
   };
-  if (buffer.quota_ != nullptr) {
-    while (!buffer.quota_->TryCharge(QuotaCharge(buffer))) {
+  if (buffer.quotas_ != nullptr) {
+    while (MemoryQuota* full = buffer.quotas_->TryCharge(QuotaCharge(buffer))) {
       absl::Status error;
-      if (!SpillOne(lock, buffer.quota_.get(), &error)) {
+      if (!SpillOne(lock, full, &error)) {
         if (!error.ok()) return finish(error);
         return finish(MemoryError(
             absl::StrCat("page-in: bringing back ", FormatBytes(static_cast<int64_t>(size)),
-                         " would exceed quota '", buffer.quota_->name(), "' (limit ",
-                         FormatBytes(buffer.quota_->limit()), ", in use ",
-                         FormatBytes(buffer.quota_->used()), ")")));
+                         " would exceed quota '", full->name(), "' (limit ",
+                         FormatBytes(full->limit()), ", in use ", FormatBytes(full->used()), ")")));
       }
     }
   }
   auto block = AllocateBlock(lock, size, StateFor(buffer.stream_), buffer.requested_);
   if (!block.ok()) {
-    if (buffer.quota_ != nullptr) buffer.quota_->Uncharge(QuotaCharge(buffer));
+    if (buffer.quotas_ != nullptr) buffer.quotas_->Uncharge(QuotaCharge(buffer));
     return finish(block.status());
   }
   PoolBlock* b = *block;
@@ -212,7 +211,7 @@ absl::Status MemoryPool::PageInLocked(std::unique_lock<std::mutex>& lock, Buffer
   if (!status.ok()) (void)backend_->Synchronize(engine_->h2d_stream());  // a queued DMA ends
   lock.lock();
   if (!status.ok()) {
-    if (buffer.quota_ != nullptr) buffer.quota_->Uncharge(QuotaCharge(buffer));
+    if (buffer.quotas_ != nullptr) buffer.quotas_->Uncharge(QuotaCharge(buffer));
     ReleaseIdleBlock(b, buffer.requested_);
     return finish(absl::Status(status.code(), absl::StrCat("page-in: ", status.message())));
   }

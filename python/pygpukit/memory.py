@@ -165,7 +165,7 @@ class Quota:
         return self
 
     def __exit__(self, *exc):
-        _m.pop_quota()
+        _m.pop_quota(self._q)
         return False
 
     def __repr__(self):

@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -60,8 +61,15 @@ MemoryPool* PoolOf(const std::shared_ptr<Buffer>& b, const char* op) {
   return b->pool();
 }
 
-// Quota scopes opened from Python: a per-thread stack, so that `with` blocks nest.
-thread_local std::vector<std::unique_ptr<QuotaScope>> quota_scopes;
+// Quota scopes opened from Python: a per-thread stack, so that `with` blocks nest. Each entry
+// keeps the chain its scope made current, to tell whether a scope opened later (a task block)
+// is still open inside it.
+struct OpenQuota {
+  std::shared_ptr<MemoryQuota> quota;
+  std::unique_ptr<QuotaScope> scope;
+  std::shared_ptr<const QuotaChain> chain;
+};
+thread_local std::vector<OpenQuota> quota_scopes;
 
 // The pinned pool arrays from pinned_empty come from, and the transfer streams that may still
 // copy into or out of them when they are freed.
@@ -204,11 +212,30 @@ void BindMemory(pyb::module_& m) {
       .def_property_readonly("used", &MemoryQuota::used)
       .def_property_readonly("peak", &MemoryQuota::peak);
   mem.def("push_quota", [](std::shared_ptr<MemoryQuota> q) {
-    quota_scopes.push_back(std::make_unique<QuotaScope>(std::move(q)));
+    auto scope = std::make_unique<QuotaScope>(q);
+    quota_scopes.push_back({std::move(q), std::move(scope), QuotaScope::CurrentChain()});
   });
-  mem.def("pop_quota", [] {
-    if (quota_scopes.empty())
-      throw pyb::value_error("Quota: no quota scope is open on this thread");
+  // Scopes end innermost first, on the thread that opened them, as Stream blocks do.
+  mem.def("pop_quota", [](const std::shared_ptr<MemoryQuota>& q) {
+    const auto open = std::find_if(quota_scopes.rbegin(), quota_scopes.rend(),
+                                   [&](const OpenQuota& o) { return o.quota == q; });
+    if (open == quota_scopes.rend()) {
+      throw pyb::value_error(absl::StrCat("Quota '", q->name(),
+                                          "': its block is not open on this thread (exited twice, "
+                                          "or entered on another thread)"));
+    }
+    if (open != quota_scopes.rbegin()) {
+      throw pyb::value_error(absl::StrCat("Quota '", q->name(),
+                                          "': exited before the block of "
+                                          "quota '",
+                                          quota_scopes.back().quota->name(),
+                                          "' opened inside it; blocks end innermost first"));
+    }
+    if (QuotaScope::CurrentChain() != open->chain) {
+      throw pyb::value_error(absl::StrCat("Quota '", q->name(),
+                                          "': exited while a scope opened inside it (a task "
+                                          "block) is still open; blocks end innermost first"));
+    }
     quota_scopes.pop_back();
   });
 

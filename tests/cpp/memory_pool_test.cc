@@ -385,16 +385,28 @@ TEST(MemoryPool, QuotaScopesChargeThisThreadsAllocations) {
     ExpectMemoryError(over.status(), {"quota 'tenant-a'", "limit 8.00 KiB", "in use 1.00 KiB"});
     EXPECT_EQ(qa->used(), 1024);
     {
-      QuotaScope inner(qb);  // nested: the innermost is charged
+      QuotaScope inner(qb);  // nested: both are charged (an inner scope is no way out)
       EXPECT_EQ(QuotaScope::Current(), qb);
       ASSERT_OK_AND_ASSIGN(b1, env.pool.Allocate(2048, *env.s));
       EXPECT_EQ(qb->used(), 2048);
-      EXPECT_EQ(qa->used(), 1024);
+      EXPECT_EQ(qa->used(), 3072);
       ExpectMemoryError(env.pool.Allocate(2049, *env.s).status(), {"tenant-b"});
+      EXPECT_EQ(qa->used(), 3072);  // the failed charge of b was taken back from a too
+      {
+        auto roomy = std::make_shared<MemoryQuota>("roomy", 64 * kMiB);
+        QuotaScope innermost(roomy);
+        ExpectMemoryError(env.pool.Allocate(2049, *env.s).status(), {"quota 'tenant-b'"});
+        EXPECT_EQ(roomy->used(), 0);
+        QuotaScope again(qb);  // a quota already in the chain is charged once
+        ASSERT_OK_AND_ASSIGN(auto once, env.pool.Allocate(512, *env.s));
+        EXPECT_EQ(qb->used(), 2560);
+        EXPECT_EQ(roomy->used(), 512);
+      }
+      EXPECT_EQ(qb->used(), 2048);
     }
     EXPECT_EQ(QuotaScope::Current(), qa);
     ASSERT_OK_AND_ASSIGN(a2, env.pool.Allocate(512, *env.s));
-    EXPECT_EQ(qa->used(), 1536);
+    EXPECT_EQ(qa->used(), 3584);
   }
   EXPECT_EQ(QuotaScope::Current(), nullptr);
   MemoryStats st = env.pool.stats();
@@ -406,8 +418,8 @@ TEST(MemoryPool, QuotaScopesChargeThisThreadsAllocations) {
   EXPECT_EQ(qb->used(), 0);
   a2.reset();
   EXPECT_EQ(qa->used(), 0);
-  EXPECT_EQ(qa->peak(), 1536);
-  EXPECT_EQ(qb->peak(), 2048);
+  EXPECT_EQ(qa->peak(), 3584);
+  EXPECT_EQ(qb->peak(), 2560);
   EXPECT_EQ(qa->name(), "tenant-a");
   qa->set_limit(16 * kKiB);
   QuotaScope again(qa);

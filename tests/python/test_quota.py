@@ -77,22 +77,80 @@ def test_quota_bad_arguments(args, exc, msg):
 
 
 def test_quota_exit_without_enter_raises():
-    with pytest.raises(ValueError, match="no quota scope is open on this thread"):
+    with pytest.raises(ValueError, match="Quota 'x': its block is not open on this thread"):
         mem.Quota("x", 1).__exit__(None, None, None)
 
 
-def test_nested_quotas_innermost_wins(device):
-    outer, inner = mem.Quota("outer", MiB), mem.Quota("inner", 8192)
+def test_quota_blocks_end_innermost_first():
+    a, b = mem.Quota("a", MiB), mem.Quota("b", MiB)
+    a.__enter__()
+    b.__enter__()
+    with pytest.raises(ValueError, match="Quota 'a': exited before the block of quota 'b'"):
+        a.__exit__(None, None, None)
+    b.__exit__(None, None, None)
+    a.__exit__(None, None, None)
+    with pytest.raises(ValueError, match="exited twice"):
+        a.__exit__(None, None, None)
+
+
+def test_nested_quotas_charge_every_enclosing_quota(device):
+    outer, inner = mem.Quota("outer", 16384), mem.Quota("inner", 8192)
     with outer:
         a = gp.empty((100,), dtype=gp.uint8, device=device)
         with inner:
             b = gp.empty((5000,), dtype=gp.uint8, device=device)
             with pytest.raises(MemoryError, match="quota 'inner'"):
                 gp.empty((5000,), dtype=gp.uint8, device=device)
-        c = gp.empty((5000,), dtype=gp.uint8, device=device)  # outer again: fits
-    assert outer.used == 512 + round512(5000) and inner.used == round512(5000)
-    del a, b, c
+            assert outer.used == 512 + round512(5000) and inner.used == round512(5000)
+        c = gp.empty((5000,), dtype=gp.uint8, device=device)  # outer only again: fits
+        # A generous inner quota does not lift the outer one.
+        with mem.Quota("huge", 1 << 40), pytest.raises(MemoryError, match="quota 'outer'"):
+            gp.empty((12000,), dtype=gp.uint8, device=device)
+        with outer:  # the same quota again is charged once
+            d = gp.empty((1000,), dtype=gp.uint8, device=device)
+    assert outer.used == 512 + 2 * round512(5000) + round512(1000)
+    assert inner.used == round512(5000) and inner.peak == round512(5000)
+    del a, b, c, d
     assert outer.used == inner.used == 0
+
+
+def test_a_tenant_cannot_escape_its_limit_through_an_inner_quota(device):
+    # Issue 31: inside a task of a tenant limited to 64 KiB, an inner quota of a TiB let the
+    # allocation through.
+    s = gp.scheduler.Scheduler(device, workers=1)
+    try:
+        s.add_tenant("t", "burstable", memory_request=64 << 10, memory_limit=64 << 10)
+        with s.task("t"), mem.Quota("x", 1 << 40):
+            kept = gp.empty((32 << 10,), dtype=gp.uint8, device=device)
+            with pytest.raises(MemoryError, match="quota 't'"):
+                gp.empty((64 << 10,), dtype=gp.uint8, device=device)
+            del kept
+
+        # Inside a submitted task's body too.
+        def body():
+            with mem.Quota("y", 1 << 40):
+                return gp.empty((128 << 10,), dtype=gp.uint8, device=device)
+
+        with pytest.raises(MemoryError, match="quota 't'"):
+            s.submit("t", body).result(30)
+    finally:
+        s.shutdown()
+
+
+def test_quota_cannot_end_inside_a_task_block_it_encloses(device):
+    s = gp.scheduler.Scheduler(device, workers=1)
+    try:
+        s.add_tenant("t")
+        q = mem.Quota("q", MiB)
+        q.__enter__()
+        block = s.task("t")
+        block.__enter__()
+        with pytest.raises(ValueError, match="a task block.*is still open"):
+            q.__exit__(None, None, None)
+        block.__exit__(None, None, None)
+        q.__exit__(None, None, None)
+    finally:
+        s.shutdown()
 
 
 def test_quota_scope_closes_on_exception(device):
