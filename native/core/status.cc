@@ -26,12 +26,16 @@ absl::Status RuntimeError(absl::string_view msg) { return absl::InternalError(ms
 absl::Status OverflowError(absl::string_view msg) {
   return WithType(absl::StatusCode::kOutOfRange, msg, "overflow");
 }
+absl::Status TaskRejectedError(absl::string_view msg) {
+  return WithType(absl::StatusCode::kUnavailable, msg, "task-rejected");
+}
 
 ErrorType ErrorTypeOf(const absl::Status& s) {
   auto payload = s.GetPayload(kPayloadUrl);
   if (payload.has_value()) {
     if (*payload == "type") return ErrorType::kType;
     if (*payload == "overflow") return ErrorType::kOverflow;
+    if (*payload == "task-rejected") return ErrorType::kTaskRejected;
   }
   switch (s.code()) {
     case absl::StatusCode::kInvalidArgument:

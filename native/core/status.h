@@ -10,7 +10,16 @@
 namespace pygpukit {
 
 /// Python exception a status maps to.
-enum class ErrorType { kValue, kType, kIndex, kMemory, kNotImplemented, kRuntime, kOverflow };
+enum class ErrorType {
+  kValue,
+  kType,
+  kIndex,
+  kMemory,
+  kNotImplemented,
+  kRuntime,
+  kOverflow,
+  kTaskRejected
+};
 
 /// ValueError: bad shapes, axes, arguments.
 absl::Status ValueError(absl::string_view msg);
@@ -26,6 +35,8 @@ absl::Status NotImplementedError(absl::string_view msg);
 absl::Status RuntimeError(absl::string_view msg);
 /// OverflowError: a Python integer does not fit the target dtype.
 absl::Status OverflowError(absl::string_view msg);
+/// TaskRejected (a RuntimeError): admission control refused a scheduler task.
+absl::Status TaskRejectedError(absl::string_view msg);
 
 /// The Python exception type a (non-OK) status maps to.
 ErrorType ErrorTypeOf(const absl::Status& s);

@@ -137,6 +137,19 @@ bool Scheduler::OnOwnThread() const {
   return std::find(own_threads_.begin(), own_threads_.end(), me) != own_threads_.end();
 }
 
+std::vector<HeldTask>& HeldTasks() {
+  thread_local std::vector<HeldTask> held;
+  return held;
+}
+
+int Scheduler::HeldHere(const std::string* tenant) const {
+  int n = 0;
+  for (const HeldTask& h : HeldTasks()) {
+    if (h.scheduler == this && (tenant == nullptr || *h.tenant == *tenant)) ++n;
+  }
+  return n;
+}
+
 absl::Status Scheduler::AddTenant(const TenantOptions& o) {
   const std::string what = absl::StrCat("tenant '", o.name, "'");
   if (!(o.compute_share > 0 && o.compute_share <= 1)) {
@@ -241,6 +254,11 @@ absl::Status Scheduler::RemoveTenant(const std::string& name) {
     return RuntimeError(absl::StrCat("remove_tenant '", name,
                                      "': called from a task or a "
                                      "callback of this scheduler (it may wait for itself)"));
+  }
+  if (HeldHere(&name) > 0) {
+    return RuntimeError(absl::StrCat("remove_tenant '", name,
+                                     "': called inside a task block of that tenant (it would "
+                                     "wait for the block, which waits for it)"));
   }
   BlockingRegion unlocked;
   std::unique_lock<std::mutex> l(mu_);
@@ -387,9 +405,10 @@ void Scheduler::ApplyLocked(const std::vector<Decision>& decisions) {
     } else {
       const std::string msg = absl::StrCat("task ", task->id(), " (tenant '", task->tenant(), "') ",
                                            TaskStateName(d.state), ": ", d.reason);
-      (void)TransitionLocked(
-          *task, d.state, d.reason,
-          d.state == TaskState::kCancelled ? absl::CancelledError(msg) : RuntimeError(msg));
+      (void)TransitionLocked(*task, d.state, d.reason,
+                             d.state == TaskState::kCancelled  ? absl::CancelledError(msg)
+                             : d.state == TaskState::kRejected ? TaskRejectedError(msg)
+                                                               : RuntimeError(msg));
       live_.erase(it);
     }
   }
@@ -491,20 +510,37 @@ std::vector<AdmissionEvent> Scheduler::admission_trace() const {
   return admission_.recorded();
 }
 
-absl::Status Scheduler::Drain() {
+absl::Status Scheduler::Drain(int64_t timeout_ns) {
   if (OnOwnThread()) {
     return RuntimeError(
         "drain: called from a task or a callback of this scheduler (it would "
         "wait for itself)");
   }
+  if (HeldHere() > 0) {
+    return RuntimeError(
+        "drain: called inside a task block of this scheduler (it would wait for the block, "
+        "which waits for it)");
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(timeout_ns);
+  auto wait = [&](std::condition_variable& cv, std::unique_lock<std::mutex>& l, auto done) {
+    if (timeout_ns < 0) {
+      cv.wait(l, done);
+      return true;
+    }
+    return cv.wait_until(l, deadline, done);
+  };
   BlockingRegion unlocked;
   {
     std::unique_lock<std::mutex> l(mu_);
-    state_cv_.wait(l, [&] { return live_.empty() && signal_updates_ == 0; });
+    if (!wait(state_cv_, l, [&] { return live_.empty() && signal_updates_ == 0; })) {
+      return absl::DeadlineExceededError("drain: tasks are still running");
+    }
   }
   // Done callbacks (which complete futures) have run too when Drain returns.
   std::unique_lock<std::mutex> l(notify_mu_);
-  notify_idle_cv_.wait(l, [&] { return notifications_.empty() && !notify_busy_; });
+  if (!wait(notify_idle_cv_, l, [&] { return notifications_.empty() && !notify_busy_; })) {
+    return absl::DeadlineExceededError("drain: done callbacks are still running");
+  }
   return absl::OkStatus();
 }
 
@@ -513,6 +549,11 @@ absl::Status Scheduler::Shutdown() {
     return RuntimeError(
         "shutdown: called from a task or a callback of this scheduler (it "
         "would wait for itself)");
+  }
+  if (HeldHere() > 0) {
+    return RuntimeError(
+        "shutdown: called inside a task block of this scheduler (it would wait for the block, "
+        "which waits for it)");
   }
   // The GIL stays released throughout: the joins below wait for threads that may need it.
   BlockingRegion unlocked;

@@ -256,6 +256,7 @@ class Scheduler {
 
   absl::Status AddTenant(const TenantOptions& options);
   /// Cancels the tenant's pending and admitted tasks, waits for its running ones, removes it.
+  /// A RuntimeError on the scheduler's own threads and inside a task block of the tenant.
   absl::Status RemoveTenant(const std::string& name);
   std::vector<std::string> tenants() const;
 
@@ -264,7 +265,9 @@ class Scheduler {
   absl::StatusOr<std::shared_ptr<Task>> Submit(const std::string& tenant, TaskFn fn,
                                                TaskOptions options = {});
   /// Starts a task whose body is the caller's code: waits (GIL released) until admitted, then
-  /// returns it Running on this thread. A rejected or cancelled task returns its error.
+  /// returns it Running on this thread. A rejected or cancelled task returns its error; a
+  /// RuntimeError when this thread already runs as many of the tenant's tasks as its
+  /// max_running allows (the new one could never start).
   absl::StatusOr<InlineTask> Begin(const std::string& tenant, TaskOptions options = {});
   /// Cancels a pending or admitted task (true), or asks a running one to stop (false; see
   /// Task::cancel_requested). Finished tasks: false.
@@ -285,15 +288,22 @@ class Scheduler {
   bool preempting() const;
 
   /// Waits until no task is pending, admitted or running and their done callbacks have run
-  /// (GIL released). A RuntimeError on the scheduler's own threads (a task body or a callback
-  /// would wait for itself).
-  absl::Status Drain();
+  /// (GIL released), at most `timeout_ns` (negative: no limit; DeadlineExceeded when it
+  /// passes). A RuntimeError on the scheduler's own threads and inside a task block of this
+  /// scheduler (a task body, a callback or a block would wait for itself).
+  absl::Status Drain(int64_t timeout_ns = -1);
   /// Stops accepting tasks, cancels pending and admitted ones, waits for running ones, joins
-  /// the threads. Idempotent. A RuntimeError on the scheduler's own threads.
+  /// the threads. Idempotent. A RuntimeError on the scheduler's own threads and inside a task
+  /// block of this scheduler.
   absl::Status Shutdown();
   /// True on the scheduler's worker, timer, watcher and notifier threads (task bodies and
   /// callbacks run there). The scheduler must not be destroyed on them.
   bool OnOwnThread() const;
+  /// True on the thread that runs listeners and done callbacks (which settle futures): a wait
+  /// there for an unfinished task's callbacks would never end.
+  bool OnNotifierThread() const { return std::this_thread::get_id() == notifier_.get_id(); }
+  /// Task bodies of this scheduler running on this thread (all tenants', or `tenant`'s).
+  int HeldHere(const std::string* tenant = nullptr) const;
 
   // Internal (scheduler_internal.h).
   struct TenantRt;

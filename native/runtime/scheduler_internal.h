@@ -7,6 +7,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "runtime/dispatcher.h"
@@ -61,10 +62,21 @@ class Scheduler::Gate final : public LaunchGate {
   std::shared_ptr<TenantRt> tenant_;
 };
 
+/// Task bodies running on this thread (a worker's task, open task blocks), innermost last:
+/// Drain, Shutdown, RemoveTenant and Begin refuse what would wait for one of them.
+struct HeldTask {
+  const Scheduler* scheduler;
+  const std::string* tenant;  // the tenant's name (it outlives its running tasks)
+};
+std::vector<HeldTask>& HeldTasks();
+
 /// What the thread running a task's body holds: its stream, quota and gate.
 struct InlineTask::Scopes {
   Scopes(Scheduler* s, const std::shared_ptr<Scheduler::TenantRt>& t, hal::Stream* stream)
-      : stream_scope(stream), quota_scope(t->quota), gate(s, t), gate_scope(&gate) {}
+      : stream_scope(stream), quota_scope(t->quota), gate(s, t), gate_scope(&gate) {
+    HeldTasks().push_back({s, &t->options.name});
+  }
+  ~Scopes() { HeldTasks().pop_back(); }
   StreamScope stream_scope;
   QuotaScope quota_scope;
   Scheduler::Gate gate;

@@ -326,6 +326,21 @@ void Scheduler::OnWorkDone(const std::shared_ptr<Task>& task, absl::Status body,
 // ---- inline tasks ----
 
 absl::StatusOr<InlineTask> Scheduler::Begin(const std::string& tenant, TaskOptions options) {
+  if (const int held = HeldHere(&tenant); held > 0) {
+    int max_running = 0;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (auto it = tenants_.find(tenant); it != tenants_.end()) {
+        max_running = it->second->options.max_running;
+      }
+    }
+    if (max_running > 0 && held >= max_running) {
+      return RuntimeError(absl::StrCat(
+          "task block of tenant '", tenant, "': this thread already runs ", held,
+          " of its tasks and the tenant runs at most ", max_running,
+          " at once (max_running), so the block could never start: it would wait for itself"));
+    }
+  }
   PGK_ASSIGN_OR_RETURN(
       std::shared_ptr<Task> task,
       SubmitImpl(tenant, TaskFn([] { return absl::OkStatus(); }), std::move(options), true));

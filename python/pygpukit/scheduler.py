@@ -27,9 +27,12 @@ on the device before a task started is visible to it.
 
 import asyncio as _asyncio
 import atexit as _atexit
+import collections as _collections
 import concurrent.futures as _cf
 import functools as _functools
+import logging as _logging
 import threading as _threading
+import time as _time
 import weakref as _weakref
 
 from . import _core
@@ -47,8 +50,9 @@ __all__ = [
 QOS_CLASSES = ("guaranteed", "burstable", "best_effort")
 
 
-class TaskRejected(RuntimeError):
-    """Admission control refused the task (the message says why)."""
+# Admission control refused the task (a RuntimeError; the message says why). Defined by the
+# extension, which raises it for task blocks too.
+TaskRejected = _s.TaskRejected
 
 
 class TaskFuture(_cf.Future):
@@ -61,6 +65,7 @@ class TaskFuture(_cf.Future):
         super().__init__()
         self._core = core
         self._handle = handle
+        self._scheduler_key = id(core)
 
     @property
     def id(self):
@@ -93,6 +98,38 @@ class TaskFuture(_cf.Future):
             return super().cancel()
         return super().cancelled()
 
+    def result(self, timeout=None):
+        self._check_wait("result")
+        return super().result(timeout)
+
+    def exception(self, timeout=None):
+        self._check_wait("exception")
+        return super().exception(timeout)
+
+    def _check_wait(self, what):
+        # Futures are settled on the scheduler's notifier thread, which also runs listeners: a
+        # listener waiting there for an unfinished future would wait for itself.
+        if not self.done() and self._core.on_notifier_thread():
+            raise RuntimeError(
+                f"TaskFuture.{what}: called from a listener of the scheduler for a task that is "
+                "not done (listeners run on the thread that settles futures: it would wait for "
+                "itself)"
+            )
+
+    def _invoke_callbacks(self):
+        # concurrent.futures runs done callbacks on the thread that settles the future: here the
+        # scheduler's notifier, which settles every future, so one callback that waits (on
+        # another task's result, say) would stall them all. They run on callback threads
+        # instead, in the order added; a future settled by its caller (cancel) runs its
+        # callbacks at once, as concurrent.futures does.
+        callbacks = list(self._done_callbacks)
+        if not callbacks:
+            return
+        if self._core.on_notifier_thread():
+            _callbacks.submit(self._scheduler_key, lambda: _run_callbacks(self, callbacks))
+        else:
+            _run_callbacks(self, callbacks)
+
     def __await__(self):
         return _asyncio.wrap_future(self).__await__()
 
@@ -111,6 +148,10 @@ class _TaskBlock:
         self.task = None
 
     def __enter__(self):
+        if self._inline is not None:
+            raise RuntimeError(
+                "Scheduler.task: the block is already open (a block is entered once)"
+            )
         try:
             _asyncio.get_running_loop()
         except RuntimeError:
@@ -128,6 +169,8 @@ class _TaskBlock:
 
     def __exit__(self, exc_type, exc, tb):
         inline, self._inline = self._inline, None
+        if inline is None:
+            raise RuntimeError("Scheduler.task: the block is not open (never entered, or ended)")
         error = None
         if exc_type is not None:
             try:
@@ -148,6 +191,72 @@ class _TaskBlock:
     def wait(self, timeout=None):
         """Waits until the block's GPU work is done; True when it is."""
         return self.task.wait(timeout)
+
+
+_LOGGER = _logging.getLogger("concurrent.futures")
+
+
+def _run_callbacks(fut, callbacks):
+    for fn in callbacks:
+        try:
+            fn(fut)
+        except Exception:  # noqa: BLE001 - as concurrent.futures: logged, the others still run
+            _LOGGER.exception("exception calling callback for %r", fut)
+
+
+class _CallbackThreads:
+    """Runs futures' done callbacks off the notifier thread. A job waits for an idle thread only
+    while none is busy with a callback that blocks: a thread is started whenever the jobs
+    queued outnumber the idle threads, and idle threads end after a while. Counts the jobs of
+    each scheduler, so that drain() can wait for them."""
+
+    def __init__(self):
+        self._cv = _threading.Condition()
+        self._jobs = _collections.deque()
+        self._idle = 0
+        self._pending = _collections.Counter()  # scheduler key -> jobs queued or running
+        self._local = _threading.local()
+
+    def submit(self, key, job):
+        with self._cv:
+            self._jobs.append((key, job))
+            self._pending[key] += 1
+            if len(self._jobs) > self._idle:
+                _threading.Thread(
+                    target=self._loop, name="pygpukit-future-callbacks", daemon=True
+                ).start()
+            else:
+                self._cv.notify()
+
+    def on_callback_thread(self):
+        return getattr(self._local, "runner", False)
+
+    def wait_idle(self, key, timeout=None):
+        """Waits until no callback of scheduler `key` is queued or running."""
+        with self._cv:
+            return self._cv.wait_for(lambda: self._pending[key] == 0, timeout)
+
+    def _loop(self):
+        self._local.runner = True
+        while True:
+            with self._cv:
+                self._idle += 1
+                if not self._cv.wait_for(lambda: self._jobs, timeout=10.0):
+                    self._idle -= 1
+                    return
+                self._idle -= 1
+                key, job = self._jobs.popleft()
+            try:
+                job()
+            finally:
+                with self._cv:
+                    self._pending[key] -= 1
+                    if self._pending[key] == 0:
+                        del self._pending[key]
+                    self._cv.notify_all()
+
+
+_callbacks = _CallbackThreads()
 
 
 def _options(name, memory, priority, deadline, timeout, depends_on):
@@ -353,9 +462,21 @@ class Scheduler:
         """Queue lengths, counts, memory and per-tenant latency percentiles (microseconds)."""
         return self._core.stats()
 
-    def drain(self):
-        """Waits until no task is pending, admitted or running."""
-        self._core.drain()
+    def drain(self, timeout=None):
+        """Waits until no task is pending, admitted or running and the done callbacks of their
+        futures have run; at most `timeout` seconds (None: no limit). True when drained.
+        Ctrl-C interrupts the wait. RuntimeError from a task, a callback or a task block of
+        this scheduler (it would wait for itself)."""
+        if _callbacks.on_callback_thread():
+            raise RuntimeError(
+                "drain: called from a future's done callback (it would wait for the callbacks, "
+                "its own included)"
+            )
+        start = _time.monotonic()
+        if not self._core.drain(timeout):
+            return False
+        left = None if timeout is None else max(0.0, timeout - (_time.monotonic() - start))
+        return _callbacks.wait_idle(id(self._core), left)
 
     def shutdown(self):
         """Cancels waiting tasks, waits for running ones and stops the threads. Idempotent."""

@@ -8,6 +8,15 @@
 
 namespace pygpukit::py {
 
+pyb::handle TaskRejectedType() {
+  // Created once (with the GIL, at module import) and never freed: it lives as long as the
+  // module does.
+  static PyObject* type = PyErr_NewExceptionWithDoc(
+      "pygpukit.scheduler.TaskRejected",
+      "Admission control refused the task (the message says why).", PyExc_RuntimeError, nullptr);
+  return type;
+}
+
 void RaiseStatus(const absl::Status& s) {
   PyObject* type = PyExc_RuntimeError;
   switch (ErrorTypeOf(s)) {
@@ -31,6 +40,9 @@ void RaiseStatus(const absl::Status& s) {
       break;
     case ErrorType::kRuntime:
       type = PyExc_RuntimeError;
+      break;
+    case ErrorType::kTaskRejected:
+      type = TaskRejectedType().ptr();
       break;
   }
   PyErr_SetString(type, std::string(s.message()).c_str());

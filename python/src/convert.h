@@ -17,6 +17,9 @@ namespace pygpukit::py {
 
 namespace pyb = pybind11;
 
+/// The exception class of scheduler tasks that admission control refused (a RuntimeError;
+/// pygpukit.scheduler.TaskRejected).
+pyb::handle TaskRejectedType();
 /// Raises the Python exception a non-OK status maps to.
 [[noreturn]] void RaiseStatus(const absl::Status& s);
 

@@ -184,6 +184,7 @@ void InstallBlockingHooks() {
 void BindScheduler(pyb::module_& m) {
   InstallBlockingHooks();
   pyb::module_ s = m.def_submodule("_scheduler", "GPU scheduler (see pygpukit.scheduler)");
+  s.attr("TaskRejected") = TaskRejectedType();
 
   pyb::class_<Task, std::shared_ptr<Task>>(s, "Task")
       .def_property_readonly("id", &Task::id)
@@ -377,7 +378,25 @@ void BindScheduler(pyb::module_& m) {
              return out;
            })
       .def("stats", [](const Scheduler& sch) { return StatsDict(sch.stats()); })
-      .def("drain", [](Scheduler& sch) { Check(sch.Drain()); })
+      .def(
+          "drain",
+          [](Scheduler& sch, const pyb::object& timeout) {
+            // In slices, checking for signals between them: Ctrl-C interrupts a long drain.
+            const int64_t limit = timeout.is_none() ? -1 : Nanos(timeout, "drain: timeout");
+            const int64_t start = Scheduler::Now();
+            for (;;) {
+              int64_t slice = 50'000'000;
+              if (limit >= 0)
+                slice = std::min(slice, std::max<int64_t>(0, start + limit - Scheduler::Now()));
+              const absl::Status st = sch.Drain(slice);
+              if (st.ok()) return true;
+              if (!absl::IsDeadlineExceeded(st)) RaiseStatus(st);
+              if (PyErr_CheckSignals() != 0) throw pyb::error_already_set();
+              if (limit >= 0 && Scheduler::Now() - start >= limit) return false;
+            }
+          },
+          pyb::arg("timeout") = pyb::none())
+      .def("on_notifier_thread", &Scheduler::OnNotifierThread)
       .def("shutdown", [](Scheduler& sch) { Check(sch.Shutdown()); })
       .def_static("now_ns", &Scheduler::Now);
 }

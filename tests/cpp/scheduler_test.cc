@@ -533,17 +533,72 @@ TEST(Scheduler, InlineTaskOutcomes) {
   EXPECT_EQ(dropped->state(), TaskState::kCompleted);
 
   auto never = s->Begin("t", TaskOptions{"big", 3 * kMiB});
-  ExpectError(never.status(), ErrorType::kRuntime, "can never fit tenant 't'");
+  ExpectError(never.status(), ErrorType::kTaskRejected, "can never fit tenant 't'");
   ExpectError(s->Begin("nope").status(), ErrorType::kValue, "tenant 'nope' does not exist");
   TaskOptions late;
   late.deadline_ns = 1;
-  ExpectError(s->Begin("t", late).status(), ErrorType::kRuntime,
+  ExpectError(s->Begin("t", late).status(), ErrorType::kTaskRejected,
               "deadline already passed at submission");
   EXPECT_OK(s->Drain());
   SchedulerStats st = s->stats();
   EXPECT_EQ(st.admission.rejected, 2);
   EXPECT_EQ(st.admission.failed, 1);
   EXPECT_EQ(st.admission.completed, 1);
+}
+
+// Calls that would wait for a task body running on the calling thread refuse instead of
+// hanging (issue 31): Drain, Shutdown and RemoveTenant inside a task block, and a nested block
+// of a tenant whose max_running the thread's own blocks already use up.
+TEST(Scheduler, CallsThatWouldWaitForTheirOwnBlockRefuse) {
+  auto s = Make();
+  ASSERT_NE(s, nullptr);
+  TenantOptions o = Tenant("be", QosClass::kBestEffort);
+  o.max_running = 1;
+  ASSERT_OK(s->AddTenant(o));
+  ASSERT_OK(s->AddTenant(Tenant("other", QosClass::kBurstable)));
+  {
+    ASSERT_OK_AND_ASSIGN(InlineTask outer, s->Begin("be"));
+    EXPECT_EQ(s->HeldHere(), 1);
+    ExpectError(s->Drain(), ErrorType::kRuntime, "drain: called inside a task block");
+    ExpectError(s->Shutdown(), ErrorType::kRuntime, "shutdown: called inside a task block");
+    ExpectError(s->RemoveTenant("be"), ErrorType::kRuntime, "inside a task block of that tenant");
+    ExpectError(s->Begin("be").status(), ErrorType::kRuntime, "would wait for itself");
+    {
+      // Another tenant's block nests; removing a tenant the thread holds no block of is fine.
+      ASSERT_OK_AND_ASSIGN(InlineTask inner, s->Begin("other"));
+      EXPECT_EQ(s->HeldHere(), 2);
+      EXPECT_OK(inner.End());
+    }
+    // Another thread may drain: it waits for the block, which ends below.
+    std::thread drainer([&] { EXPECT_OK(s->Drain()); });
+    EXPECT_OK(outer.End());
+    drainer.join();
+  }
+  EXPECT_EQ(s->HeldHere(), 0);
+  // A worker's task body holds its tenant too.
+  auto nested = s->Submit("be", [&] { return s->Begin("be").status(); });
+  ASSERT_OK(nested.status());
+  ASSERT_TRUE((*nested)->Wait(kLongWaitNs));
+  ExpectError((*nested)->status(), ErrorType::kRuntime, "would wait for itself");
+  EXPECT_OK(s->Drain(kLongWaitNs));
+  EXPECT_OK(s->RemoveTenant("be"));
+  EXPECT_OK(s->Shutdown());
+}
+
+TEST(Scheduler, DrainWithATimeout) {
+  auto s = Make();
+  ASSERT_NE(s, nullptr);
+  ASSERT_OK(s->AddTenant(Tenant("t", QosClass::kBurstable)));
+  Blocker blocker;
+  ASSERT_OK_AND_ASSIGN(auto task, s->Submit("t", blocker.Fn()));
+  ASSERT_TRUE(blocker.WaitStarted());
+  const int64_t start = Scheduler::Now();
+  const absl::Status st = s->Drain(20'000'000);
+  EXPECT_TRUE(absl::IsDeadlineExceeded(st)) << st;
+  EXPECT_GE(Scheduler::Now() - start, 20'000'000);
+  blocker.Release();
+  EXPECT_OK(s->Drain(kLongWaitNs));
+  EXPECT_EQ(task->state(), TaskState::kCompleted);
 }
 
 TEST(Scheduler, BeginWaitsForAdmission) {
@@ -796,7 +851,7 @@ TEST(Scheduler, TimeoutsRejectPendingTasks) {
   ASSERT_TRUE(timed2->Wait(kLongWaitNs));
   for (auto& task : {timed, timed2}) {
     EXPECT_EQ(task->state(), TaskState::kRejected);
-    ExpectError(task->status(), ErrorType::kRuntime,
+    ExpectError(task->status(), ErrorType::kTaskRejected,
                 absl::StrCat("task ", task->id(),
                              " (tenant 'one') rejected: deadline passed "
                              "while pending"));
@@ -848,13 +903,13 @@ TEST(Scheduler, SubmitValidatesAndRejectsWhatCanNeverFit) {
                                        },
                                        huge));
   EXPECT_EQ(never->state(), TaskState::kRejected) << "rejected at once";
-  ExpectError(never->status(), ErrorType::kRuntime, "can never fit tenant 'b'");
+  ExpectError(never->status(), ErrorType::kTaskRejected, "can never fit tenant 'b'");
   EXPECT_EQ(States(never->history()), "pending,rejected");
   TaskOptions unknown;
   unknown.depends_on = {987654};
   ASSERT_OK_AND_ASSIGN(auto orphan, s->Submit("b", ok, unknown));
   EXPECT_EQ(orphan->state(), TaskState::kRejected);
-  ExpectError(orphan->status(), ErrorType::kRuntime, "unknown dependency 987654");
+  ExpectError(orphan->status(), ErrorType::kTaskRejected, "unknown dependency 987654");
   EXPECT_OK(s->Drain());
   EXPECT_FALSE(ran.load());
   EXPECT_EQ(s->stats().admission.rejected, 2);

@@ -358,3 +358,153 @@ def test_indexing_cannot_pass_64_dimensions(device):
     y = gp.ones((2,) + (1,) * 63, device=device)
     with pytest.raises(IndexError, match="dimensions, more than the maximum of 64"):
         y[gp.asarray(np.zeros((1, 1), np.int64), device=device)]
+
+
+# ---- scheduler calls that would wait for themselves ----
+
+
+def test_scheduler_calls_inside_a_task_block_refuse_instead_of_hanging():
+    proc = run_child(
+        """
+        import pygpukit as gp
+        s = gp.scheduler.Scheduler(workers=1)
+        s.add_tenant("be", "best_effort", max_running=1)
+        s.add_tenant("other")
+        out = []
+        with s.task("be"):
+            for call in [s.drain, s.shutdown, lambda: s.remove_tenant("be")]:
+                try:
+                    call()
+                    out.append("returned")
+                except RuntimeError as e:
+                    out.append(str(e))
+            try:
+                with s.task("be"):
+                    out.append("nested block ran")
+            except RuntimeError as e:
+                out.append(str(e))
+            with s.task("other"):  # another tenant nests
+                out.append("other ok")
+        assert s.drain(5), "drain after the block"
+        s.remove_tenant("be")
+        s.shutdown()
+        print("\\n".join(out))
+        """,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    assert "drain: called inside a task block" in lines[0]
+    assert "shutdown: called inside a task block" in lines[1]
+    assert "remove_tenant 'be': called inside a task block of that tenant" in lines[2]
+    assert "max_running" in lines[3] and "would wait for itself" in lines[3]
+    assert lines[4] == "other ok"
+
+
+def test_drain_lets_keyboard_interrupt_through():
+    proc = run_child(
+        """
+        import _thread, threading, time, pygpukit as gp
+        s = gp.scheduler.Scheduler(workers=1)
+        s.add_tenant("t")
+        release = threading.Event()
+        f = s.submit("t", release.wait)
+        threading.Timer(0.3, _thread.interrupt_main).start()
+        start = time.monotonic()
+        try:
+            s.drain()
+            print("drained")
+        except KeyboardInterrupt:
+            print("interrupted after", round(time.monotonic() - start, 1))
+        assert s.drain(0.05) is False  # a timeout: not drained yet
+        release.set()
+        assert s.drain(10) is True
+        f.result(10)
+        s.shutdown()
+        """,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.startswith("interrupted after"), proc.stdout
+
+
+# ---- done callbacks that wait ----
+
+
+def test_a_done_callback_that_waits_on_another_task_does_not_freeze_the_scheduler():
+    proc = run_child(
+        """
+        import threading, pygpukit as gp
+        s = gp.scheduler.Scheduler(workers=1)
+        s.add_tenant("be", "best_effort")
+        seen = []
+        a = s.submit("be", lambda: 1)
+        a.add_done_callback(lambda f: seen.append(s.submit("be", lambda: 5).result(10)))
+        # Unrelated futures settle and their results arrive while that callback waits.
+        blocker = threading.Event()
+        b = s.submit("be", lambda: 2)
+        b.add_done_callback(lambda f: blocker.wait(30))  # a callback that blocks a long time
+        c = s.submit("be", lambda: 3)
+        assert (a.result(10), b.result(10), c.result(10)) == (1, 2, 3)
+        d_seen = threading.Event()
+        d = s.submit("be", lambda: 4)
+        d.add_done_callback(lambda f: d_seen.set())
+        assert d_seen.wait(10), "a blocked callback stalled the others"
+        assert s.drain(0.2) is False  # b's callback still runs
+        blocker.set()
+        assert s.drain(10) is True
+        assert seen == [5]
+        # Callbacks run in the order they were added; one added to a done future runs at once.
+        order = []
+        e = s.submit("be", lambda: 6)
+        for i in range(5):
+            e.add_done_callback(lambda f, i=i: order.append(i))
+        e.result(10)
+        s.drain(10)
+        e.add_done_callback(lambda f: order.append("late"))
+        assert order == [0, 1, 2, 3, 4, "late"], order
+        # A listener (on the thread that settles futures) must not wait for an unfinished one.
+        errors = []
+        def listener(rec):
+            if rec["to"] == "running" and not errors:
+                f = s.submit("be", lambda: 7)
+                try:
+                    f.result(1)
+                except RuntimeError as err:
+                    errors.append(str(err))
+        s.add_listener(listener)
+        s.submit("be", lambda: 8).result(10)
+        s.drain(10)
+        assert errors and "would wait for itself" in errors[0], errors
+        s.shutdown()
+        print("ok")
+        """,
+        timeout=90,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip().endswith("ok")
+
+
+def test_inline_task_rejection_raises_task_rejected():
+    s = gp.scheduler.Scheduler(workers=1)
+    try:
+        s.add_tenant("t", memory_request=1 << 20, memory_limit=2 << 20)
+        with (
+            pytest.raises(gp.scheduler.TaskRejected, match="can never fit"),
+            s.task("t", memory=3 << 20),
+        ):
+            pass
+        assert issubclass(gp.scheduler.TaskRejected, RuntimeError)
+        f = s.submit("t", lambda: 1, memory=3 << 20)
+        with pytest.raises(gp.scheduler.TaskRejected, match="can never fit"):
+            f.result(10)
+        block = s.task("t")
+        with pytest.raises(RuntimeError, match="not open"):
+            block.__exit__(None, None, None)
+        with block:
+            with pytest.raises(RuntimeError, match="already open"):
+                block.__enter__()
+        with pytest.raises(RuntimeError, match="not open"):
+            block.__exit__(None, None, None)
+    finally:
+        s.shutdown()
