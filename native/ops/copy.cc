@@ -40,8 +40,10 @@ absl::StatusOr<GPUArray> FromHost(const void* data, absl::Span<const int64_t> sh
 
 absl::Status ToHost(const GPUArray& a, void* dst, bool blocking) {
   if (a.size() == 0) return absl::OkStatus();
+  PGK_ASSIGN_OR_RETURN(Queue q, QueueOf(a.device()));
+  // The copy follows every write to `a`, not only those queued on this thread's stream.
+  PGK_RETURN_IF_ERROR(AwaitUsers(a, *q.stream));
   PGK_ASSIGN_OR_RETURN(GPUArray src, Contiguous(a));
-  PGK_ASSIGN_OR_RETURN(Queue q, QueueOf(src.device()));
   PGK_ASSIGN_OR_RETURN(TransferEngine * engine, Runtime::Get().transfer(src.device()));
   PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&src}));
   PGK_RETURN_IF_ERROR(engine->ToHost(dst, src.data(), src.nbytes(), *q.stream, blocking));
@@ -86,6 +88,8 @@ absl::StatusOr<GPUArray> AsType(const GPUArray& a, DType dtype, bool copy) {
 absl::StatusOr<GPUArray> ToDevice(const GPUArray& a, Device device) {
   PGK_RETURN_IF_ERROR(Runtime::Get().CheckDevice(device));
   if (device == a.device()) return a;
+  PGK_ASSIGN_OR_RETURN(Queue q, QueueOf(a.device()));
+  PGK_RETURN_IF_ERROR(AwaitUsers(a, *q.stream));  // the copy reads every write to `a`
   // One side is CPU-backend memory, which is host memory: the transfer engine of the other
   // side copies straight from / into it. The CPU stream is drained first so that its queued
   // work on those bytes (producing the source, or still using a recycled block) is done.
@@ -95,7 +99,7 @@ absl::StatusOr<GPUArray> ToDevice(const GPUArray& a, Device device) {
     // Pin first: a page-in of a spilled source is queued on its stream, which the drain waits
     // for before the host reads the bytes.
     PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&src}));
-    PGK_RETURN_IF_ERROR(Runtime::Get().Synchronize(src.device()));
+    PGK_RETURN_IF_ERROR(SynchronizeArray(src));
     return FromHost(src.data(), src.shape(), src.dtype(), device);
   }
   if (device.is_cpu()) {
@@ -174,6 +178,8 @@ absl::StatusOr<Scalar> Item(const GPUArray& a) {
                : a.dtype() == DType::Bool   ? DType::Bool
                : a.dtype() == DType::UInt64 ? DType::UInt64
                                             : DType::Int64;
+  PGK_ASSIGN_OR_RETURN(Queue q, QueueOf(a.device()));
+  PGK_RETURN_IF_ERROR(AwaitUsers(a, *q.stream));  // the conversion reads every write to `a`
   PGK_ASSIGN_OR_RETURN(GPUArray w, AsType(a, wide, false));
   unsigned char raw[16] = {0};
   PGK_RETURN_IF_ERROR(ToHost(w, raw));
@@ -204,5 +210,19 @@ absl::StatusOr<Scalar> Item(const GPUArray& a) {
 }
 
 absl::Status Synchronize(Device device) { return Runtime::Get().Synchronize(device); }
+
+absl::Status AwaitUsers(const GPUArray& a, hal::Stream& reader) {
+  if (!a.valid()) return absl::OkStatus();
+  for (hal::Stream* s : a.buffer()->UsedOn()) {
+    if (s != &reader) PGK_RETURN_IF_ERROR(StreamWaitStream(reader, *s));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SynchronizeArray(const GPUArray& a) {
+  PGK_ASSIGN_OR_RETURN(Queue q, QueueOf(a.device()));
+  PGK_RETURN_IF_ERROR(AwaitUsers(a, *q.stream));
+  return q.backend->Synchronize(*q.stream);
+}
 
 }  // namespace pygpukit::ops

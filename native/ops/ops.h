@@ -386,5 +386,12 @@ absl::StatusOr<GPUArray> Linear(const GPUArray& x, const GPUArray& w,
 absl::StatusOr<Scalar> Item(const GPUArray& a);
 /// Waits for all work queued on the array's device.
 absl::Status Synchronize(Device device);
+/// Makes `reader` wait for the work queued on every stream that has used `a`'s memory (its own,
+/// and those recorded when another stream used it), so that what is queued on `reader` next
+/// sees every write to `a`, whatever stream queued it (a gp.Stream block's, a task's).
+absl::Status AwaitUsers(const GPUArray& a, hal::Stream& reader);
+/// Blocks the host until the work queued on every stream that has used `a` has finished:
+/// before the host (or a consumer handed the memory) reads it.
+absl::Status SynchronizeArray(const GPUArray& a);
 
 }  // namespace pygpukit::ops

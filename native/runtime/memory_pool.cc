@@ -117,6 +117,18 @@ absl::Status Buffer::RecordStream(hal::Stream& stream) {
   return absl::OkStatus();
 }
 
+std::vector<hal::Stream*> Buffer::UsedOn() const {
+  std::vector<hal::Stream*> out{stream_};
+  if (pool_ == nullptr) {
+    std::lock_guard<std::mutex> lock(foreign_mu_);
+    out.insert(out.end(), foreign_uses_.begin(), foreign_uses_.end());
+    return out;
+  }
+  std::lock_guard<std::mutex> lock(pool_->mu_);
+  if (block_ != nullptr) out.insert(out.end(), block_->uses.begin(), block_->uses.end());
+  return out;
+}
+
 bool Buffer::resident() const {
   if (pool_ == nullptr) return true;
   std::lock_guard<std::mutex> lock(pool_->mu_);

@@ -152,6 +152,9 @@ class Buffer : public std::enable_shared_from_this<Buffer> {
   /// Notes that work on `stream` uses the buffer, so that its memory is not reused (pool
   /// buffers: MemoryPool::RecordStream) or released (foreign buffers) before that work is done.
   absl::Status RecordStream(hal::Stream& stream);
+  /// The streams work on the buffer may have been queued on: its own first, then those recorded
+  /// with RecordStream. A host read waits for all of them (the last writer is among them).
+  std::vector<hal::Stream*> UsedOn() const;
 
  private:
   friend class MemoryPool;
@@ -179,7 +182,7 @@ class Buffer : public std::enable_shared_from_this<Buffer> {
   bool in_lru_ = false;
   // Foreign buffers only.
   ForeignRelease release_;
-  std::mutex foreign_mu_;
+  mutable std::mutex foreign_mu_;
   std::vector<hal::Stream*> foreign_uses_;  // recorded streams other than stream_
 };
 

@@ -96,14 +96,16 @@ pyb::object Dlpack(const GPUArray& self, const pyb::handle& stream, const pyb::h
   }
   if (a.device().is_cuda()) {
     if (std::optional<uintptr_t> s = ConsumerStream(stream)) {
+      // The consumer's stream follows every write to the array, whatever stream queued it.
+      Check(ops::AwaitUsers(a, *Unwrap(Runtime::Get().stream(a.device()))));
       Check(ops::ExternalStreamWaits(a.device(), *s));
     }
   } else {
     if (!stream.is_none()) {
       RaiseStatus(ValueError("__dlpack__: stream must be None for arrays on the cpu device"));
     }
-    // The consumer reads the memory at once: let the queued CPU work finish.
-    Check(WithoutGil([&] { return ops::Synchronize(a.device()); }));
+    // The consumer reads the memory at once: let the queued CPU work on it finish.
+    Check(WithoutGil([&] { return ops::SynchronizeArray(a); }));
   }
   bool versioned = false;
   if (!max_version.is_none()) {
@@ -222,6 +224,8 @@ pyb::dict CudaArrayInterface(const GPUArray& a) {
     for (int i = 0; i < a.ndim(); ++i) st[i] = pyb::int_(a.strides()[i] * a.itemsize());
     d["strides"] = st;
   }
+  // The stream named is where the data is ready: it follows every write to the array.
+  Check(ops::AwaitUsers(a, *Unwrap(Runtime::Get().stream(a.device()))));
   d["stream"] = pyb::int_(Unwrap(ops::StreamHandle(a.device())));
   return d;
 }
@@ -336,7 +340,7 @@ pyb::object ArrayProtocol(const pyb::object& self, const pyb::handle& dtype,
     auto pin = std::make_unique<ResidencyPin>();
     Check(WithoutGil([&] {
       PGK_RETURN_IF_ERROR(pin->Add(a.buffer()));
-      return ops::Synchronize(a.device());
+      return ops::SynchronizeArray(a);
     }));
     pyb::capsule base(pin.release(), [](void* p) { delete static_cast<ResidencyPin*>(p); });
     std::vector<pyb::ssize_t> shape(a.shape().begin(), a.shape().end()), strides;

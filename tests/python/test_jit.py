@@ -133,6 +133,7 @@ def test_cache_info_and_clear(device):
         "host_directory",
         "host_compiles",
         "host_disk_hits",
+        "host_rejected_entries",
         "host_loaded",
         "host_compile_seconds",
     }

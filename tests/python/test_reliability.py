@@ -508,3 +508,34 @@ def test_inline_task_rejection_raises_task_rejected():
             block.__exit__(None, None, None)
     finally:
         s.shutdown()
+
+
+# ---- host reads wait for work queued on any stream ----
+
+
+def test_host_reads_wait_for_writes_queued_on_other_streams(device):
+    # Issue 31: reads after a gp.Stream block returned stale data in 10 of 10 trials.
+    x = gp.asarray(np.random.default_rng(0).random(1 << 22, dtype=np.float32), device=device)
+    reads = {
+        "get": lambda y: y.get()[-1],
+        "item": lambda y: y[-1].item(),
+        "float": lambda y: float(y[-1]),
+        "to_numpy": lambda y: gp.to_numpy(y)[-1],
+        "strided get": lambda y: y[::-3].get()[0],
+        "repr": lambda y: float(repr(y[-1:]).split("[")[1].split("]")[0]),
+    }
+    if device.type == "cpu":
+        reads["asarray"] = lambda y: np.asarray(y)[-1]
+        reads["from_dlpack"] = lambda y: np.from_dlpack(y)[-1]
+    for name, read in reads.items():
+        for trial in range(3):
+            k = float(trial + 2)
+            with gp.Stream(device=device):
+                y = gp.sin(x) * 0 + k
+            assert read(y) == k, (name, trial)
+    # Written in a stream block into an array made on the default stream: the write is a use
+    # recorded on the array, and reads follow it too.
+    z = gp.zeros((1 << 22,), device=device)
+    with gp.Stream(device=device):
+        z[...] = gp.sin(x) * 0 + 7
+    assert z.get()[-1] == 7 and z[5].item() == 7
