@@ -47,6 +47,8 @@ absl::Status ToHost(const GPUArray& a, void* dst, bool blocking) {
   PGK_ASSIGN_OR_RETURN(TransferEngine * engine, Runtime::Get().transfer(src.device()));
   PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&src}));
   PGK_RETURN_IF_ERROR(engine->ToHost(dst, src.data(), src.nbytes(), *q.stream, blocking));
+  // A kernel that failed before the copy left its outputs incomplete: the read fails with it.
+  if (blocking) PGK_RETURN_IF_ERROR(q.backend->TaskFailure(a.device().index, /*take=*/false));
   if (!blocking) {
     // The DMA may outlive `src`: its memory is reused only after the copy stream's work.
     PGK_RETURN_IF_ERROR(src.buffer()->RecordStream(engine->d2h_stream()));

@@ -110,7 +110,7 @@ absl::Status Dispatcher::LaunchHost(hal::Stream& stream, absl::string_view kerne
   const std::string* name = Count(kernel);
   return Gated(stream, [&] {
     return Traced(TraceKind::kHostTask, name, cpu_, stream, cost,
-                  [&] { return cpu_->Enqueue(stream, std::move(task)); });
+                  [&] { return cpu_->Enqueue(stream, std::move(task), name); });
   });
 }
 

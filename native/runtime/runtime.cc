@@ -270,7 +270,10 @@ absl::StatusOr<hal::DeviceProperties> Runtime::properties(Device d) const {
 absl::Status Runtime::Synchronize(Device d) const {
   PGK_ASSIGN_OR_RETURN(hal::Stream * s, stream(d));
   PGK_ASSIGN_OR_RETURN(hal::Backend * b, backend(d.type));
-  return b->Synchronize(*s);
+  const absl::Status waited = b->Synchronize(*s);
+  // Reported here once, then forgotten: later waits on the device succeed again.
+  const absl::Status failure = b->TaskFailure(d.index, /*take=*/true);
+  return !failure.ok() ? failure : waited;
 }
 
 RuntimeInfo Runtime::info() const {

@@ -92,7 +92,9 @@ class Runtime {
   /// The pinned host pool shared by the devices of `type`.
   absl::StatusOr<PinnedPool*> pinned_pool(DeviceType type) const;
   absl::StatusOr<hal::DeviceProperties> properties(Device d) const;
-  /// Waits for all queued work on `d`'s current stream (see stream()).
+  /// Waits for all queued work on `d`'s current stream (see stream()), and reports (once) the
+  /// failure of work that already ran on `d` (hal::Backend::TaskFailure: a CPU kernel that
+  /// threw).
   absl::Status Synchronize(Device d) const;
   Dispatcher& dispatcher() const { return *dispatcher_; }
   /// The NVRTC JIT engine (compiles and caches kernels from CUDA C++ source).

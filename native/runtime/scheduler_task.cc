@@ -274,6 +274,8 @@ void Scheduler::FinishBody(const std::shared_ptr<Task>& task, absl::Status body)
 }
 
 void Scheduler::OnWorkDone(const std::shared_ptr<Task>& task, absl::Status body, absl::Status gpu) {
+  // A kernel that threw (CPU) does not fail the event the watcher observed: ask the backend.
+  if (gpu.ok()) gpu = backend_->TaskFailure(device_.index, /*take=*/false);
   std::vector<std::shared_ptr<TenantRt>> best_effort;
   bool update_signal = false;
   {

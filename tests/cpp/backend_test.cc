@@ -334,17 +334,35 @@ TEST(CpuBackend, ElapsedTimeOfAnEventWithItselfIsZero) {
   EXPECT_EQ(ms, 0.0f);
 }
 
-TEST(CpuBackend, TaskExceptionBecomesTheStreamsErrorOnce) {
+TEST(CpuBackend, TaskExceptionIsTheDevicesFailureUntilTaken) {
   cpu::CpuBackend b;
   ASSERT_OK_AND_ASSIGN(auto s, b.CreateStream(0, 0));
+  ASSERT_OK_AND_ASSIGN(auto other, b.CreateStream(0, 0));
   int after = 0;
-  ASSERT_OK(b.Enqueue(*s, [] { throw std::runtime_error("kernel blew up"); }));
+  const std::string name = "blower";
+  ASSERT_OK(b.Enqueue(
+      *s, [] { throw std::runtime_error("kernel blew up"); }, &name));
   ASSERT_OK(b.Enqueue(*s, [&] { after = 1; }));  // later work still runs
+  ASSERT_OK(b.Enqueue(*s, [] { throw 7; }));     // a second failure: the first is kept
   absl::Status st = b.Synchronize(*s);
   EXPECT_EQ(ErrorTypeOf(st), ErrorType::kRuntime) << st;
-  EXPECT_NE(st.message().find("kernel blew up"), absl::string_view::npos) << st;
+  for (absl::string_view part : {"cpu kernel 'blower' failed", "kernel blew up", "incomplete"}) {
+    EXPECT_NE(st.message().find(part), absl::string_view::npos) << part << " in " << st;
+  }
   EXPECT_EQ(after, 1);
-  EXPECT_OK(b.Synchronize(*s));  // reported once
+  EXPECT_EQ(b.Synchronize(*other), st);  // every wait on the device reports it...
+  EXPECT_EQ(b.TaskFailure(0, /*take=*/false), st);
+  EXPECT_EQ(b.TaskFailure(0, /*take=*/true), st);  // ...until it is taken
+  EXPECT_OK(b.TaskFailure(0, false));
+  EXPECT_OK(b.Synchronize(*s));
+  EXPECT_OK(b.Synchronize(*other));
+  ASSERT_OK(b.Enqueue(*other, [] { throw 7; }));
+  st = b.Synchronize(*other);
+  EXPECT_NE(st.message().find("cpu stream work failed: it threw an exception that is not a "
+                              "std::exception"),
+            absl::string_view::npos)
+      << st;
+  EXPECT_EQ(b.TaskFailure(0, true), st);
 }
 
 TEST(CpuBackend, ElapsedTimeMeasuresTheWorkBetweenEvents) {

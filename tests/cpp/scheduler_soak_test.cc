@@ -329,7 +329,7 @@ void RunSoak(QosClass churn_qos) {
       ++by_kind[r.kind];
       if (r.task == nullptr) {  // Begin refused: the scheduler counts a rejected task
         EXPECT_EQ(r.kind, Kind::kInline);
-        EXPECT_EQ(ErrorTypeOf(r.begin_status), ErrorType::kRuntime) << r.begin_status;
+        EXPECT_EQ(ErrorTypeOf(r.begin_status), ErrorType::kTaskRejected) << r.begin_status;
         EXPECT_NE(r.begin_status.message().find("rejected: tenant 'e1': queue full"),
                   std::string::npos)
             << r.begin_status;

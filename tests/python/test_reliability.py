@@ -539,3 +539,50 @@ def test_host_reads_wait_for_writes_queued_on_other_streams(device):
     with gp.Stream(device=device):
         z[...] = gp.sin(x) * 0 + 7
     assert z.get()[-1] == 7 and z[5].item() == 7
+
+
+# ---- a kernel that throws on the CPU backend ----
+
+
+def test_a_throwing_cpu_kernel_fails_reads_and_its_task():
+    if gp.default_device().type != "cpu":
+        pytest.skip("host-compiled kernels run on the CPU backend")
+    proc = run_child(
+        """
+        import numpy as np, pygpukit as gp
+        x = gp.asarray(np.arange(8, dtype=np.float32))
+        k = gp.ElementwiseKernel("T x", "T y", "if (x > 3) throw 1; y = x * 2;", "thrower")
+        out = []
+        def attempt(label, f):
+            try:
+                f()
+                out.append(f"{label}: ok")
+            except RuntimeError as e:
+                out.append(f"{label}: {e}")
+        y = k(x)  # returns at once: the failure happens on the stream
+        attempt("get", y.get)
+        attempt("item", lambda: y[0].item())
+        attempt("numpy", lambda: np.asarray(y))
+        attempt("synchronize", gp.synchronize)  # reports it once...
+        attempt("after", lambda: gp.ones((2,)).get())  # ...then the device works again
+        s = gp.scheduler.Scheduler(workers=1)
+        s.add_tenant("t")
+        f = s.submit("t", lambda: k(x))
+        attempt("task", lambda: f.result(10))
+        out.append(f"state: {f.state}")
+        attempt("synchronize", gp.synchronize)
+        with s.task("t") as block:
+            k(x)
+        block.wait(10)
+        out.append(f"block: {block.state}")
+        s.shutdown()
+        print("\\n".join(out))
+        """
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = dict(line.split(": ", 1) for line in proc.stdout.splitlines())
+    for label in ["get", "item", "numpy", "synchronize"]:
+        assert "cpu kernel 'thrower' failed" in lines[label], (label, lines[label])
+    assert lines["after"] == "ok"
+    assert "cpu kernel 'thrower' failed" in lines["task"]
+    assert lines["state"] == "failed" and lines["block"] == "failed"

@@ -25,10 +25,35 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr size_t kAlignment = 512;  // the memory pool's block alignment
 
+}  // namespace
+
+// The first failure of a host task on any stream of the device until it is reported (a failed
+// kernel fails every later wait on the device, as a fault fails a CUDA context; TaskFailure).
+struct CpuBackend::Failures {
+  void Set(absl::Status s) {
+    std::lock_guard<std::mutex> l(mu);
+    if (first.ok()) first = std::move(s);
+  }
+  absl::Status Get(bool take) {
+    std::lock_guard<std::mutex> l(mu);
+    absl::Status s = first;
+    if (take) first = absl::OkStatus();
+    return s;
+  }
+  std::mutex mu;
+  absl::Status first;
+};
+
+namespace {
+
 class CpuStream final : public hal::Stream {
  public:
   // sms > 0: kernels run on this stream use at most that many threads (a partition).
-  CpuStream(int priority, int sms) : priority_(priority), sms_(sms), worker_([this] { Loop(); }) {}
+  CpuStream(int priority, int sms, std::shared_ptr<CpuBackend::Failures> failures)
+      : priority_(priority),
+        sms_(sms),
+        failures_(std::move(failures)),
+        worker_([this] { Loop(); }) {}
   ~CpuStream() override {
     {
       std::lock_guard<std::mutex> l(mu_);
@@ -42,53 +67,56 @@ class CpuStream final : public hal::Stream {
   void* native_handle() const override { return const_cast<CpuStream*>(this); }
   int sm_count() const override { return sms_; }
 
-  void Push(std::function<void()> task) {
+  void Push(std::function<void()> task, const std::string* name) {
     {
       std::lock_guard<std::mutex> l(mu_);
-      q_.push_back(std::move(task));
+      q_.push_back({std::move(task), name});
     }
     cv_.notify_all();
   }
 
-  // Returns and clears the sticky error.
-  absl::Status TakeError() {
-    std::lock_guard<std::mutex> l(mu_);
-    absl::Status s = error_;
-    error_ = absl::OkStatus();
-    return s;
-  }
-
  private:
+  struct Work {
+    std::function<void()> fn;
+    const std::string* name;  // the kernel's (interned by the dispatcher); null: runtime work
+  };
+
   void Loop() {
     SetThreadCap(sms_);
     for (;;) {
-      std::function<void()> task;
+      Work work;
       {
         std::unique_lock<std::mutex> l(mu_);
         cv_.wait(l, [&] { return stop_ || !q_.empty(); });
         if (q_.empty()) return;
-        task = std::move(q_.front());
+        work = std::move(q_.front());
         q_.pop_front();
       }
       try {
-        task();
+        work.fn();
       } catch (const std::exception& e) {
-        std::lock_guard<std::mutex> l(mu_);
-        if (error_.ok()) error_ = RuntimeError(absl::StrCat("cpu stream task failed: ", e.what()));
+        Failed(work.name, e.what());
       } catch (...) {
-        std::lock_guard<std::mutex> l(mu_);
-        if (error_.ok()) error_ = RuntimeError("cpu stream task failed");
+        Failed(work.name, "an exception that is not a std::exception");
       }
     }
   }
 
+  void Failed(const std::string* name, absl::string_view what) {
+    failures_->Set(RuntimeError(absl::StrCat(
+        name != nullptr ? absl::StrCat("cpu kernel '", *name, "'") : "cpu stream work",
+        " failed: it threw ", what,
+        " (its outputs are incomplete; every wait on the cpu device reports this until "
+        "gp.synchronize() does)")));
+  }
+
   int priority_;
   int sms_;
+  std::shared_ptr<CpuBackend::Failures> failures_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::function<void()>> q_;
+  std::deque<Work> q_;
   bool stop_ = false;
-  absl::Status error_;
   std::thread worker_;  // last: starts after the members it uses
 };
 
@@ -159,7 +187,7 @@ std::string CpuModelName() {
 
 }  // namespace
 
-CpuBackend::CpuBackend() = default;
+CpuBackend::CpuBackend() : failures_(std::make_shared<Failures>()) {}
 CpuBackend::~CpuBackend() = default;
 
 absl::StatusOr<hal::DeviceProperties> CpuBackend::properties(int device) const {
@@ -227,7 +255,7 @@ absl::StatusOr<std::unique_ptr<hal::Stream>> CpuBackend::CreatePartitionedStream
   }
   auto [least, greatest] = StreamPriorityRange();
   priority = std::clamp(priority, greatest, least);
-  return std::unique_ptr<hal::Stream>(new CpuStream(priority, sms == threads ? 0 : sms));
+  return std::unique_ptr<hal::Stream>(new CpuStream(priority, sms == threads ? 0 : sms, failures_));
 }
 
 absl::StatusOr<std::unique_ptr<hal::Event>> CpuBackend::CreateEvent(int device, bool) {
@@ -235,11 +263,14 @@ absl::StatusOr<std::unique_ptr<hal::Event>> CpuBackend::CreateEvent(int device, 
   return std::unique_ptr<hal::Event>(new CpuEvent());
 }
 
-absl::Status CpuBackend::Enqueue(hal::Stream& stream, std::function<void()> task) {
+absl::Status CpuBackend::Enqueue(hal::Stream& stream, std::function<void()> task,
+                                 const std::string* name) {
   PGK_RETURN_IF_ERROR(CheckCpu(stream.device(), "cpu enqueue"));
-  AsCpu(stream).Push(std::move(task));
+  AsCpu(stream).Push(std::move(task), name);
   return absl::OkStatus();
 }
+
+absl::Status CpuBackend::TaskFailure(int, bool take) { return failures_->Get(take); }
 
 absl::Status CpuBackend::Record(hal::Event& event, hal::Stream& stream) {
   PGK_RETURN_IF_ERROR(CheckCpu(event.device(), "event record"));
@@ -278,7 +309,7 @@ absl::Status CpuBackend::Synchronize(hal::Stream& stream) {
   std::future<void> f = done->get_future();
   PGK_RETURN_IF_ERROR(Enqueue(stream, [done] { done->set_value(); }));
   f.wait();
-  return AsCpu(stream).TakeError();
+  return failures_->Get(/*take=*/false);
 }
 
 absl::StatusOr<float> CpuBackend::ElapsedMs(hal::Event& start, hal::Event& end) {

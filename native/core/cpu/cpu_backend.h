@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "core/hal/backend.h"
 
@@ -46,8 +47,18 @@ class CpuBackend final : public hal::Backend {
   absl::Status WriteWordAsync(uint32_t* dst, uint32_t value, hal::Stream& stream) override;
 
   /// Appends a host task to the stream. The task runs on the stream's worker after all earlier
-  /// work; an exception it throws becomes the stream's sticky error, reported by Synchronize.
-  absl::Status Enqueue(hal::Stream& stream, std::function<void()> task);
+  /// work; an exception it throws becomes the device's failure (TaskFailure), naming `name`
+  /// (the kernel; null for runtime work such as copies and event markers).
+  absl::Status Enqueue(hal::Stream& stream, std::function<void()> task,
+                       const std::string* name = nullptr);
+  /// The first host task that threw since the failure was last taken, naming its kernel. Also
+  /// what Synchronize(stream) returns.
+  absl::Status TaskFailure(int device, bool take) override;
+
+  struct Failures;
+
+ private:
+  std::shared_ptr<Failures> failures_;  // shared with the streams, which may outlive a backend
 };
 
 }  // namespace pygpukit::cpu

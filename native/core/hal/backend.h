@@ -112,6 +112,12 @@ class Backend {
   virtual absl::Status Synchronize(Event& event) = 0;
   /// Blocks the host until all work on the stream has finished.
   virtual absl::Status Synchronize(Stream& stream) = 0;
+  /// The failure of work that already ran on `device` and has not been taken yet, where
+  /// failures do not surface as errors of the backend's own calls: a CPU kernel that threw.
+  /// Reads check it after waiting for the work they follow (its outputs are incomplete), a
+  /// task's completion does too, and gp.synchronize() takes it (`take`). OK on CUDA, where a
+  /// fault makes every later driver call fail instead.
+  virtual absl::Status TaskFailure(int /*device*/, bool /*take*/) { return absl::OkStatus(); }
   /// Milliseconds between two completed timing events.
   virtual absl::StatusOr<float> ElapsedMs(Event& start, Event& end) = 0;
 
