@@ -68,6 +68,14 @@ KeepAlive Keep(std::initializer_list<const GPUArray*> arrays) {
   return k;
 }
 
+int64_t HeldBytes(const KeepAlive& keep) {
+  int64_t bytes = 0;
+  for (const auto& b : keep) {
+    if (b != nullptr) bytes += static_cast<int64_t>(b->size());
+  }
+  return bytes;
+}
+
 absl::StatusOr<hal::Stream*> StreamOf(const GPUArray& a) {
   return Runtime::Get().stream(a.device());
 }

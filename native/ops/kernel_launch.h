@@ -220,6 +220,9 @@ absl::Status LaunchGemmEpilogue(const MatmulProblem& problem, const GPUArray& sr
 
 /// The buffers of `arrays` (nulls skipped), for a CPU task to hold while it runs.
 KeepAlive Keep(std::initializer_list<const GPUArray*> arrays);
+/// The bytes `keep` holds (what a queued CPU task keeps alive: Dispatcher::LaunchHost bounds
+/// the queue by it).
+int64_t HeldBytes(const KeepAlive& keep);
 /// The stream work on a's device is queued on (Runtime::stream).
 absl::StatusOr<hal::Stream*> StreamOf(const GPUArray& a);
 

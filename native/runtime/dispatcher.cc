@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/cpu/cpu_backend.h"
 #include "core/status.h"
+#include "runtime/blocking.h"
 #include "runtime/embedded_kernels.h"
 #include "runtime/tracer.h"
 #if PGK_WITH_CUDA
@@ -101,16 +102,21 @@ const std::string* Dispatcher::Count(absl::string_view kernel) {
 }
 
 absl::Status Dispatcher::LaunchHost(hal::Stream& stream, absl::string_view kernel,
-                                    std::function<void()> task, LaunchCost cost) {
+                                    std::function<void()> task, LaunchCost cost,
+                                    int64_t held_bytes) {
   if (!stream.device().is_cpu()) {
     return ValueError(absl::StrCat("dispatch ", kernel, ": host kernel on ",
                                    stream.device().ToString(), " stream"));
   }
   host_tasks_.fetch_add(1, std::memory_order_relaxed);
+  if (cpu_->Crowded(stream)) {  // backpressure: the queue keeps its tasks' arrays alive
+    BlockingRegion unlocked;
+    cpu_->WaitForRoom(stream);
+  }
   const std::string* name = Count(kernel);
   return Gated(stream, [&] {
     return Traced(TraceKind::kHostTask, name, cpu_, stream, cost,
-                  [&] { return cpu_->Enqueue(stream, std::move(task), name); });
+                  [&] { return cpu_->Enqueue(stream, std::move(task), name, held_bytes); });
   });
 }
 

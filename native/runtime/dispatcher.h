@@ -104,9 +104,11 @@ class Dispatcher {
   Dispatcher(cpu::CpuBackend* cpu, cuda::CudaBackend* cuda);
   ~Dispatcher();
 
-  /// Enqueues `task` (a CPU kernel) on a CPU stream.
+  /// Enqueues `task` (a CPU kernel) on a CPU stream; `held_bytes` is the memory it keeps alive
+  /// until it has run (its KeepAlive). Waits first (GIL released) while the stream holds too
+  /// much unfinished work (cpu::CpuBackend::Crowded): backpressure on a producer far ahead.
   absl::Status LaunchHost(hal::Stream& stream, absl::string_view kernel, std::function<void()> task,
-                          LaunchCost cost = {});
+                          LaunchCost cost = {}, int64_t held_bytes = 0);
   /// Launches the embedded CUDA kernel `kernel` (an extern "C" symbol) with `args` (pointers to
   /// the kernel's parameters, as for cuLaunchKernel).
   absl::Status LaunchDevice(hal::Stream& stream, absl::string_view kernel,

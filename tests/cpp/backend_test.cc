@@ -365,6 +365,50 @@ TEST(CpuBackend, TaskExceptionIsTheDevicesFailureUntilTaken) {
   EXPECT_EQ(b.TaskFailure(0, true), st);
 }
 
+TEST(CpuBackend, CrowdedStreamsHoldProducersBackUntilHalfIsDone) {
+  cpu::CpuBackend b;
+  ASSERT_OK_AND_ASSIGN(auto s, b.CreateStream(0, 0));
+  std::atomic<bool> open{false};
+  std::atomic<int> ran{0};
+  // A gate holds the worker; tasks that keep 16 MiB each pile up behind it.
+  ASSERT_OK(b.Enqueue(*s, [&] {
+    while (!open.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }));
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_FALSE(b.Crowded(*s)) << i;
+    ASSERT_OK(b.Enqueue(
+        *s, [&] { ran.fetch_add(1); }, nullptr, int64_t{16} << 20));
+  }
+  EXPECT_TRUE(b.Crowded(*s));  // 80 MiB kept alive > 64 MiB
+  std::atomic<bool> waited{false};
+  std::thread producer([&] {
+    b.WaitForRoom(*s);
+    waited.store(true);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_FALSE(waited.load());  // still held back
+  open.store(true);
+  producer.join();
+  EXPECT_GE(ran.load(), 3);  // it resumed once at most 32 MiB were left
+  ASSERT_OK(b.Synchronize(*s));
+  EXPECT_EQ(ran.load(), 5);
+  EXPECT_FALSE(b.Crowded(*s));
+  // A task's own launch never waits for its stream (it would wait for itself): the work it
+  // queues sits behind it.
+  ASSERT_OK(b.Enqueue(*s, [&] {
+    for (int i = 0; i < 5; ++i) {
+      (void)b.Enqueue(
+          *s, [&] { ran.fetch_add(1); }, nullptr, int64_t{16} << 20);
+    }
+    EXPECT_TRUE(b.Crowded(*s));
+    b.WaitForRoom(*s);
+    open.store(false);  // done: its tasks are queued
+  }));
+  while (open.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_OK(b.Synchronize(*s));  // queued after the task's own tasks
+  EXPECT_EQ(ran.load(), 10);
+}
+
 TEST(CpuBackend, ElapsedTimeMeasuresTheWorkBetweenEvents) {
   cpu::CpuBackend b;
   ASSERT_OK_AND_ASSIGN(auto s, b.CreateStream(0, 0));

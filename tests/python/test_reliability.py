@@ -586,3 +586,34 @@ def test_a_throwing_cpu_kernel_fails_reads_and_its_task():
     assert lines["after"] == "ok"
     assert "cpu kernel 'thrower' failed" in lines["task"]
     assert lines["state"] == "failed" and lines["block"] == "failed"
+
+
+# ---- backpressure on the CPU backend's queues ----
+
+
+def test_a_producer_far_ahead_of_the_cpu_stream_is_held_back():
+    if gp.default_device().type != "cpu":
+        pytest.skip("the CPU backend's queues")
+    # Issue 31: 500 queued iterations of y = sin(x) + 1 (x of 1 MiB) held 995 MiB allocated. The
+    # queue is bounded by the memory its tasks keep alive (64 MiB, resuming at half).
+    proc = run_child(
+        """
+        import json, numpy as np, pygpukit as gp
+        x = gp.asarray(np.random.default_rng(0).random(1 << 18, dtype=np.float32))
+        gp.synchronize()
+        peak = 0
+        for i in range(500):
+            y = gp.sin(x) + 1
+            peak = max(peak, gp.memory.stats()["allocated_bytes"])
+        np.testing.assert_allclose(y.get(), np.sin(x.get()) + 1, rtol=1e-6)
+        # Many tiny launches are bounded by count and still all run.
+        z = gp.zeros((4,), dtype=gp.int64)
+        for i in range(5000):
+            z += 1
+        print(json.dumps({"peak": peak, "z": z.get().tolist()}))
+        """
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["peak"] < 160 << 20, out["peak"] / 2**20
+    assert out["z"] == [5000] * 4

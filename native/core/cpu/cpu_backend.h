@@ -48,9 +48,16 @@ class CpuBackend final : public hal::Backend {
 
   /// Appends a host task to the stream. The task runs on the stream's worker after all earlier
   /// work; an exception it throws becomes the device's failure (TaskFailure), naming `name`
-  /// (the kernel; null for runtime work such as copies and event markers).
+  /// (the kernel; null for runtime work such as copies and event markers). `held_bytes`: the
+  /// memory the task keeps alive until it has run (counted by Crowded).
   absl::Status Enqueue(hal::Stream& stream, std::function<void()> task,
-                       const std::string* name = nullptr);
+                       const std::string* name = nullptr, int64_t held_bytes = 0);
+  /// True when `stream` holds so many unfinished tasks, or so much memory kept alive by them,
+  /// that a kernel launch should wait (WaitForRoom) before queueing more.
+  bool Crowded(hal::Stream& stream) const;
+  /// Blocks until the stream's unfinished work is down to half the bounds (at once on the
+  /// stream's own worker). Callers release what other threads may need first (the GIL).
+  void WaitForRoom(hal::Stream& stream);
   /// The first host task that threw since the failure was last taken, naming its kernel. Also
   /// what Synchronize(stream) returns.
   absl::Status TaskFailure(int device, bool take) override;

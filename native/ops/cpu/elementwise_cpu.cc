@@ -21,11 +21,15 @@ constexpr int64_t kGrain = 1 << 15;  // elements per parallel chunk
 template <typename Body>
 absl::Status Enqueue(hal::Stream& s, absl::string_view kernel, int64_t n, KeepAlive keep,
                      Body body) {
-  return Runtime::Get().dispatcher().LaunchHost(s, kernel, [n, body, keep = std::move(keep)] {
-    cpu::ParallelFor(n, kGrain, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) body(i);
-    });
-  });
+  const int64_t held = HeldBytes(keep);
+  return Runtime::Get().dispatcher().LaunchHost(
+      s, kernel,
+      [n, body, keep = std::move(keep)] {
+        cpu::ParallelFor(n, kGrain, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) body(i);
+        });
+      },
+      {}, held);
 }
 
 template <typename Word>

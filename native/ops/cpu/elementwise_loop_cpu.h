@@ -104,6 +104,7 @@ absl::Status Enqueue(hal::Stream& s, const EwLaunch& l, const EwCpuArgs& args, K
                                      DTypeName(DTypeOf<R>::value), ", the op layer expects ",
                                      DTypeName(l.result)));
   }
+  const int64_t held = HeldBytes(keep);
   return Runtime::Get().dispatcher().LaunchHost(
       s, l.name,
       [args, f, keep = std::move(keep)] {
@@ -115,7 +116,7 @@ absl::Status Enqueue(hal::Stream& s, const EwLaunch& l, const EwCpuArgs& args, K
           RunRange<R, T...>(args, in, b, e, f, std::index_sequence_for<T...>{});
         });
       },
-      args.cost);
+      args.cost, held);
 }
 
 /// Queues table function `Op` (of `kArity` operands, domain D) in l.compute.

@@ -83,13 +83,14 @@ absl::Status Matmul(hal::Stream& s, const MatmulProblem& p, KeepAlive keep) {
       return TypeError(absl::StrCat("matmul: unsupported dtype ", DTypeName(p.dtype)));
     } else {
       const kernels::GemmParams g = GemmParamsOf(p);
+      const int64_t held = HeldBytes(keep);
       if (p.epilogue.out == p.dtype) {
         return Runtime::Get().dispatcher().LaunchHost(
             s, "matmul",
             [p, g, keep = std::move(keep)] {
               for (int64_t b = 0; b < p.batch; ++b) GemmOne<T, T>(p, g, b);
             },
-            MatmulCost(p));
+            MatmulCost(p), held);
       }
       if constexpr (kernels::IsHalfT<T>::value) {
         if (p.epilogue.out == DType::Float32) {
@@ -98,7 +99,7 @@ absl::Status Matmul(hal::Stream& s, const MatmulProblem& p, KeepAlive keep) {
               [p, g, keep = std::move(keep)] {
                 for (int64_t b = 0; b < p.batch; ++b) GemmOne<T, float>(p, g, b);
               },
-              MatmulCost(p));
+              MatmulCost(p), held);
         }
       }
       return TypeError(absl::StrCat("matmul: output dtype ", DTypeName(p.epilogue.out), " for ",

@@ -24,8 +24,10 @@ using kernels::RadixPassParams;
 template <typename Body>
 absl::Status EnqueueChunks(hal::Stream& s, absl::string_view kernel, int64_t n, int64_t grain,
                            KeepAlive keep, Body body) {
+  const int64_t held = HeldBytes(keep);
   return Runtime::Get().dispatcher().LaunchHost(
-      s, kernel, [n, grain, body, keep = std::move(keep)] { cpu::ParallelFor(n, grain, body); });
+      s, kernel, [n, grain, body, keep = std::move(keep)] { cpu::ParallelFor(n, grain, body); }, {},
+      held);
 }
 
 template <typename Fn>

@@ -23,12 +23,15 @@ absl::Status Random(hal::Stream& s, DType dtype, const kernels::RandomParams& p,
     } else {
       const int64_t per = kernels::RandomPerBlock(p.kind, ItemSize(dtype));
       const int64_t blocks = (p.n + per - 1) / per;
+      const int64_t held = HeldBytes(keep);
       return Runtime::Get().dispatcher().LaunchHost(
-          s, "random", [p, blocks, keep = std::move(keep)] {
+          s, "random",
+          [p, blocks, keep = std::move(keep)] {
             cpu::ParallelFor(blocks, kGrainBlocks, [&](int64_t b, int64_t e) {
               for (int64_t i = b; i < e; ++i) kernels::RandomBlock<T>(p, i);
             });
-          });
+          },
+          {}, held);
     }
   });
 }

@@ -176,20 +176,22 @@ absl::Status Dispatch(const ReduceLaunch& l, DType out, Fn&& fn) {
 
 absl::Status Reduce(hal::Stream& s, const ReduceLaunch& l, DType out,
                     const kernels::ReduceParams& p, KeepAlive keep) {
+  const int64_t held = HeldBytes(keep);
   return Dispatch(l, out, [&]<class R, class Out>() -> absl::Status {
     return Runtime::Get().dispatcher().LaunchHost(
-        s, l.name, [p, keep = std::move(keep)] { RunReduce<R, Out>(p); }, l.cost);
+        s, l.name, [p, keep = std::move(keep)] { RunReduce<R, Out>(p); }, l.cost, held);
   });
 }
 
 absl::Status Scan(hal::Stream& s, const ReduceLaunch& l, DType out, const kernels::ScanParams& p,
                   KeepAlive keep) {
+  const int64_t held = HeldBytes(keep);
   return Dispatch(l, out, [&]<class R, class Out>() -> absl::Status {
     using C = typename R::Compute;
     if constexpr (std::is_same_v<R, kernels::SumReducer<C>> ||
                   std::is_same_v<R, kernels::ProdReducer<C>>) {
       return Runtime::Get().dispatcher().LaunchHost(
-          s, l.name, [p, keep = std::move(keep)] { RunScan<R, Out>(p); }, l.cost);
+          s, l.name, [p, keep = std::move(keep)] { RunScan<R, Out>(p); }, l.cost, held);
     } else {
       return RuntimeError(absl::StrCat(l.name, ": no CPU scan"));
     }

@@ -100,12 +100,15 @@ absl::Status UserElementwise(hal::Stream& s, const UserEwLaunch& l, absl::Span<c
     ++k;
   }
   const int64_t n = outs[0].size();
+  const int64_t held = HeldBytes(keep);
   return Runtime::Get().dispatcher().LaunchHost(
-      s, l.spec.name, [task, fn, n, keep = std::move(keep)] {
+      s, l.spec.name,
+      [task, fn, n, keep = std::move(keep)] {
         cpu::ParallelFor(n, kGrain, [&](int64_t b, int64_t e) {
           fn(b, e, task->ndim, task->shape, task->ptrs.data(), task->strides.data());
         });
-      });
+      },
+      {}, held);
 }
 
 }  // namespace pygpukit::ops::cpu_kernels
