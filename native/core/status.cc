@@ -1,6 +1,8 @@
 #include "core/status.h"
 
 #include "absl/strings/cord.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 
 namespace pygpukit {
 namespace {
@@ -28,6 +30,14 @@ absl::Status OverflowError(absl::string_view msg) {
 }
 absl::Status TaskRejectedError(absl::string_view msg) {
   return WithType(absl::StatusCode::kUnavailable, msg, "task-rejected");
+}
+
+absl::Status WithOp(absl::string_view op, const absl::Status& s) {
+  if (s.ok() || absl::StartsWith(s.message(), absl::StrCat(op, ":"))) return s;
+  absl::Status out(s.code(), absl::StrCat(op, ": ", s.message()));
+  s.ForEachPayload(
+      [&](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
+  return out;
 }
 
 ErrorType ErrorTypeOf(const absl::Status& s) {

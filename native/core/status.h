@@ -41,6 +41,16 @@ absl::Status TaskRejectedError(absl::string_view msg);
 /// The Python exception type a (non-OK) status maps to.
 ErrorType ErrorTypeOf(const absl::Status& s);
 
+/// `s` with "<op>: " before its message (code and exception type kept), unless the message
+/// names `op` first already: an op built on others reports errors under its own name
+/// ("linspace: arange: ..." rather than "arange: ...").
+absl::Status WithOp(absl::string_view op, const absl::Status& s);
+template <typename T>
+absl::StatusOr<T> WithOp(absl::string_view op, absl::StatusOr<T> r) {
+  if (r.ok()) return r;
+  return WithOp(op, r.status());
+}
+
 }  // namespace pygpukit
 
 #define PGK_STATUS_CONCAT_INNER_(a, b) a##b

@@ -51,6 +51,12 @@ absl::StatusOr<GPUArray> Filled(absl::Span<const int64_t> shape, const Scalar& v
 
 absl::StatusOr<GPUArray> Full(absl::Span<const int64_t> shape, const Scalar& value, DType dtype,
                               Device device) {
+  // As setitem: a complex value does not silently lose its imaginary part.
+  if (value.kind == ScalarKind::Complex && !IsComplex(dtype) && dtype != DType::Bool) {
+    return TypeError(absl::StrCat("full: cannot fill a ", DTypeName(dtype),
+                                  " array with the complex value ", value.c.real(),
+                                  value.c.imag() < 0 ? "" : "+", value.c.imag(), "j"));
+  }
   return Filled(shape, value, dtype, device, "full");
 }
 
@@ -99,6 +105,10 @@ absl::StatusOr<GPUArray> ArangeInt(int64_t start, int64_t stop, int64_t step, DT
   // Exact count in 128-bit arithmetic: (stop - start) may overflow int64.
   __int128 span = static_cast<__int128>(stop) - start;
   __int128 count = step > 0 ? (span + step - 1) / step : (span + step + 1) / step;
+  if (count > INT64_MAX) {
+    return ValueError(absl::StrCat("arange: the range [", start, ", ", stop, ") with step ", step,
+                                   " has more than 2^63 - 1 elements"));
+  }
   kernels::ArangeParams p{};
   p.start_i = start;
   p.step_i = step;
@@ -137,7 +147,8 @@ absl::StatusOr<GPUArray> Linspace(const Scalar& start, const Scalar& stop, int64
   }
   // As NumPy: start + i * step in double precision, the last value exactly `stop`, then cast.
   const int64_t div = endpoint ? num - 1 : num;
-  PGK_ASSIGN_OR_RETURN(GPUArray i, ArangeInt(0, num, 1, DType::Float64, device));
+  PGK_ASSIGN_OR_RETURN(GPUArray i,
+                       WithOp("linspace", ArangeInt(0, num, 1, DType::Float64, device)));
   absl::StatusOr<GPUArray> values;
   if (complex) {
     const std::complex<double> a = start.c, b = stop.c;

@@ -211,6 +211,9 @@ absl::StatusOr<GPUArray> Concat(absl::Span<const GPUArray> arrays, std::optional
 
 absl::StatusOr<GPUArray> Stack(absl::Span<const GPUArray> arrays, int64_t axis) {
   PGK_RETURN_IF_ERROR(CommonDevice(arrays, "stack").status());
+  if (!arrays.empty()) {  // the new axis is one of the result's ndim + 1 dimensions
+    PGK_RETURN_IF_ERROR(NormalizeAxis(axis, arrays[0].ndim() + 1, "stack").status());
+  }
   std::vector<GPUArray> parts;
   for (const GPUArray& a : arrays) {
     if (a.shape() != arrays[0].shape()) {
@@ -323,7 +326,7 @@ absl::StatusOr<GPUArray> Diff(const GPUArray& x, int64_t axis, int64_t n,
     if (prepend.has_value()) parts.push_back(*prepend);
     parts.push_back(x);
     if (append.has_value()) parts.push_back(*append);
-    PGK_ASSIGN_OR_RETURN(a, Concat(parts, ax));
+    PGK_ASSIGN_OR_RETURN(a, WithOp("diff: joining prepend / append", Concat(parts, ax)));
   }
   // Booleans differ or not (NumPy's rule); other dtypes subtract.
   const ElementwiseOp op =

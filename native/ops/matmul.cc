@@ -248,8 +248,21 @@ kernels::GemmActivation ToKernel(Activation a) {
   return kernels::kActNone;
 }
 
+// A forced CUDA kernel family cannot serve arrays on the CPU: say so rather than ignore it.
+absl::Status CheckBackend(const MatmulOptions& options, Device device, absl::string_view op) {
+  if (options.backend == MatmulBackend::kAuto || !device.is_cpu()) return absl::OkStatus();
+  const char* name = options.backend == MatmulBackend::kCublasLt ? "cublaslt"
+                     : options.backend == MatmulBackend::kSm90   ? "sm90"
+                     : options.backend == MatmulBackend::kSm80   ? "sm80"
+                                                                 : "simt";
+  return NotImplementedError(
+      absl::StrCat(op, ": backend='", name, "' is a CUDA kernel family; arrays on ",
+                   device.ToString(), " use the CPU kernel (backend='auto')"));
+}
+
 absl::StatusOr<GPUArray> GemmNamed(const GPUArray& a, const GPUArray& b, const GemmEpilogue& e,
                                    const MatmulOptions& options, absl::string_view op) {
+  PGK_RETURN_IF_ERROR(CheckBackend(options, a.device(), op));
   PGK_ASSIGN_OR_RETURN(Product prod, Align(a, b, op, true));
   DType out = e.out_dtype.value_or(prod.dtype);
   const bool half = prod.dtype == DType::Float16 || prod.dtype == DType::BFloat16;
@@ -319,6 +332,7 @@ absl::StatusOr<GPUArray> GemmNamed(const GPUArray& a, const GPUArray& b, const G
 
 absl::StatusOr<GPUArray> Matmul(const GPUArray& a, const GPUArray& b,
                                 const MatmulOptions& options) {
+  PGK_RETURN_IF_ERROR(CheckBackend(options, a.device(), "matmul"));
   PGK_ASSIGN_OR_RETURN(Product prod, Align(a, b, "matmul", false));
   PGK_ASSIGN_OR_RETURN(GPUArray c, RunProduct(prod, prod.dtype, 1.0, 0.0, nullptr, nullptr,
                                               kernels::kActNone, options));

@@ -70,8 +70,11 @@ absl::Status Assign(const GPUArray& dst, const GPUArray& src);
 absl::Status Assign(const GPUArray& dst, const Scalar& value);
 
 // ---- views ----
-/// Reshape; a view when the layout allows, else a copy. One -1 extent is inferred.
-absl::StatusOr<GPUArray> Reshape(const GPUArray& a, absl::Span<const int64_t> shape);
+/// Reshape; a view when the layout allows, else a copy. One -1 extent is inferred. `copy`
+/// (the Array API's): true always copies; false never does (ValueError when the layout needs
+/// one); unset copies only when needed.
+absl::StatusOr<GPUArray> Reshape(const GPUArray& a, absl::Span<const int64_t> shape,
+                                 std::optional<bool> copy = std::nullopt);
 /// Permutes axes (negative axes allowed).
 absl::StatusOr<GPUArray> PermuteDims(const GPUArray& a, absl::Span<const int64_t> axes);
 /// Reverses all axes (NumPy's .T).
@@ -341,7 +344,7 @@ enum class MatmulPrecision {
 };
 /// Which implementation serves a CUDA matmul: kAuto picks by arch, dtype, layout and shape
 /// (ops/gemm_select.h); the others force one kernel family and fail with NotImplementedError
-/// where it cannot serve the problem. The CPU backend ignores it.
+/// where it cannot serve the problem (always on the CPU backend, which has one kernel).
 enum class MatmulBackend { kAuto, kCublasLt, kSm90, kSm80, kSimt };
 struct MatmulOptions {
   MatmulPrecision precision = MatmulPrecision::kHighest;

@@ -51,7 +51,8 @@ std::optional<Strides> NoCopyStrides(const GPUArray& a, absl::Span<const int64_t
 
 }  // namespace
 
-absl::StatusOr<GPUArray> Reshape(const GPUArray& a, absl::Span<const int64_t> new_shape) {
+absl::StatusOr<GPUArray> Reshape(const GPUArray& a, absl::Span<const int64_t> new_shape,
+                                 std::optional<bool> copy) {
   Shape shape(new_shape.begin(), new_shape.end());
   int infer = -1;
   int64_t known = 1;
@@ -81,9 +82,17 @@ absl::StatusOr<GPUArray> Reshape(const GPUArray& a, absl::Span<const int64_t> ne
                                    " into shape ", ShapeToString(new_shape)));
   }
   PGK_RETURN_IF_ERROR(ValidateShape(shape, "reshape"));
-  if (a.is_contiguous()) return ViewOf(a, shape, ContiguousStrides(shape), a.offset());
-  if (a.size() > 0) {
-    if (auto strides = NoCopyStrides(a, shape)) return ViewOf(a, shape, *strides, a.offset());
+  if (copy != true) {
+    if (a.is_contiguous()) return ViewOf(a, shape, ContiguousStrides(shape), a.offset());
+    if (a.size() > 0) {
+      if (auto strides = NoCopyStrides(a, shape)) return ViewOf(a, shape, *strides, a.offset());
+    }
+    if (copy == false) {
+      return ValueError(absl::StrCat("reshape: an array of shape ", ShapeToString(a.shape()),
+                                     " with strides ", ShapeToString(a.strides()),
+                                     " cannot be viewed as shape ", ShapeToString(new_shape),
+                                     " without a copy, and copy=False"));
+    }
   }
   PGK_ASSIGN_OR_RETURN(GPUArray c, Copy(a));
   return ViewOf(c, shape, ContiguousStrides(shape), 0);

@@ -125,6 +125,15 @@ Runtime::Runtime() : cpu_(std::make_unique<cpu::CpuBackend>()) {
   cuda_status_ = NotImplementedError("cuda: pygpukit was built without CUDA support");
 #endif
   bool want_cuda = forced_.rfind("cuda", 0) == 0 || forced_.rfind("gpu", 0) == 0;
+  const bool known = forced_.empty() || ParseDevice(forced_).ok();
+  if (!known) {
+    std::fprintf(stderr,
+                 "pygpukit: ignoring PYGPUKIT_DEVICE=%s (expected cpu, cuda or cuda:N); the "
+                 "default device is chosen as if it were unset\n",
+                 forced_.c_str());
+    want_cuda = false;
+    forced_.clear();
+  }
   if (want_cuda) {
     auto d = ParseDevice(forced_);
     default_device_ = d.ok() ? *d : Device{DeviceType::kCUDA, 0};

@@ -32,10 +32,12 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(SchedulerOptions op
     return ValueError(
         absl::StrCat("scheduler: worker_threads ", options.worker_threads, " is outside [1, 256]"));
   }
-  if (options.inflight_budget < 1 || options.best_effort_inflight < 1) {
-    return ValueError(absl::StrCat("scheduler: inflight_budget ", options.inflight_budget,
-                                   " and best_effort_inflight ", options.best_effort_inflight,
-                                   " must be >= 1"));
+  for (const auto& [name, value] : {std::pair<const char*, int64_t>{"inflight_budget",
+                                                                     options.inflight_budget},
+                                     {"best_effort_inflight", options.best_effort_inflight}}) {
+    if (value < 1) {
+      return ValueError(absl::StrCat("scheduler: ", name, " must be >= 1, got ", value));
+    }
   }
   if (options.best_effort_sms < -1) {
     return ValueError(absl::StrCat("scheduler: best_effort_sms ", options.best_effort_sms,
@@ -48,11 +50,14 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(SchedulerOptions op
                                      " exceeds the ", p.multiprocessors, " SMs of ", d.ToString()));
     }
   }
-  if (options.best_effort_inflight_while_guaranteed < 0 || options.memory_capacity < 0 ||
-      options.best_effort_slice_flops < 0) {
-    return ValueError(
-        "scheduler: negative best_effort_inflight_while_guaranteed, memory_capacity or "
-        "best_effort_slice_flops");
+  for (const auto& [name, value] :
+       {std::pair<const char*, int64_t>{"best_effort_inflight_while_guaranteed",
+                                        options.best_effort_inflight_while_guaranteed},
+        {"memory_capacity", options.memory_capacity},
+        {"best_effort_slice_flops", options.best_effort_slice_flops}}) {
+    if (value < 0) {
+      return ValueError(absl::StrCat("scheduler: ", name, " must be >= 0, got ", value));
+    }
   }
   int64_t capacity = options.memory_capacity;
   if (capacity == 0) {
@@ -308,9 +313,13 @@ absl::StatusOr<std::shared_ptr<Task>> Scheduler::SubmitImpl(const std::string& t
   if (it == tenants_.end() || it->second->removing) {
     return ValueError(absl::StrCat("submit: tenant '", tenant, "' does not exist"));
   }
-  if (options.memory < 0 || options.deadline_ns < 0 || options.timeout_ns < 0) {
-    return ValueError(
-        absl::StrCat("submit: negative memory, deadline or timeout for tenant '", tenant, "'"));
+  for (const auto& [name, value] : {std::pair<const char*, int64_t>{"memory", options.memory},
+                                     {"deadline", options.deadline_ns},
+                                     {"timeout", options.timeout_ns}}) {
+    if (value < 0) {
+      return ValueError(absl::StrCat("submit: ", name, " must be >= 0, got ", value,
+                                     " (tenant '", tenant, "')"));
+    }
   }
   const int64_t now = Now();
   auto task = std::make_shared<Task>(next_id_++, tenant, std::move(options), std::move(fn), now);

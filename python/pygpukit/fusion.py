@@ -74,6 +74,30 @@ class _Var:
     def __pos__(self):
         return self
 
+    def _unfusable(self, what):
+        return TypeError(
+            f"{self._graph.name}: {what} cannot be used in a fused function: its arguments are "
+            "traced element by element, so only elementwise operations fuse (arithmetic, "
+            "comparisons, gp.where and gp's elementwise functions); compute it outside gp.fuse"
+        )
+
+    def __getattr__(self, name):  # only for names a traced value does not have
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise self._unfusable(f"x.{name}")
+
+    def __getitem__(self, key):
+        raise self._unfusable("indexing (x[...])")
+
+    def __setitem__(self, key, value):
+        raise self._unfusable("item assignment (x[...] = v)")
+
+    def __len__(self):
+        raise self._unfusable("len(x)")
+
+    def __iter__(self):
+        raise self._unfusable("iteration over x")
+
     def _pgk_fuse_apply(self, name, *args):
         # The elementwise functions (gp.sin, gp.where, ...) call this when an operand is traced.
         return self._graph.apply(name, args, operator_call=False)

@@ -16,6 +16,8 @@ released least recently used first, then evictable arrays are spilled to pinned 
 
 import numbers as _numbers
 
+import numpy as _np
+
 from . import _core
 
 _m = _core._memory
@@ -65,6 +67,8 @@ def _bytes_arg(value, what, op):
     value = int(value)
     if value < 0:
         raise ValueError(f"{op}: {what} must be >= 0, got {value}")
+    if value >= 2**63:
+        raise OverflowError(f"{op}: {what} {value} does not fit in int64")
     return value
 
 
@@ -121,6 +125,10 @@ def set_evictable(x, evictable=True):
     """Lets the pool spill `x`'s memory to pinned host memory under pressure (least recently
     used first). The data is kept and paged back in on next use. `evictable=False` pins it to
     the device again (paging it in if needed). Views share the flag with their base array."""
+    if not isinstance(evictable, (bool, _np.bool_)):
+        raise TypeError(
+            f"memory.set_evictable: evictable must be a bool, got {type(evictable).__name__}"
+        )
     _m.set_evictable(x, bool(evictable))
 
 

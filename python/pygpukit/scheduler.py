@@ -31,6 +31,7 @@ import collections as _collections
 import concurrent.futures as _cf
 import functools as _functools
 import logging as _logging
+import numbers as _numbers
 import threading as _threading
 import time as _time
 import weakref as _weakref
@@ -259,18 +260,52 @@ class _CallbackThreads:
 _callbacks = _CallbackThreads()
 
 
-def _options(name, memory, priority, deadline, timeout, depends_on):
+_INT64 = (-(2**63), 2**63 - 1)
+_INT32 = (-(2**31), 2**31 - 1)
+
+
+def _int(value, what, op, lo, hi):
+    """`value` as an int within [lo, hi]: TypeError / ValueError naming the op and argument."""
+    if isinstance(value, bool) or not isinstance(value, _numbers.Integral):
+        raise TypeError(f"{op}: {what} must be an integer, got {type(value).__name__}")
+    value = int(value)
+    if not lo <= value <= hi:
+        raise ValueError(f"{op}: {what} {value} is outside [{lo}, {hi}]")
+    return value
+
+
+def _seconds(value, what, op):
+    """None, or a real number of seconds >= 0."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, _numbers.Real):
+        raise TypeError(
+            f"{op}: {what} must be a number of seconds or None, got {type(value).__name__}"
+        )
+    if not value >= 0:  # NaN too
+        raise ValueError(f"{op}: {what} must be >= 0, got {value}")
+    return float(value)
+
+
+def _flag(value, what, op):
+    if not isinstance(value, bool):
+        raise TypeError(f"{op}: {what} must be a bool, got {type(value).__name__}")
+    return value
+
+
+def _options(name, memory, priority, deadline, timeout, depends_on, op="submit"):
     deps = []
     for d in depends_on or ():
-        deps.append(int(d.id if isinstance(d, (TaskFuture, _TaskBlock)) else d))
-    if isinstance(memory, bool) or not isinstance(memory, int):
-        raise TypeError(f"submit: memory must be an int number of bytes, not {memory!r}")
+        dep = d.id if isinstance(d, (TaskFuture, _TaskBlock)) else d
+        deps.append(_int(dep, "depends_on", op, 0, 2**64 - 1))
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"{op}: name must be a str, got {type(name).__name__}")
     return dict(
         name=name or "",
-        memory=memory,
-        priority=int(priority),
-        deadline=deadline,
-        timeout=timeout,
+        memory=_int(memory, "memory", op, 0, _INT64[1]),
+        priority=_int(priority, "priority", op, *_INT32),
+        deadline=_seconds(deadline, "deadline", op),
+        timeout=_seconds(timeout, "timeout", op),
         depends_on=deps,
     )
 
@@ -325,18 +360,24 @@ class Scheduler:
         record_admission=False,
         history_capacity=4096,
     ):
+        op = "Scheduler"
         self._core = _s.Scheduler(
             device,
-            workers,
-            memory_capacity,
-            inflight_budget,
-            best_effort_inflight,
-            best_effort_inflight_while_guaranteed,
-            best_effort_sms,
-            best_effort_slice_flops,
-            best_effort_preemption,
-            record_admission,
-            history_capacity,
+            _int(workers, "workers", op, *_INT32),
+            _int(memory_capacity, "memory_capacity", op, *_INT64),
+            _int(inflight_budget, "inflight_budget", op, *_INT32),
+            _int(best_effort_inflight, "best_effort_inflight", op, *_INT32),
+            _int(
+                best_effort_inflight_while_guaranteed,
+                "best_effort_inflight_while_guaranteed",
+                op,
+                *_INT32,
+            ),
+            _int(best_effort_sms, "best_effort_sms", op, *_INT32),
+            _int(best_effort_slice_flops, "best_effort_slice_flops", op, *_INT64),
+            _flag(best_effort_preemption, "best_effort_preemption", op),
+            _flag(record_admission, "record_admission", op),
+            _int(history_capacity, "history_capacity", op, 0, 2**32),
         )
         _live.add(self)
 
@@ -369,23 +410,36 @@ class Scheduler:
         sms: SMs the tenant's kernels are confined to (rounded up to the driver's granularity,
         8 on Hopper; ``stats()`` tells the size); 0: the whole device; None: by class
         (best-effort: the scheduler's ``best_effort_sms``, the others the whole device)."""
+        op = "add_tenant"
+        if not isinstance(name, str):
+            raise TypeError(f"{op}: name must be a str, got {type(name).__name__}")
+        if not isinstance(qos, str):
+            raise TypeError(f"{op}: qos must be a str, got {type(qos).__name__}")
+        if isinstance(compute_share, bool) or not isinstance(compute_share, _numbers.Real):
+            raise TypeError(
+                f"{op}: compute_share must be a number, got {type(compute_share).__name__}"
+            )
         self._core.add_tenant(
             name,
             qos,
-            memory_request,
-            memory_limit,
-            compute_share,
-            max_inflight,
-            stream_priority,
+            _int(memory_request, "memory_request", op, *_INT64),
+            _int(memory_limit, "memory_limit", op, *_INT64),
+            float(compute_share),
+            _int(max_inflight, "max_inflight", op, *_INT32),
+            None
+            if stream_priority is None
+            else _int(stream_priority, "stream_priority", op, *_INT32),
             sms,
-            streams,
-            max_running,
-            queue_capacity,
+            _int(streams, "streams", op, *_INT32),
+            _int(max_running, "max_running", op, *_INT32),
+            _int(queue_capacity, "queue_capacity", op, *_INT32),
         )
         return name
 
     def remove_tenant(self, name):
         """Cancels the tenant's waiting tasks, waits for its running ones, removes it."""
+        if not isinstance(name, str):
+            raise TypeError(f"remove_tenant: name must be a str, got {type(name).__name__}")
         self._core.remove_tenant(name)
 
     def tenants(self):
@@ -421,9 +475,11 @@ class Scheduler:
                 result_box["error"] = e
                 raise
 
-        opts = _options(
-            name or getattr(fn, "__name__", ""), memory, priority, deadline, timeout, depends_on
-        )
+        if not isinstance(tenant, str):
+            raise TypeError(f"submit: tenant must be a str, got {type(tenant).__name__}")
+        if name is None:
+            name = str(getattr(fn, "__name__", ""))
+        opts = _options(name, memory, priority, deadline, timeout, depends_on)
         handle = self._core.submit(tenant, body, **opts)
         fut = TaskFuture(self._core, handle)
         handle.add_done_callback(_functools.partial(_settle, fut, result_box))
@@ -435,8 +491,10 @@ class Scheduler:
         """Context manager: the block runs as a task of `tenant` on this thread (waiting for
         admission first). Ops in it use the tenant's stream, quota and pacing; an exception
         fails the task and propagates. Work queued after the block sees its results."""
+        if not isinstance(tenant, str):
+            raise TypeError(f"task: tenant must be a str, got {type(tenant).__name__}")
         return _TaskBlock(
-            self, tenant, _options(name, memory, priority, deadline, timeout, depends_on)
+            self, tenant, _options(name, memory, priority, deadline, timeout, depends_on, "task")
         )
 
     def cancel(self, future):
@@ -444,6 +502,8 @@ class Scheduler:
 
     def add_listener(self, fn):
         """Calls ``fn(record)`` for every task transition, in order, on a runtime thread."""
+        if not callable(fn):
+            raise TypeError(f"add_listener: {fn!r} is not callable")
         self._core.add_listener(fn)
 
     def history(self):

@@ -289,17 +289,17 @@ indexing run on the array's device. Convert to NumPy with pygpukit.to_numpy(x) o
            })
       .def(
           "astype",
-          [](const pyb::object& self, const pyb::object& dtype, bool copy) {
-            return AsTypeOf(self, dtype, copy);
+          [](const pyb::object& self, const pyb::object& dtype, const pyb::handle& copy) {
+            return AsTypeOf(self, dtype, BoolArg(copy, "copy", "astype"));
           },
-          pyb::arg("dtype"), pyb::arg("copy") = true)
+          pyb::arg("dtype"), pyb::arg("copy") = pyb::bool_(true))
       .def("copy", [](const GPUArray& a) { return Unwrap(ops::Copy(a)); })
       .def(
           "get",
-          [](const GPUArray& a, const pyb::object& out, bool blocking) {
-            return ToNumpy(a, out, blocking);
+          [](const GPUArray& a, const pyb::object& out, const pyb::handle& blocking) {
+            return ToNumpy(a, out, BoolArg(blocking, "blocking", "get"));
           },
-          pyb::kw_only(), pyb::arg("out") = pyb::none(), pyb::arg("blocking") = true,
+          pyb::kw_only(), pyb::arg("out") = pyb::none(), pyb::arg("blocking") = pyb::bool_(true),
           "Copies the array to a NumPy array (see pygpukit.to_numpy).")
       .def(
           "to_device",

@@ -147,6 +147,16 @@ int64_t ToInt(const pyb::handle& obj, absl::string_view what, absl::string_view 
   return static_cast<int64_t>(x);
 }
 
+int64_t IntArg(const pyb::handle& obj, absl::string_view what, absl::string_view op, int64_t lo,
+               int64_t hi) {
+  const int64_t v = ToInt(obj, what, op);
+  if (v < lo || v > hi) {
+    RaiseStatus(ValueError(absl::StrCat(op, ": ", what, " ", v, " is outside [", lo, ", ", hi,
+                                        "]")));
+  }
+  return v;
+}
+
 std::optional<std::vector<int64_t>> ToAxes(const pyb::handle& obj, absl::string_view op) {
   if (obj.is_none()) return std::nullopt;
   if (IsInt(obj)) return std::vector<int64_t>{ToInt(obj, "axis", op)};
@@ -237,6 +247,23 @@ bool BoolArg(const pyb::handle& x, absl::string_view name, absl::string_view op)
   }
   throw pyb::type_error(absl::StrCat(op, ": ", name, " must be a bool, got ",
                                      pyb::str(pyb::type::handle_of(x)).cast<std::string>()));
+}
+
+std::string StrArg(const pyb::handle& x, absl::string_view name, absl::string_view op) {
+  if (!PyUnicode_Check(x.ptr())) {
+    RaiseStatus(TypeError(absl::StrCat(op, ": ", name, " must be a str, got ", TypeName(x))));
+  }
+  return x.cast<std::string>();
+}
+
+std::optional<bool> OptionalBoolArg(const pyb::handle& x, absl::string_view name,
+                                    absl::string_view op) {
+  if (x.is_none()) return std::nullopt;
+  if (!PyBool_Check(x.ptr())) {
+    RaiseStatus(
+        TypeError(absl::StrCat(op, ": ", name, " must be None or a bool, got ", TypeName(x))));
+  }
+  return x.ptr() == Py_True;
 }
 
 double RealArg(const pyb::handle& x, absl::string_view name, absl::string_view op) {

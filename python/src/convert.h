@@ -61,11 +61,21 @@ DType ToDTypeOr(const pyb::handle& obj, DType dflt, absl::string_view op);
 Device ToDevice(const pyb::handle& obj, absl::string_view op);
 /// int or sequence of ints.
 Shape ToShape(const pyb::handle& obj, absl::string_view op);
+/// None -> nullopt; a Python bool; anything else is a TypeError naming `op` and `name` (the
+/// Array API's copy= arguments).
+std::optional<bool> OptionalBoolArg(const pyb::handle& x, absl::string_view name,
+                                    absl::string_view op);
+/// The str `x` is; TypeError naming `op` and `name` otherwise.
+std::string StrArg(const pyb::handle& x, absl::string_view name, absl::string_view op);
 /// True for Python / NumPy integers and other objects with __index__, but not bools.
 bool IsInt(const pyb::handle& obj);
 /// The integer `obj` is: TypeError naming `op` and `what` for non-integers (bools included),
 /// OverflowError beyond int64.
 int64_t ToInt(const pyb::handle& obj, absl::string_view what, absl::string_view op);
+/// ToInt, then a ValueError naming `op` and `what` outside [lo, hi] (arguments stored in
+/// narrower C++ integers, or with a sign).
+int64_t IntArg(const pyb::handle& obj, absl::string_view what, absl::string_view op, int64_t lo,
+               int64_t hi);
 /// None -> nullopt (all axes); an int; a tuple or list of ints.
 std::optional<std::vector<int64_t>> ToAxes(const pyb::handle& obj, absl::string_view op);
 /// None -> nullopt; an int.

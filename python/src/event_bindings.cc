@@ -38,7 +38,8 @@ A marker recorded on a device's stream; completes when all work queued before it
     start.record(); C = A @ B; end.record()
     end.synchronize(); print(start.elapsed_time(end), "ms")
 )doc")
-      .def(pyb::init([](const pyb::object& device, bool timing) {
+      .def(pyb::init([](const pyb::object& device, const pyb::handle& timing_arg) {
+             const bool timing = BoolArg(timing_arg, "timing", "Event");
              auto e = std::make_unique<PyEvent>();
              e->device = ToDevice(device, "Event");
              e->backend = Unwrap(Runtime::Get().backend(e->device.type));
@@ -47,7 +48,7 @@ A marker recorded on a device's stream; completes when all work queued before it
              e->timing = timing;
              return e;
            }),
-           pyb::arg("device") = pyb::none(), pyb::arg("timing") = true)
+           pyb::arg("device") = pyb::none(), pyb::arg("timing") = pyb::bool_(true))
       .def_readonly("device", &PyEvent::device)
       .def(
           "record",

@@ -44,15 +44,6 @@ std::pair<int64_t, int64_t> IntPair(const pyb::handle& obj, const char* what, co
   return {ToInt(t[0], what, op), ToInt(t[1], what, op)};
 }
 
-std::optional<bool> ToOptionalBool(const pyb::handle& obj, const char* what, const char* op) {
-  if (obj.is_none()) return std::nullopt;
-  if (!PyBool_Check(obj.ptr())) {
-    RaiseStatus(
-        TypeError(absl::StrCat(op, ": ", what, " must be None or a bool, got ", TypeName(obj))));
-  }
-  return obj.ptr() == Py_True;
-}
-
 // The consumer's stream argument of __dlpack__ as a CUDA handle; nullopt: no synchronization.
 std::optional<uintptr_t> ConsumerStream(const pyb::handle& stream) {
   if (stream.is_none()) return uintptr_t{1};  // the protocol's default: the legacy stream
@@ -69,7 +60,7 @@ std::optional<uintptr_t> ConsumerStream(const pyb::handle& stream) {
 
 pyb::object Dlpack(const GPUArray& self, const pyb::handle& stream, const pyb::handle& max_version,
                    const pyb::handle& dl_device, const pyb::handle& copy_arg) {
-  const std::optional<bool> copy = ToOptionalBool(copy_arg, "copy", "__dlpack__");
+  const std::optional<bool> copy = OptionalBoolArg(copy_arg, "copy", "__dlpack__");
   GPUArray a = self;
   bool copied = false;
   if (!dl_device.is_none()) {
@@ -158,7 +149,7 @@ GPUArray FromCapsule(const pyb::object& cap, std::optional<bool> copy, bool* pro
 
 GPUArray FromDlpack(const pyb::object& x, const pyb::handle& device_arg,
                     const pyb::handle& copy_arg) {
-  const std::optional<bool> copy = ToOptionalBool(copy_arg, "copy", "from_dlpack");
+  const std::optional<bool> copy = OptionalBoolArg(copy_arg, "copy", "from_dlpack");
   if (!pyb::hasattr(x, "__dlpack__") || !pyb::hasattr(x, "__dlpack_device__")) {
     RaiseStatus(TypeError(absl::StrCat("from_dlpack: ", TypeName(x),
                                        " does not support DLPack (no __dlpack__ / "
@@ -233,7 +224,7 @@ pyb::dict CudaArrayInterface(const GPUArray& a) {
 GPUArray FromCudaArrayInterface(const pyb::object& obj, const pyb::handle& device_arg,
                                 const pyb::handle& copy_arg) {
   constexpr const char* op = "asarray";
-  const std::optional<bool> copy = ToOptionalBool(copy_arg, "copy", op);
+  const std::optional<bool> copy = OptionalBoolArg(copy_arg, "copy", op);
   pyb::dict d = obj.attr("__cuda_array_interface__");
   const int version = d.contains("version") ? d["version"].cast<int>() : 0;
   if (version < 2) {
@@ -323,7 +314,7 @@ GPUArray FromCudaArrayInterface(const pyb::object& obj, const pyb::handle& devic
 pyb::object ArrayProtocol(const pyb::object& self, const pyb::handle& dtype,
                           const pyb::handle& copy_arg) {
   const GPUArray& a = self.cast<const GPUArray&>();
-  const std::optional<bool> copy = ToOptionalBool(copy_arg, "copy", "__array__");
+  const std::optional<bool> copy = OptionalBoolArg(copy_arg, "copy", "__array__");
   if (!a.device().is_cpu()) {
     RaiseStatus(TypeError(
         absl::StrCat("Implicit conversion to a NumPy array is not supported for arrays on ",

@@ -58,8 +58,11 @@ pyb::dict DispatchStatsDict() {
   return out;
 }
 
-ops::MatmulOptions ParseMatmulOptions(const std::string& precision, const std::string& backend,
+ops::MatmulOptions ParseMatmulOptions(const pyb::handle& precision_arg,
+                                      const pyb::handle& backend_arg,
                                       absl::string_view op = "matmul") {
+  const std::string precision = StrArg(precision_arg, "precision", op);
+  const std::string backend = StrArg(backend_arg, "backend", op);
   ops::MatmulOptions o;
   if (precision == "highest" || precision == "fp32" || precision == "float32") {
     o.precision = ops::MatmulPrecision::kHighest;
@@ -318,18 +321,18 @@ PYBIND11_MODULE(_core, m) {
       pyb::arg("array"), pyb::arg("device") = pyb::none(), "Copies a NumPy array to a device.");
   m.def(
       "to_numpy",
-      [](const pyb::handle& x, const pyb::object& out, bool blocking) {
-        return ToNumpy(AsArray(x, "to_numpy"), out, blocking);
+      [](const pyb::handle& x, const pyb::object& out, const pyb::handle& blocking) {
+        return ToNumpy(AsArray(x, "to_numpy"), out, BoolArg(blocking, "blocking", "to_numpy"));
       },
       pyb::arg("x"), pyb::pos_only(), pyb::kw_only(), pyb::arg("out") = pyb::none(),
-      pyb::arg("blocking") = true,
+      pyb::arg("blocking") = pyb::bool_(true),
       "Copies an array into a NumPy array (a new one, or `out`). blocking=False needs `out` "
       "from pygpukit.memory.pinned_empty and returns before the copy ends: synchronize the "
       "device before reading it.");
   m.def(
       "matmul",
-      [](const pyb::handle& a, const pyb::handle& b, const std::string& precision,
-         const std::string& backend) {
+      [](const pyb::handle& a, const pyb::handle& b, const pyb::handle& precision,
+         const pyb::handle& backend) {
         return Unwrap(ops::Matmul(AsArray(a, "matmul"), AsArray(b, "matmul"),
                                   ParseMatmulOptions(precision, backend)));
       },
@@ -343,7 +346,7 @@ PYBIND11_MODULE(_core, m) {
       "gemm",
       [](const pyb::handle& a, const pyb::handle& b, const pyb::handle& c, const pyb::handle& alpha,
          const pyb::handle& beta, const pyb::handle& bias, const pyb::handle& activation,
-         const pyb::handle& out_dtype, const std::string& precision, const std::string& backend) {
+         const pyb::handle& out_dtype, const pyb::handle& precision, const pyb::handle& backend) {
         ops::GemmEpilogue e;
         e.alpha = RealArg(alpha, "alpha", "gemm");
         e.c = OptionalArray(c, "gemm");
@@ -365,7 +368,7 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "linear",
       [](const pyb::handle& x, const pyb::handle& w, const pyb::handle& bias,
-         const pyb::handle& activation, const std::string& precision, const std::string& backend) {
+         const pyb::handle& activation, const pyb::handle& precision, const pyb::handle& backend) {
         return Unwrap(ops::Linear(AsArray(x, "linear"), AsArray(w, "linear"),
                                   OptionalArray(bias, "linear"),
                                   ParseActivation(activation, "linear"),
@@ -404,17 +407,21 @@ PYBIND11_MODULE(_core, m) {
       "on next use); disk=True also deletes this process's devices' cache files.");
   m.def(
       "astype",
-      [](const pyb::handle& x, const pyb::object& dtype, bool copy) {
+      [](const pyb::handle& x, const pyb::object& dtype, const pyb::handle& copy) {
         AsArray(x, "astype");
-        return AsTypeOf(pyb::reinterpret_borrow<pyb::object>(x), dtype, copy);
+        return AsTypeOf(pyb::reinterpret_borrow<pyb::object>(x), dtype,
+                        BoolArg(copy, "copy", "astype"));
       },
-      pyb::arg("x"), pyb::arg("dtype"), pyb::kw_only(), pyb::arg("copy") = true);
+      pyb::arg("x"), pyb::arg("dtype"), pyb::kw_only(), pyb::arg("copy") = pyb::bool_(true));
   m.def(
       "reshape",
-      [](const pyb::handle& x, const pyb::object& shape) {
-        return Unwrap(ops::Reshape(AsArray(x, "reshape"), ToShape(shape, "reshape")));
+      [](const pyb::handle& x, const pyb::object& shape, const pyb::handle& copy) {
+        return Unwrap(ops::Reshape(AsArray(x, "reshape"), ToShape(shape, "reshape"),
+                                   OptionalBoolArg(copy, "copy", "reshape")));
       },
-      pyb::arg("x"), pyb::arg("shape"));
+      pyb::arg("x"), pyb::arg("shape"), pyb::kw_only(), pyb::arg("copy") = pyb::none(),
+      "reshape(x, /, shape, *, copy=None): a view when the layout allows, else a copy; copy=True "
+      "always copies, copy=False raises ValueError where a copy would be needed.");
   m.def(
       "permute_dims",
       [](const pyb::handle& x, const pyb::object& axes) {

@@ -18,26 +18,30 @@ std::optional<DType> ToOptionalDType(const pyb::handle& obj, absl::string_view o
   return ToDType(obj, op);
 }
 
-GPUArray Run(ReduceOp op, const GPUArray& x, const pyb::object& axis, const pyb::object& dtype,
-             bool keepdims, double correction) {
+// Arguments arrive as Python objects and are converted here, so that a wrong type is a
+// TypeError naming the op and the argument (not pybind11's dump of every argument).
+GPUArray Run(ReduceOp op, const pyb::handle& xh, const pyb::object& axis, const pyb::object& dtype,
+             const pyb::handle& keepdims, double correction) {
   const absl::string_view name = ops::ReduceOpName(op);
+  const GPUArray& x = AsArray(xh, name);
   if ((op == ReduceOp::kArgMax || op == ReduceOp::kArgMin) && !axis.is_none() && !IsInt(axis)) {
     RaiseStatus(
         TypeError(absl::StrCat(name, ": axis must be None or an integer, got ", TypeName(axis))));
   }
   ops::ReduceOptions o;
   o.axes = ToAxes(axis, name);
-  o.keepdims = keepdims;
+  o.keepdims = BoolArg(keepdims, "keepdims", name);
   o.dtype = ToOptionalDType(dtype, name);
   o.correction = correction;
   return Unwrap(ops::Reduce(op, x, o));
 }
 
-GPUArray Cumulative(ReduceOp op, const GPUArray& x, const pyb::object& axis,
-                    const pyb::object& dtype, bool include_initial) {
+GPUArray Cumulative(ReduceOp op, const pyb::handle& x, const pyb::object& axis,
+                    const pyb::object& dtype, const pyb::handle& include_initial) {
   const std::string name = absl::StrCat("cumulative_", ops::ReduceOpName(op));
-  return Unwrap(ops::CumulativeReduce(op, x, ToAxis(axis, name), ToOptionalDType(dtype, name),
-                                      include_initial));
+  return Unwrap(ops::CumulativeReduce(op, AsArray(x, name), ToAxis(axis, name),
+                                      ToOptionalDType(dtype, name),
+                                      BoolArg(include_initial, "include_initial", name)));
 }
 
 std::string Doc(absl::string_view signature, absl::string_view what) {
@@ -52,8 +56,8 @@ void BindReductions(pyb::module_& m, pyb::class_<GPUArray>& cls) {
   for (auto [op, what] :
        {std::pair{ReduceOp::kSum, "Sum"}, std::pair{ReduceOp::kProd, "Product"}}) {
     const std::string name(ops::ReduceOpName(op));
-    auto fn = [op](const GPUArray& x, const pyb::object& axis, const pyb::object& dtype,
-                   bool keepdims) { return Run(op, x, axis, dtype, keepdims, 0.0); };
+    auto fn = [op](const pyb::handle& x, const pyb::object& axis, const pyb::object& dtype,
+                   const pyb::handle& keepdims) { return Run(op, x, axis, dtype, keepdims, 0.0); };
     const std::string doc =
         Doc(absl::StrCat(name, "(x, /, *, axis=None, dtype=None, keepdims=False)"),
             absl::StrCat(what,
@@ -62,9 +66,9 @@ void BindReductions(pyb::module_& m, pyb::class_<GPUArray>& cls) {
                          "their own dtype, unless `dtype` is given. Floating values "
                          "accumulate in float64; deterministic."));
     m.def(name.c_str(), fn, pyb::arg("x"), pyb::pos_only(), pyb::kw_only(), pyb::arg("axis") = none,
-          pyb::arg("dtype") = none, pyb::arg("keepdims") = false, doc.c_str());
+          pyb::arg("dtype") = none, pyb::arg("keepdims") = pyb::bool_(false), doc.c_str());
     cls.def(name.c_str(), fn, pyb::arg("axis") = none, pyb::arg("dtype") = none,
-            pyb::arg("keepdims") = false, doc.c_str());
+            pyb::arg("keepdims") = pyb::bool_(false), doc.c_str());
   }
   // mean / max / min / all / any / argmax / argmin: axis and keepdims only.
   const std::pair<ReduceOp, const char*> plain[] = {
@@ -82,20 +86,23 @@ void BindReductions(pyb::module_& m, pyb::class_<GPUArray>& cls) {
   };
   for (const auto& [op, what] : plain) {
     const std::string name(ops::ReduceOpName(op));
-    auto fn = [op](const GPUArray& x, const pyb::object& axis, bool keepdims) {
+    auto fn = [op](const pyb::handle& x, const pyb::object& axis, const pyb::handle& keepdims) {
       return Run(op, x, axis, pyb::none(), keepdims, 0.0);
     };
     const std::string doc = Doc(absl::StrCat(name, "(x, /, *, axis=None, keepdims=False)"), what);
     m.def(name.c_str(), fn, pyb::arg("x"), pyb::pos_only(), pyb::kw_only(), pyb::arg("axis") = none,
-          pyb::arg("keepdims") = false, doc.c_str());
-    cls.def(name.c_str(), fn, pyb::arg("axis") = none, pyb::arg("keepdims") = false, doc.c_str());
+          pyb::arg("keepdims") = pyb::bool_(false), doc.c_str());
+    cls.def(name.c_str(), fn, pyb::arg("axis") = none, pyb::arg("keepdims") = pyb::bool_(false),
+            doc.c_str());
   }
   // var / std: with correction.
   for (auto [op, what] :
        {std::pair{ReduceOp::kVar, "Variance"}, std::pair{ReduceOp::kStd, "Standard deviation"}}) {
     const std::string name(ops::ReduceOpName(op));
-    auto fn = [op](const GPUArray& x, const pyb::object& axis, double correction, bool keepdims) {
-      return Run(op, x, axis, pyb::none(), keepdims, correction);
+    auto fn = [op](const pyb::handle& x, const pyb::object& axis, const pyb::handle& correction,
+                   const pyb::handle& keepdims) {
+      const std::string name(ops::ReduceOpName(op));
+      return Run(op, x, axis, pyb::none(), keepdims, RealArg(correction, "correction", name));
     };
     const std::string doc =
         Doc(absl::StrCat(name, "(x, /, *, axis=None, correction=0.0, keepdims=False)"),
@@ -104,16 +111,17 @@ void BindReductions(pyb::module_& m, pyb::class_<GPUArray>& cls) {
                          "estimate; NumPy's ddof). Complex input gives a real result; bool "
                          "and integers give float32. One pass (Welford), float64 state."));
     m.def(name.c_str(), fn, pyb::arg("x"), pyb::pos_only(), pyb::kw_only(), pyb::arg("axis") = none,
-          pyb::arg("correction") = 0.0, pyb::arg("keepdims") = false, doc.c_str());
-    cls.def(name.c_str(), fn, pyb::arg("axis") = none, pyb::arg("correction") = 0.0,
-            pyb::arg("keepdims") = false, doc.c_str());
+          pyb::arg("correction") = pyb::float_(0.0), pyb::arg("keepdims") = pyb::bool_(false),
+          doc.c_str());
+    cls.def(name.c_str(), fn, pyb::arg("axis") = none, pyb::arg("correction") = pyb::float_(0.0),
+            pyb::arg("keepdims") = pyb::bool_(false), doc.c_str());
   }
   // cumulative_sum / cumulative_prod.
   for (auto [op, what] :
        {std::pair{ReduceOp::kSum, "sums"}, std::pair{ReduceOp::kProd, "products"}}) {
     const std::string name = absl::StrCat("cumulative_", ops::ReduceOpName(op));
-    auto fn = [op](const GPUArray& x, const pyb::object& axis, const pyb::object& dtype,
-                   bool include_initial) {
+    auto fn = [op](const pyb::handle& x, const pyb::object& axis, const pyb::object& dtype,
+                   const pyb::handle& include_initial) {
       return Cumulative(op, x, axis, dtype, include_initial);
     };
     const std::string doc = Doc(
@@ -123,7 +131,7 @@ void BindReductions(pyb::module_& m, pyb::class_<GPUArray>& cls) {
                      " would give. With include_initial the result "
                      "starts with the identity."));
     m.def(name.c_str(), fn, pyb::arg("x"), pyb::pos_only(), pyb::kw_only(), pyb::arg("axis") = none,
-          pyb::arg("dtype") = none, pyb::arg("include_initial") = false, doc.c_str());
+          pyb::arg("dtype") = none, pyb::arg("include_initial") = pyb::bool_(false), doc.c_str());
   }
 }
 

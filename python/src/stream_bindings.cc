@@ -50,7 +50,11 @@ Partitions of one size are the same SMs; on CUDA those of more than half the dev
 one end and smaller ones from the other, so a small and a large one that fit together are
 disjoint, while two small or two large ones overlap.
 )doc")
-      .def(pyb::init([](const pyb::object& device, int priority, const pyb::object& sms) {
+      .def(pyb::init([](const pyb::object& device, const pyb::handle& priority_arg,
+                        const pyb::object& sms) {
+             // Clamped to the device's range below: any int32 is accepted.
+             const int priority =
+                 static_cast<int>(IntArg(priority_arg, "priority", "Stream", INT32_MIN, INT32_MAX));
              auto s = std::make_unique<PyStream>();
              s->device = ToDevice(device, "Stream");
              s->backend = Unwrap(Runtime::Get().backend(s->device.type));
@@ -63,7 +67,7 @@ disjoint, while two small or two large ones overlap.
                  Unwrap(Runtime::Get().AcquireStream(s->device, priority, static_cast<int>(n)));
              return s;
            }),
-           pyb::arg("device") = pyb::none(), pyb::arg("priority") = 0,
+           pyb::arg("device") = pyb::none(), pyb::arg("priority") = pyb::int_(0),
            pyb::arg("sms") = pyb::none())
       .def_readonly("device", &PyStream::device)
       .def_property_readonly("priority", [](const PyStream& s) { return s.stream->priority(); })

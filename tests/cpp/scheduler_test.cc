@@ -79,9 +79,10 @@ TEST(Scheduler, CreateValidatesOptions) {
   };
   bad([](SchedulerOptions& o) { o.worker_threads = 0; }, "worker_threads 0 is outside [1, 256]");
   bad([](SchedulerOptions& o) { o.worker_threads = 257; }, "worker_threads 257");
-  bad([](SchedulerOptions& o) { o.inflight_budget = 0; }, "inflight_budget 0");
-  bad([](SchedulerOptions& o) { o.memory_capacity = -1; }, "negative");
-  bad([](SchedulerOptions& o) { o.best_effort_inflight_while_guaranteed = -1; }, "negative");
+  bad([](SchedulerOptions& o) { o.inflight_budget = 0; }, "inflight_budget must be >= 1, got 0");
+  bad([](SchedulerOptions& o) { o.memory_capacity = -1; }, "memory_capacity must be >= 0, got -1");
+  bad([](SchedulerOptions& o) { o.best_effort_inflight_while_guaranteed = -1; },
+      "best_effort_inflight_while_guaranteed must be >= 0, got -1");
 
   ASSERT_OK_AND_ASSIGN(auto s, Scheduler::Create());
   EXPECT_EQ(s->device(), TestDevice());
@@ -884,13 +885,13 @@ TEST(Scheduler, SubmitValidatesAndRejectsWhatCanNeverFit) {
   ExpectError(s->Submit("nope", ok).status(), ErrorType::kValue,
               "submit: tenant 'nope' does not exist");
   ExpectError(s->Submit("b", TaskFn()).status(), ErrorType::kValue, "has no callable");
-  for (auto mutate :
-       {+[](TaskOptions& o) { o.memory = -1; }, +[](TaskOptions& o) { o.deadline_ns = -1; },
-        +[](TaskOptions& o) { o.timeout_ns = -1; }}) {
+  for (auto [mutate, name] : {std::pair{+[](TaskOptions& o) { o.memory = -1; }, "memory"},
+                              std::pair{+[](TaskOptions& o) { o.deadline_ns = -1; }, "deadline"},
+                              std::pair{+[](TaskOptions& o) { o.timeout_ns = -1; }, "timeout"}}) {
     TaskOptions o;
     mutate(o);
     ExpectError(s->Submit("b", ok, o).status(), ErrorType::kValue,
-                "submit: negative memory, deadline or timeout for tenant 'b'");
+                absl::StrCat("submit: ", name, " must be >= 0, got -1 (tenant 'b')"));
   }
   TaskOptions huge;
   huge.memory = 2 * kMiB + 1;

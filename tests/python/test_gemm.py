@@ -428,18 +428,24 @@ def test_tf32_precision(rng, device):
 
 
 @pytest.mark.parametrize("backend", ["auto", "cublaslt", "sm90", "sm80", "simt"])
-def test_backend_ignored_on_cpu(rng, device, backend):
+def test_forced_cuda_families_refuse_cpu_arrays(rng, device, backend):
     if device.type != "cpu":
         pytest.skip("forced CUDA families are covered by test_gemm_cuda.py")
     a, b = randn(rng, (9, 33), "float64"), randn(rng, (33, 5), "float64")
     bias = randn(rng, (5,), "float64")
-    x = gp.gemm(up(a), up(b), bias=up(bias), backend=backend)
-    check_gemm(x, a, b, bias=bias)
-    assert np.array_equal(raw(x), raw(gp.gemm(up(a), up(b), bias=up(bias))))
-    m = gp.matmul(up(a), up(b), backend=backend)
-    assert np.array_equal(raw(m), raw(up(a) @ up(b)))
-    lin = gp.linear(up(a), up(b.T.copy()), backend=backend)
-    check_gemm(lin, a, b)
+    calls = {
+        "gemm": lambda: gp.gemm(up(a), up(b), bias=up(bias), backend=backend),
+        "matmul": lambda: gp.matmul(up(a), up(b), backend=backend),
+        "linear": lambda: gp.linear(up(a), up(b.T.copy()), backend=backend),
+    }
+    if backend != "auto":  # a CUDA kernel family cannot serve host arrays: not silently ignored
+        for op, call in calls.items():
+            with pytest.raises(NotImplementedError, match=f"{op}: backend='{backend}' is a CUDA"):
+                call()
+        return
+    check_gemm(calls["gemm"](), a, b, bias=bias)
+    assert np.array_equal(raw(calls["matmul"]()), raw(up(a) @ up(b)))
+    check_gemm(calls["linear"](), a, b)
 
 
 @pytest.mark.parametrize("dtype", FLOATS)

@@ -454,15 +454,19 @@ def test_matmul_function_equals_operator(rng, device):
 
 
 def test_default_precision_is_highest():
-    assert "precision: str = 'highest'" in gp.matmul.__doc__
-    assert "backend: str = 'auto'" in gp.matmul.__doc__
+    assert "precision: object = 'highest'" in gp.matmul.__doc__
+    assert "backend: object = 'auto'" in gp.matmul.__doc__
 
 
 def test_backend_cublaslt_option(rng, device):
-    # backend= picks the implementation of a CUDA matmul; on the CPU device it is accepted and
-    # the CPU GEMM serves (ops.h: "Which implementation serves a CUDA matmul").
+    # backend= picks the implementation of a CUDA matmul; the CPU device has one kernel and
+    # refuses a forced CUDA family (ops.h: "Which implementation serves a CUDA matmul").
     a, b = randn(rng, (33, 65), "float32"), randn(rng, (65, 7), "float32")
     ga, gb = up(a), up(b)
+    if device.type == "cpu":
+        with pytest.raises(NotImplementedError, match="backend='cublaslt' is a CUDA kernel"):
+            gp.matmul(ga, gb, backend="cublaslt")
+        return
     y = gp.matmul(ga, gb, backend="cublaslt")
     assert y.device == device
     check_matmul(y, a, b, "float32")

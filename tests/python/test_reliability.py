@@ -617,3 +617,80 @@ def test_a_producer_far_ahead_of_the_cpu_stream_is_held_back():
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["peak"] < 160 << 20, out["peak"] / 2**20
     assert out["z"] == [5000] * 4
+
+
+# ---- errors that say what went wrong ----
+
+_MESSAGES = [
+    (lambda x: gp.sum(x, keepdims="yes"), TypeError, "sum: keepdims must be a bool"),
+    (lambda x: x.max(keepdims=1), TypeError, "max: keepdims must be a bool"),
+    (lambda x: gp.var(x, correction="x"), TypeError, "var: correction must be a real number"),
+    (lambda x: gp.std(x, correction=1j), TypeError, "std: correction must be a real number"),
+    (lambda x: gp.cumulative_sum(x, axis=0, include_initial=None), TypeError, "include_initial"),
+    (lambda x: gp.sum(x.get()), TypeError, "sum: expected a GPUArray"),
+    (lambda x: gp.reshape(x, (12,), copy="no"), TypeError, "reshape: copy must be None or a bool"),
+    (lambda x: gp.reshape(x.T, (12,), copy=False), ValueError, "without a copy, and copy=False"),
+    (lambda x: x.astype(gp.int32, copy="yes"), TypeError, "astype: copy must be a bool"),
+    (lambda x: x.get(blocking=0), TypeError, "get: blocking must be a bool"),
+    (lambda x: gp.matmul(x, x.T, precision=32), TypeError, "matmul: precision must be a str"),
+    (lambda x: gp.gemm(x, x.T, backend=None), TypeError, "gemm: backend must be a str"),
+    (lambda x: gp.linspace(0, 1, 2**62), MemoryError, "linspace: arange: out of memory"),
+    (lambda x: gp.stack([x, x], axis=3), IndexError, "stack: axis 3 is out of bounds"),
+    (lambda x: gp.diff(x, prepend=gp.ones((5, 5))), ValueError, "diff: joining prepend"),
+    (lambda x: gp.arange(-(2**63), 2**63 - 1), ValueError, "arange: the range .* more than 2"),
+    (lambda x: gp.full((2,), 1 + 2j, dtype=gp.float32), TypeError, "full: cannot fill a float32"),
+    (lambda x: gp.memory.set_limit(2**64), OverflowError, "set_limit: bytes .* does not fit"),
+    (lambda x: gp.memory.set_evictable(x, "no"), TypeError, "evictable must be a bool"),
+    (lambda x: gp.Event(timing="yes"), TypeError, "Event: timing must be a bool"),
+    (lambda x: gp.Stream(priority=2**40), ValueError, "Stream: priority 1099511627776 is outside"),
+    (lambda x: gp.Stream(priority="high"), TypeError, "Stream: priority must be an integer"),
+    (lambda x: gp.fuse(lambda a: a.sum())(x), TypeError, "x.sum cannot be used in a fused"),
+    (lambda x: gp.fuse(lambda a: a.shape)(x), TypeError, "x.shape cannot be used in a fused"),
+    (lambda x: gp.fuse(lambda a: a[0])(x), TypeError, "indexing .* cannot be used in a fused"),
+    (
+        lambda x: gp.scheduler.Scheduler(memory_capacity=-1),
+        ValueError,
+        "memory_capacity must be >= 0, got -1",
+    ),
+    (lambda x: gp.scheduler.Scheduler(workers="4"), TypeError, "Scheduler: workers must be an int"),
+    (
+        lambda x: gp.scheduler.Scheduler(record_admission=1),
+        TypeError,
+        "Scheduler: record_admission must be a bool",
+    ),
+]
+
+
+@pytest.mark.parametrize("call, exc, match", _MESSAGES)
+def test_errors_name_the_op_and_the_argument(device, call, exc, match):
+    x = gp.asarray(np.arange(12, dtype=np.float32).reshape(3, 4), device=device)
+    with pytest.raises(exc, match=match) as e:
+        call(x)
+    assert "incompatible function arguments" not in str(e.value)
+    assert "Invoked with" not in str(e.value)
+
+
+def test_reshape_copy_semantics(device):
+    x = gp.asarray(np.arange(12, dtype=np.float32).reshape(3, 4), device=device)
+    view = gp.reshape(x, (4, 3))
+    copied = gp.reshape(x, (4, 3), copy=True)
+    x[0, 0] = 100
+    assert view.get()[0, 0] == 100 and copied.get()[0, 0] == 0
+    np.testing.assert_array_equal(gp.reshape(x.T, (12,)).get(), x.get().T.reshape(12))
+    assert gp.reshape(x, (2, 6), copy=False).get()[0, 0] == 100
+
+
+@pytest.mark.parametrize(
+    "env, message",
+    [
+        ({"PYGPUKIT_DEVICE": "bogus"}, "ignoring PYGPUKIT_DEVICE=bogus"),
+        ({"PYGPUKIT_DEVICE": "cuda:x"}, "ignoring PYGPUKIT_DEVICE=cuda:x"),
+        ({"PYGPUKIT_NUM_THREADS": "abc"}, "ignoring PYGPUKIT_NUM_THREADS=abc"),
+        ({"PYGPUKIT_NUM_THREADS": "-2"}, "ignoring PYGPUKIT_NUM_THREADS=-2"),
+    ],
+)
+def test_bad_environment_values_are_reported(env, message):
+    proc = run_child("import pygpukit as gp; print((gp.ones((3,)) + 1).get().tolist())", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert message in proc.stderr
+    assert proc.stdout.strip() == "[2.0, 2.0, 2.0]"

@@ -208,10 +208,14 @@ def test_scheduler_properties_and_default_capacity(h, device):
         (dict(workers=0), r"worker_threads 0 is outside \[1, 256\]"),
         (dict(workers=-3), r"worker_threads -3 is outside"),
         (dict(workers=257), r"worker_threads 257 is outside"),
-        (dict(inflight_budget=0), "inflight_budget 0 and best_effort_inflight 2 must be >= 1"),
-        (dict(best_effort_inflight=0), "best_effort_inflight 0 must be >= 1"),
-        (dict(memory_capacity=-1), "negative"),
-        (dict(best_effort_inflight_while_guaranteed=-1), "negative"),
+        (dict(inflight_budget=0), "inflight_budget must be >= 1, got 0"),
+        (dict(best_effort_inflight=0), "best_effort_inflight must be >= 1, got 0"),
+        (dict(memory_capacity=-1), "memory_capacity must be >= 0, got -1"),
+        (
+            dict(best_effort_inflight_while_guaranteed=-1),
+            "best_effort_inflight_while_guaranteed must be >= 0, got -1",
+        ),
+        (dict(best_effort_slice_flops=-2), "best_effort_slice_flops must be >= 0, got -2"),
     ],
 )
 def test_scheduler_bad_arguments(kw, match):
@@ -320,8 +324,20 @@ def test_submit_bad_arguments(sched):
         sched.submit("t", lambda: None, memory=1.5)
     with pytest.raises(TypeError, match="memory must be an int"):
         sched.submit("t", lambda: None, memory=True)
-    with pytest.raises(ValueError, match="negative memory"):
+    with pytest.raises(ValueError, match=r"submit: memory -1 is outside \[0, "):
         sched.submit("t", lambda: None, memory=-1)
+    with pytest.raises(TypeError, match="submit: tenant must be a str, got int"):
+        sched.submit(3, lambda: None)
+    with pytest.raises(TypeError, match="submit: timeout must be a number of seconds"):
+        sched.submit("t", lambda: None, timeout="x")
+    with pytest.raises(ValueError, match="submit: priority 1099511627776 is outside"):
+        sched.submit("t", lambda: None, priority=2**40)
+    with pytest.raises(ValueError, match="submit: memory 18446744073709551616 is outside"):
+        sched.submit("t", lambda: None, memory=2**64)
+    with pytest.raises(TypeError, match="add_listener: 5 is not callable"):
+        sched.add_listener(5)
+    with pytest.raises(TypeError, match="task: deadline must be a number of seconds"):
+        sched.task("t", deadline=[1])
     with pytest.raises(ValueError, match="timeout must be >= 0"):
         sched.submit("t", lambda: None, timeout=-1)
     with pytest.raises(ValueError, match="tenant 'nope' does not exist"):
@@ -1540,5 +1556,5 @@ def test_best_effort_matmul_is_split_and_exact(h, device, rng, ashape, bshape):
 
 
 def test_best_effort_slice_flops_must_not_be_negative():
-    with pytest.raises(ValueError, match="negative"):
+    with pytest.raises(ValueError, match="best_effort_slice_flops must be >= 0, got -1"):
         sm.Scheduler(best_effort_slice_flops=-1)

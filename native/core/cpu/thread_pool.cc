@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <deque>
 #include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "absl/strings/numbers.h"
 
 namespace pygpukit::cpu {
 namespace {
@@ -72,9 +75,13 @@ Pool& GetPool() {
 
 int NumThreads() {
   static const int n = [] {
-    if (const char* env = std::getenv("PYGPUKIT_NUM_THREADS")) {
-      int v = std::atoi(env);
-      if (v > 0) return v;
+    if (const char* env = std::getenv("PYGPUKIT_NUM_THREADS"); env != nullptr && *env != '\0') {
+      int v = 0;
+      if (absl::SimpleAtoi(env, &v) && v > 0 && v <= 4096) return v;
+      std::fprintf(stderr,
+                   "pygpukit: ignoring PYGPUKIT_NUM_THREADS=%s (expected an integer in [1, "
+                   "4096]); using the core count\n",
+                   env);
     }
     return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   }();
