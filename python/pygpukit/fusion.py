@@ -227,10 +227,14 @@ class _Traced:
 
 def fuse(fn=None, *, name=None):
     """Decorator: runs `fn` (elementwise operations on its arguments) as one kernel."""
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"fuse: name must be a str, got {type(name).__name__}")
     if fn is None:
         return functools.partial(fuse, name=name)
+    if not callable(fn):
+        raise TypeError(f"fuse: {type(fn).__name__} is not callable (decorate a function)")
     kernel_name = name or getattr(fn, "__name__", "fused")
-    if not kernel_name.isidentifier():
+    if not isinstance(kernel_name, str) or not kernel_name.isidentifier():
         kernel_name = "fused"
     cache = {}
 

@@ -268,9 +268,14 @@ std::optional<bool> OptionalBoolArg(const pyb::handle& x, absl::string_view name
 
 double RealArg(const pyb::handle& x, absl::string_view name, absl::string_view op) {
   auto type_name = [&] { return pyb::str(pyb::type::handle_of(x)).cast<std::string>(); };
-  const bool numpy_complex =
-      pyb::hasattr(x, "dtype") && pyb::str(x.attr("dtype").attr("kind")).cast<std::string>() == "c";
-  if (PyComplex_Check(x.ptr()) || numpy_complex || !PyNumber_Check(x.ptr())) {
+  // NumPy complex scalars and arrays convert to float silently (dropping the imaginary part).
+  bool numpy_complex = false;
+  if (!PyType_Check(x.ptr()) && pyb::hasattr(x, "dtype")) {
+    pyb::object kind = pyb::getattr(pyb::getattr(x, "dtype"), "kind", pyb::none());
+    numpy_complex = pyb::isinstance<pyb::str>(kind) && kind.cast<std::string>() == "c";
+  }
+  if (PyType_Check(x.ptr()) || PyComplex_Check(x.ptr()) || numpy_complex ||
+      !PyNumber_Check(x.ptr())) {
     throw pyb::type_error(
         absl::StrCat(op, ": ", name, " must be a real number, got ", type_name()));
   }

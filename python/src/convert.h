@@ -20,6 +20,11 @@ namespace pyb = pybind11;
 /// The exception class of scheduler tasks that admission control refused (a RuntimeError;
 /// pygpukit.scheduler.TaskRejected).
 pyb::handle TaskRejectedType();
+/// Wraps every bound function, method and constructor of `m` (and its submodules and classes)
+/// so that a call no overload accepts raises a concise TypeError naming the op and the
+/// argument, instead of pybind11's dump of every argument's repr (arg_errors.cc).
+void ConciseArgumentErrors(pyb::module_& m);
+
 /// Raises the Python exception a non-OK status maps to.
 [[noreturn]] void RaiseStatus(const absl::Status& s);
 

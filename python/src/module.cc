@@ -444,6 +444,8 @@ PYBIND11_MODULE(_core, m) {
       "contiguous",
       [](const pyb::handle& x) { return Unwrap(ops::Contiguous(AsArray(x, "contiguous"))); },
       pyb::arg("x"));
+  // Last: every function, method and constructor defined above.
+  ConciseArgumentErrors(m);
 }
 
 }  // namespace pygpukit::py
