@@ -8,6 +8,9 @@
 #   (default: build test selfcheck bench bench-memory bench-scheduler)
 #   test-gemm: only the matmul / gemm Python tests (fast signal on kernel work)
 #   sanitize-gemm: scripts/gemm_sanitize.py under compute-sanitizer memcheck
+#   sanitize: compute-sanitizer memcheck over the C++ op tests and the kernel families' Python
+#   suites, racecheck over reductions and sorting (each run capped at SANITIZE_LIMIT seconds;
+#   the lists in SANITIZE_CPP, SANITIZE_PY, SANITIZE_RACE, SANITIZE_GEMM=0 skips the GEMM cases)
 #   bench-gemm: benchmarks/gemm.py (JSON in $OUT); extra arguments in GEMM_ARGS
 #   bench-jit: benchmarks/jit.py (compile / cache-hit latency, launch overhead; JSON in $OUT)
 #   bench-elementwise: benchmarks/elementwise.py (bandwidth, per-call overhead beside torch and
@@ -99,6 +102,36 @@ if has sanitize-gemm; then
     grep -E "ERROR SUMMARY|FAIL|Invalid|Error" "$OUTDIR/sanitize_gemm.log" | head -20
   else
     echo "sanitize-gemm: compute-sanitizer not found"; rc=1
+  fi
+fi
+if has sanitize; then
+  # compute-sanitizer over the kernel families the suites launch: memcheck (out-of-bounds and
+  # misaligned accesses, leaks of device allocations) on the C++ op tests and the Python suites of
+  # elementwise, reductions, sorting, indexing, random, JIT and user kernels, plus the GEMM cases;
+  # racecheck (shared-memory hazards) on the reduction, scan and sort kernels. Each run is capped
+  # (SANITIZE_LIMIT seconds); the log says which finished.
+  SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+  LIMIT=${SANITIZE_LIMIT:-150}
+  san() {  # tool, label, command...
+    local tool=$1 label=$2; shift 2
+    PYGPUKIT_DEVICE=cuda timeout "$LIMIT" "$SAN" --tool "$tool" --error-exitcode 9 \
+      --report-api-errors no "$@" >"$OUTDIR/sanitize_${tool}_$label.log" 2>&1
+    local st=$?
+    echo "sanitize $tool $label: exit $st ($( [ $st = 124 ] && echo 'time limit' || echo done))" \
+      "$(grep -E 'ERROR SUMMARY' "$OUTDIR/sanitize_${tool}_$label.log" | tail -1)"
+    [ $st = 9 ] && { rc=1; grep -E -m 10 "Invalid|Race|Hazard|ERROR" "$OUTDIR/sanitize_${tool}_$label.log"; }
+  }
+  if [ -n "$SAN" ]; then
+    for t in ${SANITIZE_CPP-ops random}; do san memcheck "$t" "$BUILD/tests/cpp/${t}_test"; done
+    [ "${SANITIZE_GEMM-1}" = 1 ] && san memcheck gemm $PY scripts/gemm_sanitize.py
+    for f in ${SANITIZE_PY-reduction sorting indexing random user_kernel jit views manipulation}; do
+      san memcheck "py_$f" $PY -m pytest "tests/python/test_$f.py" -x -q -p no:cacheprovider
+    done
+    for f in ${SANITIZE_RACE-reduction sorting}; do
+      san racecheck "py_$f" $PY -m pytest "tests/python/test_$f.py" -x -q -p no:cacheprovider
+    done
+  else
+    echo "sanitize: compute-sanitizer not found"; rc=1
   fi
 fi
 if has selfcheck; then
