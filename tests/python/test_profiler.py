@@ -41,7 +41,9 @@ def test_session_records_each_launch_with_its_device_time():
 
 
 def test_gpu_times_tell_a_long_launch_from_a_short_one():
-    big = gp.ones((1 << 22,))
+    # Big enough that its kernel outlasts a tiny one's event-to-event time, launch latency
+    # included (4M elements took ~13 us on an H200, about what a 4-element launch measures).
+    big = gp.ones((1 << 24,))
     small = gp.ones((4,))
     with gp.profiler.profile() as prof:
         for _ in range(3):
