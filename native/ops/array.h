@@ -29,7 +29,12 @@ class GPUArray {
   int ndim() const { return static_cast<int>(shape_.size()); }
   int64_t size() const { return size_; }
   int64_t itemsize() const { return ItemSize(dtype_); }
-  int64_t nbytes() const { return size() * itemsize(); }
+  /// size() * itemsize(), saturated at INT64_MAX: a broadcast or imported view may have more
+  /// elements than bytes could count (a copy of it then fails to allocate, as it must).
+  int64_t nbytes() const {
+    int64_t n = 0;
+    return __builtin_mul_overflow(size(), itemsize(), &n) ? INT64_MAX : n;
+  }
   /// Dense C-order layout.
   bool is_contiguous() const { return contiguous_; }
   /// Address of element 0 (device address on CUDA).

@@ -3,6 +3,8 @@
 #include "ops/dlpack.h"
 
 #include <atomic>
+#include <cstdint>
+#include <cstring>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -175,7 +177,12 @@ absl::StatusOr<GPUArray> Import(Managed* t, bool read_only) {
   }
   const DLTensor& d = t->dl_tensor;
   PGK_ASSIGN_OR_RETURN(DType dt, FromDLDataType(d.dtype));
-  PGK_ASSIGN_OR_RETURN(Device dev, DeviceFromDLPack(d.device.device_type, d.device.device_id));
+  // Read as the integer it is: a producer's value outside the enum's range (a C producer may
+  // write any) must not be loaded as a DLDeviceType.
+  int32_t device_type = 0;
+  static_assert(sizeof(d.device.device_type) == sizeof(device_type));
+  std::memcpy(&device_type, &d.device.device_type, sizeof(device_type));
+  PGK_ASSIGN_OR_RETURN(Device dev, DeviceFromDLPack(device_type, d.device.device_id));
   // The producer's fields are untrusted: check them before reading through them.
   if (d.ndim < 0 || d.ndim > kMaxDims) {
     return ValueError(

@@ -152,8 +152,8 @@ absl::StatusOr<std::string> SummaryText(absl::Span<const TraceRecord> records,
     if (std::isnan(y)) return !std::isnan(x);  // unknown values last
     return !std::isnan(x) && x > y;
   });
-  auto num = [](double v, const char* fmt) {
-    return std::isnan(v) ? std::string("-") : absl::StrFormat(fmt, v);
+  auto num = [](double v, int digits) {
+    return std::isnan(v) ? std::string("-") : absl::StrFormat("%.*f", digits, v);
   };
   std::string out =
       absl::StrFormat("%-40s %7s %11s %9s %9s %9s %11s %8s %8s\n", "name", "calls", "gpu total",
@@ -161,9 +161,9 @@ absl::StatusOr<std::string> SummaryText(absl::Span<const TraceRecord> records,
   out += std::string(out.size() - 1, '-') + "\n";
   for (const KernelStats& s : rows) {
     absl::StrAppendFormat(&out, "%-40s %7d %11s %9s %9s %9s %11s %8s %8s\n", s.name.substr(0, 40),
-                          s.calls, num(s.gpu_total_ms, "%.4f"), num(s.gpu_mean_ms, "%.4f"),
-                          num(s.gpu_p50_ms, "%.4f"), num(s.gpu_p99_ms, "%.4f"),
-                          num(s.host_total_ms, "%.4f"), num(s.tflops, "%.2f"), num(s.gbps, "%.1f"));
+                          s.calls, num(s.gpu_total_ms, 4), num(s.gpu_mean_ms, 4),
+                          num(s.gpu_p50_ms, 4), num(s.gpu_p99_ms, 4), num(s.host_total_ms, 4),
+                          num(s.tflops, 2), num(s.gbps, 1));
   }
   int64_t allocs = 0;
   for (const TraceRecord& r : records) allocs += r.kind == TraceKind::kAlloc ? 1 : 0;
