@@ -1,5 +1,7 @@
 #include "core/shape.h"
 
+#include <cstdint>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/status.h"
@@ -17,7 +19,9 @@ Strides ContiguousStrides(absl::Span<const int64_t> shape) {
   int64_t acc = 1;
   for (int i = static_cast<int>(shape.size()) - 1; i >= 0; --i) {
     s[i] = acc;
-    acc *= shape[i] > 0 ? shape[i] : 1;
+    // An empty array's other dimensions may multiply past int64 (ValidateShape bounds only the
+    // element count): its strides address nothing, so they saturate.
+    if (__builtin_mul_overflow(acc, shape[i] > 0 ? shape[i] : 1, &acc)) acc = INT64_MAX;
   }
   return s;
 }
@@ -45,6 +49,8 @@ absl::Status ValidateShape(absl::Span<const int64_t> shape, absl::string_view op
     return ValueError(
         absl::StrCat(op, ": ", shape.size(), " dimensions exceed the maximum of ", kMaxDims));
   }
+  // The product of the non-zero dimensions is bounded, as in NumPy: an empty array's strides are
+  // products of its other dimensions too.
   int64_t n = 1;
   for (int64_t d : shape) {
     if (d < 0) {
@@ -53,7 +59,7 @@ absl::Status ValidateShape(absl::Span<const int64_t> shape, absl::string_view op
     if (d != 0 && n > (int64_t{1} << 62) / d) {
       return ValueError(absl::StrCat(op, ": shape ", ShapeToString(shape), " is too large"));
     }
-    n *= d;
+    n *= d != 0 ? d : 1;
   }
   return absl::OkStatus();
 }
@@ -111,7 +117,9 @@ CoalescedLayout Coalesce(absl::Span<const int64_t> shape,
     if (shape[i] == 1) continue;
     bool merge = !out.shape.empty();
     for (size_t k = 0; merge && k < nops; ++k) {
-      merge = out.strides[k].back() == operand_strides[k][i] * shape[i];
+      int64_t span = 0;
+      merge = !__builtin_mul_overflow(operand_strides[k][i], shape[i], &span) &&
+              out.strides[k].back() == span;
     }
     if (merge) {
       out.shape.back() *= shape[i];

@@ -65,8 +65,8 @@ absl::StatusOr<GPUArray> Reshape(const GPUArray& a, absl::Span<const int64_t> ne
       infer = static_cast<int>(i);
     } else if (shape[i] < 0) {
       return ValueError(absl::StrCat("reshape: negative dimension in ", ShapeToString(shape)));
-    } else {
-      known *= shape[i];
+    } else if (__builtin_mul_overflow(known, shape[i], &known)) {
+      return ValueError(absl::StrCat("reshape: shape ", ShapeToString(shape), " is too large"));
     }
   }
   if (infer >= 0) {

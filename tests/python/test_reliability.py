@@ -360,6 +360,24 @@ def test_indexing_cannot_pass_64_dimensions(device):
         y[gp.asarray(np.zeros((1, 1), np.int64), device=device)]
 
 
+# ---- shapes whose non-zero dimensions overflow (found by the DLPack fuzz target) ----
+
+
+def test_empty_shapes_with_huge_other_dimensions_are_refused(device):
+    # NumPy refuses these too: an empty array's strides are products of its other dimensions.
+    for shape in [(0, 2**62, 3), (2**40, 0, 2**40)]:
+        with pytest.raises(ValueError, match="is too large"):
+            gp.empty(shape, device=device)
+        with pytest.raises(ValueError, match="reshape: .* too large"):
+            gp.zeros((0,), device=device).reshape(shape)
+    with pytest.raises(ValueError, match="reshape: shape .* is too large"):
+        gp.zeros((0,), device=device).reshape((2**40, 2**40, 2**40, 0))
+    # Empty shapes within bounds keep working, with NumPy's strides.
+    x = gp.zeros((0, 2**20, 3), dtype=gp.int8, device=device)
+    assert x.shape == (0, 2**20, 3) and x.get().shape == (0, 2**20, 3)
+    assert gp.zeros((0,), device=device).reshape((5, 0, 7)).shape == (5, 0, 7)
+
+
 # ---- scheduler calls that would wait for themselves ----
 
 
