@@ -32,9 +32,9 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(SchedulerOptions op
     return ValueError(
         absl::StrCat("scheduler: worker_threads ", options.worker_threads, " is outside [1, 256]"));
   }
-  for (const auto& [name, value] : {std::pair<const char*, int64_t>{"inflight_budget",
-                                                                     options.inflight_budget},
-                                     {"best_effort_inflight", options.best_effort_inflight}}) {
+  for (const auto& [name, value] :
+       {std::pair<const char*, int64_t>{"inflight_budget", options.inflight_budget},
+        {"best_effort_inflight", options.best_effort_inflight}}) {
     if (value < 1) {
       return ValueError(absl::StrCat("scheduler: ", name, " must be >= 1, got ", value));
     }
@@ -314,11 +314,11 @@ absl::StatusOr<std::shared_ptr<Task>> Scheduler::SubmitImpl(const std::string& t
     return ValueError(absl::StrCat("submit: tenant '", tenant, "' does not exist"));
   }
   for (const auto& [name, value] : {std::pair<const char*, int64_t>{"memory", options.memory},
-                                     {"deadline", options.deadline_ns},
-                                     {"timeout", options.timeout_ns}}) {
+                                    {"deadline", options.deadline_ns},
+                                    {"timeout", options.timeout_ns}}) {
     if (value < 0) {
-      return ValueError(absl::StrCat("submit: ", name, " must be >= 0, got ", value,
-                                     " (tenant '", tenant, "')"));
+      return ValueError(
+          absl::StrCat("submit: ", name, " must be >= 0, got ", value, " (tenant '", tenant, "')"));
     }
   }
   const int64_t now = Now();

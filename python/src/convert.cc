@@ -151,8 +151,8 @@ int64_t IntArg(const pyb::handle& obj, absl::string_view what, absl::string_view
                int64_t hi) {
   const int64_t v = ToInt(obj, what, op);
   if (v < lo || v > hi) {
-    RaiseStatus(ValueError(absl::StrCat(op, ": ", what, " ", v, " is outside [", lo, ", ", hi,
-                                        "]")));
+    RaiseStatus(
+        ValueError(absl::StrCat(op, ": ", what, " ", v, " is outside [", lo, ", ", hi, "]")));
   }
   return v;
 }
