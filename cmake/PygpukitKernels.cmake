@@ -20,6 +20,8 @@ function(pgk_embed_kernels target)
   set(images "")
   set(asm "")
   set(entries "")
+  # nvcc does not create the output folder (Ninja makes it for a rule's outputs; Makefiles don't).
+  file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/kernels)
   foreach(cu IN LISTS ARGN)
     get_filename_component(name ${cu} NAME_WE)
     set(fatbin ${CMAKE_CURRENT_BINARY_DIR}/kernels/${name}.fatbin)
@@ -31,6 +33,10 @@ function(pgk_embed_kernels target)
       DEPENDS ${cu} ${PGK_KERNEL_HEADERS}
       COMMENT "nvcc ${cu} -> ${name}.fatbin (${archs})"
       VERBATIM)
+    # One target owns each fatbin's rule (with Makefiles a rule shared by several targets would
+    # run in each), and it can be built alone: `cmake --build b --target pgk_fatbin_random`.
+    add_custom_target(pgk_fatbin_${name} DEPENDS ${fatbin})
+    add_dependencies(${target} pgk_fatbin_${name})
     list(APPEND images ${fatbin})
     string(APPEND asm
       "asm(\".section .rodata\\n.balign 64\\n.hidden pgk_img_${name}\\n.globl pgk_img_${name}\\n"

@@ -12,6 +12,6 @@
 #include "ops/array.h"
 #include "ops/gemm_tune.h"
 #include "ops/ops.h"
-#include "ops/random.h"
+#include "ops/random/random.h"
 #include "runtime/runtime.h"
 #include "runtime/scheduler.h"

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "ops/kernels/scalar_ops.h"
+#include "ops/launch/layout.h"
 #include "runtime/runtime.h"
 
 namespace pygpukit::ops {
@@ -18,35 +19,6 @@ namespace {
 
 using kernels::ElementwiseParams;
 using kernels::kKernelMaxDims;
-
-// Fills shape/strides of `p` from the coalesced layout of the given operands (output first).
-absl::Status BuildParams(const GPUArray& out, const GPUArray* a, const GPUArray* b,
-                         ElementwiseParams& p, absl::string_view op) {
-  std::memset(&p, 0, sizeof(p));
-  p.n = out.size();
-  absl::InlinedVector<absl::Span<const int64_t>, 3> strides = {out.strides()};
-  if (a) strides.push_back(a->strides());
-  if (b) strides.push_back(b->strides());
-  CoalescedLayout layout = Coalesce(out.shape(), strides);
-  if (layout.shape.size() > static_cast<size_t>(kKernelMaxDims)) {
-    return NotImplementedError(absl::StrCat(op, ": operand layout has ", layout.shape.size(),
-                                            " non-mergeable dimensions; kernels support ",
-                                            kKernelMaxDims, " (make the operands contiguous)"));
-  }
-  p.ndim = static_cast<int32_t>(layout.shape.size());
-  bool contiguous = true;
-  for (int d = 0; d < p.ndim; ++d) p.shape[d] = layout.shape[d];
-  for (size_t k = 0; k < strides.size(); ++k) {
-    int64_t* dst = k == 0 ? p.out_strides : (k == 1 && a ? p.a_strides : p.b_strides);
-    for (int d = 0; d < p.ndim; ++d) dst[d] = layout.strides[k][d];
-    contiguous = contiguous && (p.ndim == 0 || (p.ndim == 1 && layout.strides[k][0] == 1));
-  }
-  p.contiguous = contiguous ? 1 : 0;
-  p.out = out.data();
-  p.a = a ? a->data() : nullptr;
-  p.b = b ? b->data() : nullptr;
-  return absl::OkStatus();
-}
 
 template <typename T>
 bool FitsInteger(int64_t v) {
@@ -159,189 +131,6 @@ absl::Status EncodeScalar(const Scalar& s, DType dtype, unsigned char* out16,
   });
 }
 
-absl::Status LaunchCopy(const GPUArray& src, const GPUArray& dst) {
-  if (dst.size() == 0) return absl::OkStatus();
-  if (src.device() != dst.device()) {
-    return ValueError(absl::StrCat("copy: arrays on ", src.device().ToString(), " and ",
-                                   dst.device().ToString()));
-  }
-  PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&src, &dst}));
-  PGK_ASSIGN_OR_RETURN(hal::Stream * s, StreamOf(dst));
-  // Devices whose copy JIT failed once (an arch NVRTC does not know, a broken cache): their
-  // copies go to the precompiled kernels without compiling again.
-  static std::atomic<uint64_t> jit_failed{0};
-  const uint64_t bit = uint64_t{1} << (dst.device().index & 63);
-  absl::Status jit = absl::OkStatus();
-  if (!dst.device().is_cpu() && (jit_failed.load(std::memory_order_relaxed) & bit) == 0 &&
-      Runtime::Get().jit().Available().ok()) {
-    jit = cuda_kernels::CopyJit(*s, src, dst);  // enqueues nothing when it fails
-    if (jit.ok()) return absl::OkStatus();
-    jit_failed.fetch_or(bit, std::memory_order_relaxed);
-  }
-  ElementwiseParams p;
-  PGK_RETURN_IF_ERROR(BuildParams(dst, &src, nullptr, p, "copy"));
-  p.a_dtype = static_cast<int32_t>(src.dtype());
-  if (dst.device().is_cpu()) {
-    return cpu_kernels::Copy(*s, src.dtype(), dst.dtype(), p, Keep({&src, &dst}));
-  }
-  absl::Status fallback = cuda_kernels::Copy(*s, src.dtype(), dst.dtype(), p);
-  if (!fallback.ok() && !jit.ok()) {
-    // Neither path works: say why the JIT failed too.
-    return absl::Status(fallback.code(),
-                        absl::StrCat(fallback.message(), " (the JIT copy: ", jit.message(), ")"));
-  }
-  return fallback;
-}
-
-absl::Status LaunchFill(const GPUArray& dst, const unsigned char* value) {
-  if (dst.size() == 0) return absl::OkStatus();
-  PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&dst}));
-  ElementwiseParams p;
-  PGK_RETURN_IF_ERROR(BuildParams(dst, nullptr, nullptr, p, "fill"));
-  std::memcpy(p.scalar, value, dst.itemsize());
-  PGK_ASSIGN_OR_RETURN(hal::Stream * s, StreamOf(dst));
-  int itemsize = static_cast<int>(dst.itemsize());
-  if (dst.device().is_cpu()) return cpu_kernels::Fill(*s, itemsize, p, Keep({&dst}));
-  return cuda_kernels::Fill(*s, itemsize, p);
-}
-
-absl::Status LaunchGather(const GPUArray& src, absl::Span<const int64_t> src_strides,
-                          absl::Span<const GatherIndex> indices, const GPUArray& dst,
-                          bool scatter) {
-  if (dst.size() == 0) return absl::OkStatus();
-  if (indices.size() > static_cast<size_t>(kernels::kGatherMaxIndices)) {
-    return NotImplementedError(absl::StrCat("index: at most ", kernels::kGatherMaxIndices,
-                                            " integer index arrays, got ", indices.size()));
-  }
-  absl::InlinedVector<const GPUArray*, 6> arrays = {&src, &dst};
-  for (const GatherIndex& g : indices) arrays.push_back(&g.values);
-  PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident(absl::MakeConstSpan(arrays)));
-  // Coalesce over the output, the source walk and every index array.
-  absl::InlinedVector<absl::Span<const int64_t>, 6> strides = {dst.strides(), src_strides};
-  for (const GatherIndex& g : indices) strides.push_back(g.values.strides());
-  CoalescedLayout c = Coalesce(dst.shape(), strides);
-  if (c.shape.size() > static_cast<size_t>(kernels::kKernelMaxDims)) {
-    return NotImplementedError(absl::StrCat("index: gather layout has ", c.shape.size(),
-                                            " non-mergeable dimensions; kernels support ",
-                                            kernels::kKernelMaxDims));
-  }
-  kernels::GatherParams p{};
-  p.n = dst.size();
-  p.ndim = static_cast<int32_t>(c.shape.size());
-  p.nidx = static_cast<int32_t>(indices.size());
-  const int64_t item = src.itemsize();
-  for (int d = 0; d < p.ndim; ++d) {
-    p.shape[d] = c.shape[d];
-    p.src_strides[d] = c.strides[1][d] * item;
-  }
-  p.src = src.data();
-  p.out = dst.data();
-  KeepAlive keep = {src.buffer(), dst.buffer()};
-  for (size_t k = 0; k < indices.size(); ++k) {
-    const GatherIndex& g = indices[k];
-    p.idx[k].ptr = static_cast<const int64_t*>(g.values.data());
-    for (int d = 0; d < p.ndim; ++d) p.idx[k].strides[d] = c.strides[2 + k][d];
-    p.idx[k].src_stride = src.strides()[g.src_axis] * item;
-    p.idx[k].extent = src.shape()[g.src_axis];
-    keep.push_back(g.values.buffer());
-  }
-  PGK_ASSIGN_OR_RETURN(hal::Stream * s, StreamOf(dst));
-  const int itemsize = static_cast<int>(item);
-  if (dst.device().is_cpu()) {
-    return cpu_kernels::Gather(*s, itemsize, p, scatter, std::move(keep));
-  }
-  return cuda_kernels::Gather(*s, itemsize, p, scatter);
-}
-
-absl::Status LaunchSearchSorted(const GPUArray& sorted, const GPUArray& sorter,
-                                const GPUArray& values, bool right, const GPUArray& dst) {
-  if (dst.size() == 0) return absl::OkStatus();
-  const GPUArray* sorter_ptr = sorter.valid() ? &sorter : nullptr;
-  PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&sorted, sorter_ptr, &values, &dst}));
-  const Strides value_strides = values.strides();
-  CoalescedLayout c = Coalesce(values.shape(), {value_strides});
-  if (c.shape.size() > static_cast<size_t>(kernels::kKernelMaxDims)) {
-    return NotImplementedError(absl::StrCat("searchsorted: values layout has ", c.shape.size(),
-                                            " non-mergeable dimensions; kernels support ",
-                                            kernels::kKernelMaxDims));
-  }
-  kernels::SearchParams p{};
-  p.n = values.size();
-  p.m = sorted.size();
-  p.ndim = static_cast<int32_t>(c.shape.size());
-  p.right = right ? 1 : 0;
-  for (int d = 0; d < p.ndim; ++d) {
-    p.shape[d] = c.shape[d];
-    p.value_strides[d] = c.strides[0][d];
-  }
-  p.sorted = sorted.data();
-  p.sorted_stride = sorted.ndim() == 1 ? sorted.strides()[0] : 1;
-  if (sorter_ptr != nullptr) {
-    p.sorter = static_cast<const int64_t*>(sorter.data());
-    p.sorter_stride = sorter.strides()[0];
-  }
-  p.values = values.data();
-  p.out = static_cast<int64_t*>(dst.data());
-  PGK_ASSIGN_OR_RETURN(hal::Stream * s, StreamOf(dst));
-  if (dst.device().is_cpu()) {
-    KeepAlive keep = {sorted.buffer(), values.buffer(), dst.buffer()};
-    if (sorter_ptr != nullptr) keep.push_back(sorter.buffer());
-    return cpu_kernels::SearchSorted(*s, sorted.dtype(), p, std::move(keep));
-  }
-  return cuda_kernels::SearchSorted(*s, sorted.dtype(), p);
-}
-
-absl::Status LaunchMerge(const GPUArray& keys_in, const GPUArray& keys_out, const GPUArray& idx_in,
-                         const GPUArray& idx_out, int64_t n, int64_t width) {
-  if (keys_in.size() == 0) return absl::OkStatus();
-  const bool with_idx = idx_in.valid();
-  PGK_ASSIGN_OR_RETURN(
-      ResidencyPin pin,
-      Resident({&keys_in, &keys_out, with_idx ? &idx_in : nullptr, with_idx ? &idx_out : nullptr}));
-  kernels::MergeParams p{};
-  p.total = keys_in.size();
-  p.n = n;
-  p.width = width;
-  p.keys_in = keys_in.data();
-  p.keys_out = keys_out.data();
-  if (with_idx) {
-    p.idx_in = static_cast<const int64_t*>(idx_in.data());
-    p.idx_out = static_cast<int64_t*>(idx_out.data());
-  }
-  PGK_ASSIGN_OR_RETURN(hal::Stream * s, StreamOf(keys_out));
-  if (keys_out.device().is_cpu()) {
-    KeepAlive keep = {keys_in.buffer(), keys_out.buffer()};
-    if (with_idx) {
-      keep.push_back(idx_in.buffer());
-      keep.push_back(idx_out.buffer());
-    }
-    return cpu_kernels::Merge(*s, keys_in.dtype(), p, std::move(keep));
-  }
-  return cuda_kernels::Merge(*s, keys_in.dtype(), p);
-}
-
-absl::Status LaunchRandom(const GPUArray& dst, const kernels::RandomParams& params) {
-  if (dst.size() == 0) return absl::OkStatus();
-  PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&dst}));
-  kernels::RandomParams p = params;
-  p.n = dst.size();
-  p.out = dst.data();
-  PGK_ASSIGN_OR_RETURN(hal::Stream * s, StreamOf(dst));
-  if (dst.device().is_cpu()) return cpu_kernels::Random(*s, dst.dtype(), p, Keep({&dst}));
-  return cuda_kernels::Random(*s, dst.dtype(), p);
-}
-
-absl::Status LaunchArange(const GPUArray& dst, const kernels::ArangeParams& params) {
-  if (dst.size() == 0) return absl::OkStatus();
-  PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&dst}));
-  kernels::ArangeParams p = params;
-  p.n = dst.size();
-  p.out = dst.data();
-  PGK_ASSIGN_OR_RETURN(hal::Stream * s, StreamOf(dst));
-  if (dst.device().is_cpu()) return cpu_kernels::Arange(*s, dst.dtype(), p, Keep({&dst}));
-  return cuda_kernels::Arange(*s, dst.dtype(), p);
-}
-
 absl::Status LaunchBinary(ElementwiseOp op, const GPUArray& out, const GPUArray* a,
                           const GPUArray* b, const unsigned char* scalar) {
   if (out.size() == 0) return absl::OkStatus();
@@ -350,7 +139,7 @@ absl::Status LaunchBinary(ElementwiseOp op, const GPUArray& out, const GPUArray*
   }
   PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&out, a, b}));
   ElementwiseParams p;
-  PGK_RETURN_IF_ERROR(BuildParams(out, a, b, p, ElementwiseOpName(op)));
+  PGK_RETURN_IF_ERROR(ElementwiseParamsOf(out, a, b, p, ElementwiseOpName(op)));
   if (a == nullptr) p.scalar_operand = kernels::kScalarA;
   if (b == nullptr) p.scalar_operand = kernels::kScalarB;
   if (scalar != nullptr) std::memcpy(p.scalar, scalar, out.itemsize());
@@ -365,7 +154,7 @@ absl::Status LaunchNegative(const GPUArray& out, const GPUArray& a) {
   }
   PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&out, &a}));
   ElementwiseParams p;
-  PGK_RETURN_IF_ERROR(BuildParams(out, &a, nullptr, p, "negative"));
+  PGK_RETURN_IF_ERROR(ElementwiseParamsOf(out, &a, nullptr, p, "negative"));
   PGK_ASSIGN_OR_RETURN(hal::Stream * s, StreamOf(out));
   return cuda_kernels::Negative(*s, out.dtype(), p);
 }

@@ -19,8 +19,8 @@
 #include "ops/elementwise_codegen.h"
 #include "ops/kernels/gemm_params.h"
 #include "ops/kernels/params.h"
-#include "ops/kernels/radix.h"
 #include "ops/kernels/reduce_ops.h"
+#include "ops/launch/launch_context.h"
 #include "ops/ops.h"
 
 namespace pygpukit {
@@ -92,70 +92,7 @@ struct EwCpuArgs {
   LaunchCost cost;  // declared to the profiler
 };
 
-/// Buffers a queued CPU task must keep alive until it has run.
-using KeepAlive = std::vector<std::shared_ptr<Buffer>>;
-
 // ---- routing by device (kernel_launch.cc) ----
-/// dst = cast(src) elementwise; shapes equal (src may carry broadcast strides). CUDA: a JIT
-/// kernel per dtype pair and layout, or the precompiled copy kernels without NVRTC.
-absl::Status LaunchCopy(const GPUArray& src, const GPUArray& dst);
-/// Every element of dst = `value` (already encoded in dst's dtype, itemsize bytes).
-absl::Status LaunchFill(const GPUArray& dst, const unsigned char* value);
-/// dst (contiguous) = arange.
-absl::Status LaunchArange(const GPUArray& dst, const kernels::ArangeParams& params);
-/// One integer index array of a gather: int64 values (bounds already checked; negative ones
-/// count from the source axis's extent), broadcast to the output's shape, stepping `src_axis` of
-/// the source.
-struct GatherIndex {
-  GPUArray values;
-  int src_axis;
-};
-/// dst (dense) = src gathered: dst's dimension d walks src with `src_strides[d]` (elements; 0
-/// where it does not), plus each index's value times the stride of its source axis. With
-/// `scatter` the copy goes the other way: the places of src so described receive dst's
-/// elements (an element named twice gets one of its values, as in NumPy).
-absl::Status LaunchGather(const GPUArray& src, absl::Span<const int64_t> src_strides,
-                          absl::Span<const GatherIndex> indices, const GPUArray& dst,
-                          bool scatter = false);
-/// dst (dense int64, values' shape) = insertion points of `values` in the 1-D `sorted` (same
-/// dtype), in the order `sorter` (1-D int64, checked) gives when valid.
-absl::Status LaunchSearchSorted(const GPUArray& sorted, const GPUArray& sorter,
-                                const GPUArray& values, bool right, const GPUArray& dst);
-/// One merge-sort pass over the contiguous rows of n keys (`keys_in` -> `keys_out`, same shape
-/// and dtype), merging runs of `width`; int64 indices move along when `idx_in` is valid.
-absl::Status LaunchMerge(const GPUArray& keys_in, const GPUArray& keys_out, const GPUArray& idx_in,
-                         const GPUArray& idx_out, int64_t n, int64_t width);
-/// How a radix sort ends: keys back to values (of the sorted dtype; `canonical` as the keys
-/// were made) and indices to positions within rows of `row_len`, counted from the row's end
-/// when `reversed`.
-struct RadixFinish {
-  bool canonical = false;
-  int64_t row_len = 1;
-  bool reversed = false;
-};
-/// keys = the ordered radix keys of the contiguous `src` (any non-complex dtype; the same
-/// array for in place; `canonical`: see kernels::RadixKeyParams) and idx = 0, 1, ... when
-/// `idx` is valid.
-absl::Status LaunchRadixKey(const GPUArray& src, const GPUArray& keys, const GPUArray& idx,
-                            bool canonical);
-/// The finish alone, in place (when no pass ran): keys (valid or not) of `dtype` back to
-/// values, idx (valid or not) to positions within rows.
-absl::Status LaunchRadixFinish(const GPUArray& keys, const GPUArray& idx, DType dtype,
-                               const RadixFinish& f);
-/// One stable radix pass over digit bits [shift, shift + bits) of the transformed keys (or of
-/// each element's row, idx / row_len, when `from_row`): keys_in -> keys_out with idx moving
-/// along when valid; `counts` (uint32, 256 per tile) and `totals` (uint32, 256) are scratch.
-/// The last pass finishes when `finish` is given; keys_out may then be invalid (not written).
-absl::Status LaunchRadixPass(const GPUArray& keys_in, const GPUArray& keys_out,
-                             const GPUArray& idx_in, const GPUArray& idx_out,
-                             const GPUArray& counts, const GPUArray& totals, int shift, int bits,
-                             bool from_row, int64_t row_len, const RadixFinish* finish);
-/// The positions (int64, in order) of the true elements of the contiguous 1-D bool `mask`
-/// (fewer than 2^32 - 4096 elements): per-tile counts, their scan, one read-back of the total,
-/// then the positions.
-absl::StatusOr<GPUArray> LaunchCompact(const GPUArray& mask);
-/// dst (dense, p.n elements) = the random outputs `p` describes (pointer and count filled in).
-absl::Status LaunchRandom(const GPUArray& dst, const kernels::RandomParams& p);
 /// One elementwise function application, checked and promoted by the op layer.
 struct EwLaunch {
   ElementwiseOp op;
@@ -242,28 +179,6 @@ absl::StatusOr<GPUArray> NewArray(absl::Span<const int64_t> shape, DType dtype, 
 absl::Status EncodeScalar(const Scalar& s, DType dtype, unsigned char* out16, absl::string_view op);
 
 namespace cpu_kernels {
-absl::Status Copy(hal::Stream& s, DType src, DType dst, const kernels::ElementwiseParams& p,
-                  KeepAlive keep);
-absl::Status Fill(hal::Stream& s, int itemsize, const kernels::ElementwiseParams& p,
-                  KeepAlive keep);
-absl::Status Arange(hal::Stream& s, DType dtype, const kernels::ArangeParams& p, KeepAlive keep);
-absl::Status Gather(hal::Stream& s, int itemsize, const kernels::GatherParams& p, bool scatter,
-                    KeepAlive keep);
-absl::Status SearchSorted(hal::Stream& s, DType dtype, const kernels::SearchParams& p,
-                          KeepAlive keep);
-absl::Status Merge(hal::Stream& s, DType dtype, const kernels::MergeParams& p, KeepAlive keep);
-/// The radix key transform of p.keys / iota of p.idx, or with `inverse` the finishing step.
-absl::Status RadixKey(hal::Stream& s, int key_bytes, const kernels::RadixKeyParams& p, bool inverse,
-                      KeepAlive keep);
-/// One radix pass (count, scan, scatter).
-absl::Status RadixPass(hal::Stream& s, int key_bytes, const kernels::RadixPassParams& p,
-                       KeepAlive keep);
-/// Per-tile counts of p.mask's true elements, scanned into offsets, and their total.
-absl::Status CompactCount(hal::Stream& s, const kernels::CompactParams& p, KeepAlive keep);
-/// The positions of p.mask's true elements, in order, into p.out.
-absl::Status CompactWrite(hal::Stream& s, const kernels::CompactParams& p, KeepAlive keep);
-/// One task per Philox block (ops/kernels/philox.h); a file built with -ffp-contract=off.
-absl::Status Random(hal::Stream& s, DType dtype, const kernels::RandomParams& p, KeepAlive keep);
 /// The function `l.op` in `l.compute` over inputs already converted to their compute dtypes,
 /// into an output of dtype `l.result`.
 absl::Status Elementwise(hal::Stream& s, const EwLaunch& l, const EwCpuArgs& args, KeepAlive keep);
@@ -280,18 +195,6 @@ absl::Status Scan(hal::Stream& s, const ReduceLaunch& l, DType out, const kernel
 }  // namespace cpu_kernels
 
 namespace cuda_kernels {
-absl::Status Copy(hal::Stream& s, DType src, DType dst, const kernels::ElementwiseParams& p);
-absl::Status Fill(hal::Stream& s, int itemsize, const kernels::ElementwiseParams& p);
-absl::Status Arange(hal::Stream& s, DType dtype, const kernels::ArangeParams& p);
-absl::Status Gather(hal::Stream& s, int itemsize, const kernels::GatherParams& p, bool scatter);
-absl::Status SearchSorted(hal::Stream& s, DType dtype, const kernels::SearchParams& p);
-absl::Status Merge(hal::Stream& s, DType dtype, const kernels::MergeParams& p);
-absl::Status RadixKey(hal::Stream& s, int key_bytes, const kernels::RadixKeyParams& p,
-                      bool inverse);
-absl::Status RadixPass(hal::Stream& s, int key_bytes, const kernels::RadixPassParams& p);
-absl::Status CompactCount(hal::Stream& s, const kernels::CompactParams& p);
-absl::Status CompactWrite(hal::Stream& s, const kernels::CompactParams& p);
-absl::Status Random(hal::Stream& s, DType dtype, const kernels::RandomParams& p);
 absl::Status Binary(hal::Stream& s, ElementwiseOp op, DType dtype,
                     const kernels::ElementwiseParams& p);
 absl::Status Negative(hal::Stream& s, DType dtype, const kernels::ElementwiseParams& p);

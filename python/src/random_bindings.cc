@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "array_bindings.h"
 #include "convert.h"
-#include "ops/random.h"
+#include "ops/random/random.h"
 
 namespace pygpukit::py {
 namespace {

@@ -236,8 +236,8 @@ using namespace pygpukit;
 using namespace pygpukit::kernels;
 template <typename A, typename B>
 __device__ void CastBoth(const ElementwiseParams& p, long long i) {
-  CopyElement<A, B>(p, i);
-  CopyElement<B, A>(p, i);
+  static_cast<B*>(p.out)[i] = Cast<B>(static_cast<const A*>(p.a)[i]);
+  static_cast<A*>(p.out)[i] = Cast<A>(static_cast<const B*>(p.a)[i]);
 }
 template <typename T>
 __device__ void Arith(const ElementwiseParams& p, long long i) {

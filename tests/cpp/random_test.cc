@@ -1,9 +1,9 @@
-// gp.random's shared definitions (ops/kernels/philox.h): the Philox block against NumPy's
+// gp.random's shared definitions (ops/random/philox.h): the Philox block against NumPy's
 // stream, the accuracy of our log / sin / cos against long double references, and the ops on
 // the test device against the host evaluation of the same blocks (under PYGPUKIT_DEVICE=cuda,
 // the CUDA kernels against the host, bit for bit). Built with -ffp-contract=off, like the CPU
 // kernels (tests/cpp/CMakeLists.txt).
-#include "ops/random.h"
+#include "ops/random/random.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "ops/kernels/philox.h"
+#include "ops/random/philox.h"
 #include "test_util.h"
 
 namespace pygpukit {

@@ -17,7 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ops/ops.h"
-#include "ops/random.h"
+#include "ops/random/random.h"
 #include "runtime/dispatcher.h"
 #include "runtime/scheduler.h"
 #include "sched_test_util.h"

@@ -10,19 +10,6 @@ absl::Status NoCuda() {
 }
 }  // namespace
 
-absl::Status Copy(hal::Stream&, DType, DType, const kernels::ElementwiseParams&) {
-  return NoCuda();
-}
-absl::Status Fill(hal::Stream&, int, const kernels::ElementwiseParams&) { return NoCuda(); }
-absl::Status Gather(hal::Stream&, int, const kernels::GatherParams&, bool) { return NoCuda(); }
-absl::Status SearchSorted(hal::Stream&, DType, const kernels::SearchParams&) { return NoCuda(); }
-absl::Status Merge(hal::Stream&, DType, const kernels::MergeParams&) { return NoCuda(); }
-absl::Status RadixKey(hal::Stream&, int, const kernels::RadixKeyParams&, bool) { return NoCuda(); }
-absl::Status RadixPass(hal::Stream&, int, const kernels::RadixPassParams&) { return NoCuda(); }
-absl::Status CompactCount(hal::Stream&, const kernels::CompactParams&) { return NoCuda(); }
-absl::Status CompactWrite(hal::Stream&, const kernels::CompactParams&) { return NoCuda(); }
-absl::Status Random(hal::Stream&, DType, const kernels::RandomParams&) { return NoCuda(); }
-absl::Status Arange(hal::Stream&, DType, const kernels::ArangeParams&) { return NoCuda(); }
 absl::Status Binary(hal::Stream&, ElementwiseOp, DType, const kernels::ElementwiseParams&) {
   return NoCuda();
 }

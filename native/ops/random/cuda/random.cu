@@ -1,8 +1,8 @@
-// CUDA random kernels: one thread per Philox block (ops/kernels/philox.h, shared with the CPU
+// CUDA random kernels: one thread per Philox block (ops/random/philox.h, shared with the CPU
 // loop) in a grid-stride loop; pgk_random_<dtype code> per real dtype.
 #include "core/dtype_list.h"
 #include "ops/cuda/grid_stride.h"
-#include "ops/kernels/philox.h"
+#include "ops/random/philox.h"
 
 namespace pk = pygpukit::kernels;
 

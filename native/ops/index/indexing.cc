@@ -2,15 +2,17 @@
 // arrays (x[i], x[:, i, j], x[i, ..., 3]); searchsorted (a binary-search kernel); and the
 // compositions over them: count_nonzero, nonzero (a scan, then one binary search per nonzero
 // element) and repeat with per-element counts. Every one is
-// a gather kernel (ops/kernels/gather.h) after its indices are checked: out-of-bounds indices raise
+// a gather kernel (ops/index/gather.h) after its indices are checked: out-of-bounds indices raise
 // IndexError (one reduction and one host read per index array) rather than reading memory they
 // should not.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
+#include "ops/index/index_kernels.h"
 #include "ops/kernel_launch.h"
 #include "ops/ops.h"
+#include "ops/sort/sort_kernels.h"
 
 namespace pygpukit::ops {
 namespace {

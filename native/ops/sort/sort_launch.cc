@@ -1,10 +1,11 @@
-// The launchers of the radix sort and of nonzero's stream compaction (ops/kernels/radix.h):
-// parameter blocks filled from arrays, buffers pinned, then the CPU loops or the CUDA kernels.
+// The sort family's launches: parameter blocks filled from arrays in a launch context, then
+// the kernel of the context's backend (radix sort, merge pass, searchsorted, compaction).
 #include "absl/strings/str_cat.h"
+#include "core/shape.h"
 #include "core/status.h"
 #include "ops/kernel_launch.h"
-#include "ops/kernels/radix.h"
-#include "runtime/runtime.h"
+#include "ops/ops.h"
+#include "ops/sort/sort_kernels.h"
 
 namespace pygpukit::ops {
 namespace {
@@ -49,17 +50,13 @@ absl::Status RadixElementwise(const GPUArray* src, const GPUArray& keys, const G
   }
   const GPUArray* k = keys.valid() ? &keys : nullptr;
   const GPUArray* i = idx.valid() ? &idx : nullptr;
-  PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({src, k, i}));
+  PGK_ASSIGN_OR_RETURN(LaunchContext ctx, LaunchContext::Open("sort", {src, k, i}));
   p.n = shape_of.size();
   if (src != nullptr) p.src = src->data();
   if (k != nullptr) p.keys = keys.data();
   if (i != nullptr) p.idx = static_cast<int64_t*>(idx.data());
   const int key_bytes = keys.valid() ? static_cast<int>(keys.itemsize()) : 8;
-  PGK_ASSIGN_OR_RETURN(hal::Stream * s, StreamOf(shape_of));
-  if (shape_of.device().is_cpu()) {
-    return cpu_kernels::RadixKey(*s, key_bytes, p, finish, Keep({src, k, i}));
-  }
-  return cuda_kernels::RadixKey(*s, key_bytes, p, finish);
+  return kRadixKeyKernel(ctx, key_bytes, p, finish);
 }
 
 }  // namespace
@@ -85,8 +82,8 @@ absl::Status LaunchRadixPass(const GPUArray& keys_in, const GPUArray& keys_out,
   const GPUArray* out = keys_out.valid() ? &keys_out : nullptr;
   const GPUArray* in_idx = idx_in.valid() ? &idx_in : nullptr;
   const GPUArray* out_idx = idx_out.valid() ? &idx_out : nullptr;
-  PGK_ASSIGN_OR_RETURN(ResidencyPin pin,
-                       Resident({&keys_in, out, in_idx, out_idx, &counts, &totals}));
+  PGK_ASSIGN_OR_RETURN(LaunchContext ctx, LaunchContext::Open("sort", {&keys_in, out, in_idx,
+                                                                       out_idx, &counts, &totals}));
   kernels::RadixPassParams p{};
   if (finish != nullptr) {
     PGK_ASSIGN_OR_RETURN(p.key, RadixKeyFor(keys_in.dtype(), *finish));
@@ -106,12 +103,7 @@ absl::Status LaunchRadixPass(const GPUArray& keys_in, const GPUArray& keys_out,
   if (in_idx != nullptr) p.idx_in = static_cast<const int64_t*>(idx_in.data());
   if (out_idx != nullptr) p.idx_out = static_cast<int64_t*>(idx_out.data());
   const int key_bytes = static_cast<int>(keys_in.itemsize());
-  PGK_ASSIGN_OR_RETURN(hal::Stream * s, StreamOf(keys_in));
-  if (keys_in.device().is_cpu()) {
-    return cpu_kernels::RadixPass(*s, key_bytes, p,
-                                  Keep({&keys_in, out, in_idx, out_idx, &counts, &totals}));
-  }
-  return cuda_kernels::RadixPass(*s, key_bytes, p);
+  return kRadixPassKernel(ctx, key_bytes, p);
 }
 
 absl::StatusOr<GPUArray> LaunchCompact(const GPUArray& mask) {
@@ -123,21 +115,17 @@ absl::StatusOr<GPUArray> LaunchCompact(const GPUArray& mask) {
   PGK_ASSIGN_OR_RETURN(GPUArray counts, NewArray({p.tiles}, DType::UInt32, dev, "nonzero"));
   PGK_ASSIGN_OR_RETURN(GPUArray total, NewArray({}, DType::UInt32, dev, "nonzero"));
   {
-    PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&mask, &counts, &total}));
+    PGK_ASSIGN_OR_RETURN(LaunchContext ctx,
+                         LaunchContext::Open("nonzero", {&mask, &counts, &total}));
     p.mask = static_cast<const uint8_t*>(mask.data());
     p.counts = static_cast<uint32_t*>(counts.data());
     p.totals = static_cast<uint32_t*>(total.data());
-    PGK_ASSIGN_OR_RETURN(hal::Stream * s, StreamOf(mask));
-    if (dev.is_cpu()) {
-      PGK_RETURN_IF_ERROR(cpu_kernels::CompactCount(*s, p, Keep({&mask, &counts, &total})));
-    } else {
-      PGK_RETURN_IF_ERROR(cuda_kernels::CompactCount(*s, p));
-    }
+    PGK_RETURN_IF_ERROR(kCompactCountKernel(ctx, p));
   }
   PGK_ASSIGN_OR_RETURN(Scalar found, Item(total));
   PGK_ASSIGN_OR_RETURN(GPUArray out, NewArray({found.i}, DType::Int64, dev, "nonzero"));
   if (found.i == 0) return out;
-  PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&mask, &counts, &out}));
+  PGK_ASSIGN_OR_RETURN(LaunchContext ctx, LaunchContext::Open("nonzero", {&mask, &counts, &out}));
   p.mask = static_cast<const uint8_t*>(mask.data());
   p.counts = static_cast<uint32_t*>(counts.data());
   p.totals = nullptr;
@@ -145,13 +133,62 @@ absl::StatusOr<GPUArray> LaunchCompact(const GPUArray& mask) {
   // The mask may be the caller's array, which another stream could change between the count
   // and the write: positions past the count read back are dropped, never written out of bounds.
   p.limit = found.i;
-  PGK_ASSIGN_OR_RETURN(hal::Stream * s, StreamOf(out));
-  if (dev.is_cpu()) {
-    PGK_RETURN_IF_ERROR(cpu_kernels::CompactWrite(*s, p, Keep({&mask, &counts, &out})));
-  } else {
-    PGK_RETURN_IF_ERROR(cuda_kernels::CompactWrite(*s, p));
-  }
+  PGK_RETURN_IF_ERROR(kCompactWriteKernel(ctx, p));
   return out;
+}
+
+absl::Status LaunchSearchSorted(const GPUArray& sorted, const GPUArray& sorter,
+                                const GPUArray& values, bool right, const GPUArray& dst) {
+  if (dst.size() == 0) return absl::OkStatus();
+  const GPUArray* sorter_ptr = sorter.valid() ? &sorter : nullptr;
+  PGK_ASSIGN_OR_RETURN(LaunchContext ctx,
+                       LaunchContext::Open("searchsorted", {&sorted, sorter_ptr, &values, &dst}));
+  const Strides value_strides = values.strides();
+  CoalescedLayout c = Coalesce(values.shape(), {value_strides});
+  if (c.shape.size() > static_cast<size_t>(kernels::kKernelMaxDims)) {
+    return NotImplementedError(absl::StrCat("searchsorted: values layout has ", c.shape.size(),
+                                            " non-mergeable dimensions; kernels support ",
+                                            kernels::kKernelMaxDims));
+  }
+  kernels::SearchParams p{};
+  p.n = values.size();
+  p.m = sorted.size();
+  p.ndim = static_cast<int32_t>(c.shape.size());
+  p.right = right ? 1 : 0;
+  for (int d = 0; d < p.ndim; ++d) {
+    p.shape[d] = c.shape[d];
+    p.value_strides[d] = c.strides[0][d];
+  }
+  p.sorted = sorted.data();
+  p.sorted_stride = sorted.ndim() == 1 ? sorted.strides()[0] : 1;
+  if (sorter_ptr != nullptr) {
+    p.sorter = static_cast<const int64_t*>(sorter.data());
+    p.sorter_stride = sorter.strides()[0];
+  }
+  p.values = values.data();
+  p.out = static_cast<int64_t*>(dst.data());
+  return kSearchSortedKernel(ctx, sorted.dtype(), p);
+}
+
+absl::Status LaunchMerge(const GPUArray& keys_in, const GPUArray& keys_out, const GPUArray& idx_in,
+                         const GPUArray& idx_out, int64_t n, int64_t width) {
+  if (keys_in.size() == 0) return absl::OkStatus();
+  const bool with_idx = idx_in.valid();
+  PGK_ASSIGN_OR_RETURN(
+      LaunchContext ctx,
+      LaunchContext::Open("sort", {&keys_in, &keys_out, with_idx ? &idx_in : nullptr,
+                                   with_idx ? &idx_out : nullptr}));
+  kernels::MergeParams p{};
+  p.total = keys_in.size();
+  p.n = n;
+  p.width = width;
+  p.keys_in = keys_in.data();
+  p.keys_out = keys_out.data();
+  if (with_idx) {
+    p.idx_in = static_cast<const int64_t*>(idx_in.data());
+    p.idx_out = static_cast<int64_t*>(idx_out.data());
+  }
+  return kMergeKernel(ctx, keys_in.dtype(), p);
 }
 
 }  // namespace pygpukit::ops

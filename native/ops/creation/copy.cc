@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
+#include "ops/creation/creation_kernels.h"
 #include "ops/kernel_launch.h"
 #include "ops/ops.h"
 #include "runtime/runtime.h"

@@ -1,6 +1,6 @@
 // gp.random's ops: argument checks, the generator's counter, output allocation and the launch
-// of the shared Philox kernels (ops/kernels/philox.h); permutations through ArgSort and Take.
-#include "ops/random.h"
+// of the shared Philox kernels (ops/random/philox.h); permutations through ArgSort and Take.
+#include "ops/random/random.h"
 
 #include <cmath>
 #include <random>
@@ -10,8 +10,8 @@
 #include "absl/strings/str_format.h"
 #include "core/status.h"
 #include "ops/kernel_launch.h"
-#include "ops/kernels/philox.h"
 #include "ops/ops.h"
+#include "ops/random/random_kernels.h"
 
 namespace pygpukit::ops {
 namespace {
@@ -34,7 +34,9 @@ absl::StatusOr<GPUArray> Generate(PhiloxGenerator& gen, absl::Span<const int64_t
   for (int w = 0; w < 4; ++w) p.counter[w] = first[w];
   p.key[0] = key[0];
   p.key[1] = key[1];
-  PGK_RETURN_IF_ERROR(LaunchRandom(out, p));
+  PGK_ASSIGN_OR_RETURN(LaunchContext ctx, LaunchContext::Open(op, {&out}));
+  p.out = out.data();  // read while pinned
+  PGK_RETURN_IF_ERROR(kRandomKernel(ctx, dtype, p));
   return out;
 }
 

@@ -41,6 +41,26 @@
 #include "ops/kernels/scalar_ops.h"
 
 namespace pygpukit::kernels {
+
+/// What a random kernel computes from its Philox stream (below).
+enum RandomKind : int32_t { kRandomUniform = 0, kRandomNormal = 1, kRandomIntegers = 2 };
+
+/// n dense outputs from the Philox4x64-10 stream of `key`: block j (counter `counter` + j,
+/// 256-bit, little-endian words) gives outputs j * per_block ... (RandomPerBlock). Uniform:
+/// a + b * u; normal: a + b * z; integers: low + (u64 * range) >> 64 in two's complement, with
+/// range 0 standing for 2^64 (the raw stream).
+struct RandomParams {
+  int64_t n;
+  void* out;
+  uint64_t key[2];
+  uint64_t counter[4];
+  int32_t kind;  // RandomKind
+  int32_t reserved;
+  double a, b;
+  uint64_t low, range;
+};
+
+static_assert(sizeof(RandomParams) == 104, "RandomParams layout changed");
 namespace rnd {
 
 // ---- operations rounded once on both compilers ----

@@ -1,5 +1,5 @@
-// sort / argsort (a stable LSD radix sort on the device, ops/kernels/radix.h; a merge sort for
-// complex values, ops/kernels/search.h) and the set functions
+// sort / argsort (a stable LSD radix sort on the device, ops/sort/radix.h; a merge sort for
+// complex values, ops/sort/search.h) and the set functions
 // built on it (unique_values / counts / inverse / all: sorted runs, their first elements through
 // nonzero, counts from their positions, inverse indices by searchsorted).
 #include <algorithm>
@@ -10,8 +10,9 @@
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "ops/kernel_launch.h"
-#include "ops/kernels/radix.h"
 #include "ops/ops.h"
+#include "ops/sort/radix.h"
+#include "ops/sort/sort_kernels.h"
 
 namespace pygpukit::ops {
 namespace {

@@ -1,7 +1,7 @@
 // Random numbers (gp.random): a Philox4x64-10 generator whose outputs are a pure function of
 // (key, counter, element index), computed by the same code on the CPU and on CUDA devices, so a
 // seed gives the same numbers on every device. The raw stream is NumPy's
-// np.random.Philox(key=...) bit for bit; ops/kernels/philox.h defines the transforms.
+// np.random.Philox(key=...) bit for bit; ops/random/philox.h defines the transforms.
 #pragma once
 
 #include <array>

@@ -1,4 +1,4 @@
-// CUDA kernels of the LSD radix sort (ops/kernels/radix.h), one pass = count, scan, scatter:
+// CUDA kernels of the LSD radix sort (ops/sort/radix.h), one pass = count, scan, scatter:
 //   pgk_radix_count_<bytes>: one block per tile of 4096 elements (256 threads x 16, strided so
 //     loads coalesce) builds the tile's 256-bucket digit histogram in shared memory.
 //   pgk_radix_scan: one block per digit turns that digit's per-tile counts into exclusive
@@ -14,7 +14,7 @@
 #include <cstdint>
 
 #include "ops/cuda/grid_stride.h"
-#include "ops/kernels/radix.h"
+#include "ops/sort/radix.h"
 
 namespace pk = pygpukit::kernels;
 

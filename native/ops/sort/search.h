@@ -11,6 +11,43 @@
 
 namespace pygpukit::kernels {
 
+/// out[i] = the insertion point of value i in the sorted 1-D `sorted` (m elements, its order
+/// given by `sorter` when not null): the first position whose element is not less than the
+/// value (`right`: greater than it). Values are walked over `shape` with element strides; the
+/// output is dense int64.
+struct SearchParams {
+  int64_t n;
+  int64_t m;
+  int32_t ndim;
+  int32_t right;
+  int64_t shape[kKernelMaxDims];
+  int64_t value_strides[kKernelMaxDims];
+  const void* sorted;
+  int64_t sorted_stride;  // elements
+  const int64_t* sorter;  // null: sorted is in order
+  int64_t sorter_stride;
+  const void* values;
+  int64_t* out;
+};
+
+static_assert(sizeof(SearchParams) == 24 + 128 + 48, "SearchParams layout changed");
+
+/// One pass of the stable merge sort of `rows` contiguous rows of n keys: runs of `width`
+/// sorted elements are merged in pairs. Each element finds its place in the merged run with a
+/// binary search in the other run (ties: the left run first) and moves there, with its int64
+/// index when `idx_in` is not null.
+struct MergeParams {
+  int64_t total;  // rows * n
+  int64_t n;
+  int64_t width;
+  const void* keys_in;
+  void* keys_out;
+  const int64_t* idx_in;
+  int64_t* idx_out;
+};
+
+static_assert(sizeof(MergeParams) == 56, "MergeParams layout changed");
+
 /// a before b in NumPy's sort order.
 template <typename T>
 PGK_HD bool SortLess(T a, T b) {

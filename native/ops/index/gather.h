@@ -11,6 +11,33 @@
 
 namespace pygpukit::kernels {
 
+/// Most integer index arrays one gather combines (NumPy advanced indexing with that many).
+inline constexpr int kGatherMaxIndices = 4;
+
+/// out[i] = src[sum_d c_d * src_strides[d] + sum_k idx_k[c] * idx[k].src_stride] for the
+/// coordinates c of linear index i over `shape` (the output's, coalesced; the output is dense).
+/// Index values are int64, bounds-checked by the op layer; negative ones count from `extent`.
+/// Byte strides for src (the kernel copies `itemsize` bytes, whatever the dtype); element
+/// strides for the index arrays (0 where an index array is broadcast).
+struct GatherParams {
+  int64_t n;
+  int32_t ndim;
+  int32_t nidx;
+  int64_t shape[kKernelMaxDims];
+  int64_t src_strides[kKernelMaxDims];
+  const void* src;
+  void* out;
+  struct Index {
+    const int64_t* ptr;
+    int64_t strides[kKernelMaxDims];
+    int64_t src_stride;  // bytes per unit of this index
+    int64_t extent;      // of the indexed source axis
+  } idx[kGatherMaxIndices];
+};
+
+static_assert(sizeof(GatherParams) == 16 + 128 + 16 + kGatherMaxIndices * 88,
+              "GatherParams layout changed");
+
 /// Byte offset into src of output element i (see GatherParams).
 PGK_HD int64_t GatherOffset(const GatherParams& p, int64_t i) {
   int64_t src = 0;

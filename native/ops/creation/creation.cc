@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/status.h"
+#include "ops/creation/creation_kernels.h"
 #include "ops/kernel_launch.h"
 #include "ops/kernels/scalar_ops.h"
 #include "ops/ops.h"

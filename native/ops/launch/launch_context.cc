@@ -1,0 +1,83 @@
+#include "ops/launch/launch_context.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/status.h"
+#include "runtime/dispatcher.h"
+#include "runtime/runtime.h"
+
+namespace pygpukit::ops {
+
+absl::string_view BackendKindName(BackendKind kind) {
+  return kind == BackendKind::kCpu ? "cpu" : "cuda";
+}
+
+absl::StatusOr<LaunchContext> LaunchContext::Open(absl::string_view op,
+                                                  absl::Span<const GPUArray* const> arrays) {
+  const GPUArray* first = nullptr;
+  for (const GPUArray* a : arrays) {
+    if (a != nullptr && a->valid()) {
+      first = a;
+      break;
+    }
+  }
+  if (first == nullptr) return ValueError(absl::StrCat(op, ": no array to launch on"));
+  PGK_ASSIGN_OR_RETURN(LaunchContext ctx, OnDevice(op, first->device()));
+  for (const GPUArray* a : arrays) {
+    if (a != nullptr && a->valid()) PGK_RETURN_IF_ERROR(ctx.Add(*a, /*pin=*/true));
+  }
+  return ctx;
+}
+
+absl::StatusOr<LaunchContext> LaunchContext::OnDevice(absl::string_view op, Device device) {
+  PGK_ASSIGN_OR_RETURN(hal::Stream * s, Runtime::Get().stream(device));
+  return LaunchContext(op, device, s);
+}
+
+absl::Status LaunchContext::Use(const GPUArray& a) { return Add(a, /*pin=*/true); }
+
+void LaunchContext::Keep(std::shared_ptr<Buffer> buffer) {
+  if (buffer == nullptr) return;
+  held_bytes_ += static_cast<int64_t>(buffer->size());
+  keep_.push_back(std::move(buffer));
+}
+
+absl::Status LaunchContext::Add(const GPUArray& a, bool pin) {
+  if (a.device() != device_) {
+    return ValueError(
+        absl::StrCat(op_, ": arrays on ", device_.ToString(), " and ", a.device().ToString()));
+  }
+  // A buffer named twice (x + x, views of one array) is pinned, recorded and kept once.
+  const std::shared_ptr<Buffer>& buf = a.buffer();
+  for (const auto& k : keep_) {
+    if (k == buf) return absl::OkStatus();
+  }
+  if (pin) PGK_RETURN_IF_ERROR(pin_.Add(buf));
+  // Work is about to be queued on this stream (a scheduled task's own stream differs from the
+  // one the buffer came from): its memory must not be reused before that work has run.
+  if (stream_ != buf->stream()) {
+    PGK_RETURN_IF_ERROR(buf->RecordStream(*stream_));
+    // A page-in (the pin may just have done one) is ordered on the buffer's own stream only.
+    if (buf->evictable()) PGK_RETURN_IF_ERROR(StreamWaitStream(*stream_, *buf->stream()));
+  }
+  Keep(buf);
+  return absl::OkStatus();
+}
+
+absl::Status LaunchContext::QueueHost(absl::string_view kernel, std::function<void()> task,
+                                      LaunchCost cost) {
+  return Runtime::Get().dispatcher().LaunchHost(*stream_, kernel, std::move(task), cost,
+                                                held_bytes_);
+}
+
+absl::Status LaunchContext::Kernel(absl::string_view kernel, const hal::LaunchDims& dims,
+                                   void** args, LaunchCost cost) const {
+  return Runtime::Get().dispatcher().LaunchDevice(*stream_, kernel, dims, args, cost);
+}
+
+absl::Status LaunchContext::Function(absl::string_view kernel, void* function,
+                                     const hal::LaunchDims& dims, void** args,
+                                     LaunchCost cost) const {
+  return Runtime::Get().dispatcher().LaunchFunction(*stream_, kernel, function, dims, args, cost);
+}
+
+}  // namespace pygpukit::ops
