@@ -19,8 +19,8 @@
 #include "ops/elementwise_codegen.h"
 #include "ops/kernels/gemm_params.h"
 #include "ops/kernels/params.h"
-#include "ops/kernels/reduce_ops.h"
 #include "ops/launch/launch_context.h"
+#include "ops/launch/launch_cost.h"
 #include "ops/ops.h"
 
 namespace pygpukit {
@@ -64,13 +64,6 @@ struct MatmulProblem {
 /// The kernel parameter block of a problem (tile fields left zero).
 kernels::GemmParams GemmParamsOf(const MatmulProblem& p);
 
-/// What launches declare to the profiler (runtime/tracer.h). Bytes are the distinct elements
-/// each operand has (a broadcast dimension counts once), read or written once.
-int64_t DistinctBytes(const GPUArray& a);
-/// An elementwise launch: its array operands' bytes, one operation per output element.
-LaunchCost ElementwiseCost(absl::Span<const GPUArray* const> arrays, int64_t n);
-/// A reduction or scan of `n_in` elements into `n_out`: one operation per input element.
-LaunchCost ReduceCost(int64_t n_in, DType in, int64_t n_out, DType out);
 /// 2 m n k FLOPs per batch; A, B, the output (and the addend, the bias) moved once.
 LaunchCost MatmulCost(const MatmulProblem& p);
 
@@ -134,22 +127,6 @@ struct UserEwLaunch {
 absl::Status LaunchUserElementwise(const UserEwLaunch& l, absl::Span<const GPUArray> inputs,
                                    absl::Span<const GPUArray> outs);
 
-/// One reduction or scan, checked and typed by the op layer.
-struct ReduceLaunch {
-  ReduceOp op;
-  absl::string_view name;
-  DType compute;  // the dtype elements are cast to before they are folded
-  double correction = 0.0;
-  LaunchCost cost;  // declared to the profiler (set by LaunchReduce / LaunchScan)
-};
-/// out (dense, of the result dtype, the kept dims' extents) = the reduction of `a` over the dims
-/// flagged in `reduced` (one flag per dim of a).
-absl::Status LaunchReduce(const ReduceLaunch& l, const GPUArray& a, absl::Span<const bool> reduced,
-                          const GPUArray& out);
-/// out (dense, a's shape with `include_initial` more elements along `axis`) = the running
-/// reduction of `a` along `axis`.
-absl::Status LaunchScan(const ReduceLaunch& l, const GPUArray& a, int axis, bool include_initial,
-                        const GPUArray& out);
 absl::Status LaunchMatmul(const MatmulProblem& problem, Device device, KeepAlive keep);
 /// problem's output = its epilogue applied to `src`, a plain product (float32 / float64) laid
 /// out like the output. CUDA only: the CPU backend always fuses.
@@ -186,12 +163,6 @@ absl::Status Matmul(hal::Stream& s, const MatmulProblem& p, KeepAlive keep);
 /// The user kernel `l` through the host compiler (runtime/host_jit.h).
 absl::Status UserElementwise(hal::Stream& s, const UserEwLaunch& l, absl::Span<const GPUArray> outs,
                              absl::Span<const GPUArray> inputs, KeepAlive keep);
-/// The reduction `l` of p.in (already of dtype l.compute) into p.out (of dtype `out`).
-absl::Status Reduce(hal::Stream& s, const ReduceLaunch& l, DType out,
-                    const kernels::ReduceParams& p, KeepAlive keep);
-/// The scan `l` of p.in (already of dtype l.compute) into p.out (of dtype `out`).
-absl::Status Scan(hal::Stream& s, const ReduceLaunch& l, DType out, const kernels::ScanParams& p,
-                  KeepAlive keep);
 }  // namespace cpu_kernels
 
 namespace cuda_kernels {
@@ -209,13 +180,6 @@ absl::Status CopyJit(hal::Stream& s, const GPUArray& src, const GPUArray& dst);
 /// The user kernel `l` through NVRTC (the elementwise generator with the user's body).
 absl::Status UserElementwiseJit(hal::Stream& s, const UserEwLaunch& l,
                                 absl::Span<const GPUArray> outs, absl::Span<const GPUArray> inputs);
-/// The JIT reduction `l` of p.in (of dtype `in`) into p.out (of dtype `out`) on `device`
-/// (ops/reduce_codegen.h); allocates the slice workspace it needs from the pool.
-absl::Status ReduceJit(hal::Stream& s, const ReduceLaunch& l, DType in, DType out,
-                       kernels::ReduceParams p, Device device);
-/// The JIT scan `l` of p.in (of dtype `in`) into p.out (of dtype `out`) on `device`.
-absl::Status ScanJit(hal::Stream& s, const ReduceLaunch& l, DType in, DType out,
-                     kernels::ScanParams p, Device device);
 /// Matmul on a CUDA device: selects a kernel family (ops/gemm_select.h) and launches it.
 /// UnimplementedError when the selection cannot fuse the requested epilogue (the op layer then
 /// runs the product and the epilogue separately).

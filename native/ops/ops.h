@@ -12,7 +12,7 @@
 #include "absl/types/span.h"
 #include "ops/array.h"
 #include "ops/elementwise_table.h"
-#include "ops/reduce_table.h"
+#include "ops/reduce/reduce_table.h"
 
 namespace pygpukit::ops {
 
@@ -304,7 +304,7 @@ uint64_t NewFusedExprId();
 absl::StatusOr<std::vector<GPUArray>> RunFused(const FusedExpr& e,
                                                absl::Span<const EwOperand> inputs);
 
-// ---- reductions and scans (ops/reduce_table.h lists them) ----
+// ---- reductions and scans (ops/reduce/reduce_table.h lists them) ----
 /// Arguments of a reduction beyond its input.
 struct ReduceOptions {
   /// The axes to reduce (negative counted from the end; distinct); nullopt: all of them.

@@ -1,7 +1,7 @@
-// The JIT families' kernel cache in front of the JitEngine (ops/cuda/jit_kernel_cache.h): the
+// The JIT families' kernel cache in front of the JitEngine (ops/launch/jit_kernel_cache.h): the
 // per-thread table of recent hits must never hand out another key's or another cache's entry,
 // keys too long for it go to the shared map, failed builds are not kept, and threads agree.
-#include "ops/cuda/jit_kernel_cache.h"
+#include "ops/launch/jit_kernel_cache.h"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 
-namespace pygpukit::ops::cuda_kernels {
+namespace pygpukit::ops {
 namespace {
 
 struct Entry {
@@ -150,4 +150,4 @@ TEST(JitKernelCache, PodKeyWritesEveryFieldWhole) {
 }
 
 }  // namespace
-}  // namespace pygpukit::ops::cuda_kernels
+}  // namespace pygpukit::ops

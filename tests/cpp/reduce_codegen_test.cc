@@ -1,6 +1,6 @@
 // The reduction / scan program generator: the source's shape, and every reducer of the table
 // compiling under NVRTC for representative dtypes and each launch mode (no GPU needed).
-#include "ops/reduce_codegen.h"
+#include "ops/reduce/reduce_codegen.h"
 
 #include <gtest/gtest.h>
 

@@ -18,13 +18,6 @@ absl::Status ElementwiseJit(hal::Stream&, const EwLaunch&, const GPUArray&,
                             absl::Span<const GPUArray* const>) {
   return NoCuda();
 }
-absl::Status ReduceJit(hal::Stream&, const ReduceLaunch&, DType, DType, kernels::ReduceParams,
-                       Device) {
-  return NoCuda();
-}
-absl::Status ScanJit(hal::Stream&, const ReduceLaunch&, DType, DType, kernels::ScanParams, Device) {
-  return NoCuda();
-}
 absl::Status CopyJit(hal::Stream&, const GPUArray&, const GPUArray&) { return NoCuda(); }
 absl::Status UserElementwiseJit(hal::Stream&, const UserEwLaunch&, absl::Span<const GPUArray>,
                                 absl::Span<const GPUArray>) {

@@ -9,7 +9,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
-#include "ops/cuda/jit_kernel_cache.h"
+#include "ops/launch/jit_kernel_cache.h"
 #include "ops/elementwise_codegen.h"
 #include "ops/kernel_launch.h"
 #include "runtime/runtime.h"

@@ -1,4 +1,4 @@
-// CPU reductions and scans: the reducers of ops/kernels/reduce_ops.h folded over strided
+// CPU reductions and scans: the reducers of ops/reduce/reduce_ops.h folded over strided
 // layouts on the host thread pool. Determinism does not depend on the thread count: the reduced
 // range of an output is cut into fixed chunks whose states are combined in chunk order.
 #include <algorithm>
@@ -7,11 +7,12 @@
 #include "absl/strings/str_cat.h"
 #include "core/cpu/thread_pool.h"
 #include "core/status.h"
-#include "ops/kernel_launch.h"
 #include "ops/kernels/complex_math.h"
-#include "runtime/runtime.h"
+#include "ops/launch/launch_cost.h"
+#include "ops/ops.h"
+#include "ops/reduce/reduce_kernels.h"
 
-namespace pygpukit::ops::cpu_kernels {
+namespace pygpukit::ops {
 namespace {
 
 constexpr int64_t kChunk = 1 << 14;  // reduced elements folded by one task
@@ -172,30 +173,47 @@ absl::Status Dispatch(const ReduceLaunch& l, DType out, Fn&& fn) {
   });
 }
 
-}  // namespace
+// The loops are instantiated per compute dtype only: the input is converted to it first.
+absl::StatusOr<GPUArray> Source(LaunchContext& ctx, const ReduceLaunch& l, const GPUArray& a,
+                                const GPUArray& out) {
+  PGK_ASSIGN_OR_RETURN(GPUArray src, AsType(a, l.compute, /*copy=*/false));
+  PGK_RETURN_IF_ERROR(ctx.Use(src));
+  PGK_RETURN_IF_ERROR(ctx.Use(out));
+  return src;
+}
 
-absl::Status Reduce(hal::Stream& s, const ReduceLaunch& l, DType out,
-                    const kernels::ReduceParams& p, KeepAlive keep) {
-  const int64_t held = HeldBytes(keep);
-  return Dispatch(l, out, [&]<class R, class Out>() -> absl::Status {
-    return Runtime::Get().dispatcher().LaunchHost(
-        s, l.name, [p, keep = std::move(keep)] { RunReduce<R, Out>(p); }, l.cost, held);
+absl::Status ReduceCpu(LaunchContext& ctx, const ReduceLaunch& l, const GPUArray& a,
+                       absl::Span<const bool> reduced, const GPUArray& out) {
+  PGK_ASSIGN_OR_RETURN(GPUArray src, Source(ctx, l, a, out));
+  PGK_ASSIGN_OR_RETURN(kernels::ReduceParams p,
+                       ReduceParamsOf(l.name, src, reduced, out, l.correction));
+  const LaunchCost cost = ReduceCost(src.size(), src.dtype(), out.size(), out.dtype());
+  return Dispatch(l, out.dtype(), [&]<class R, class Out>() -> absl::Status {
+    return ctx.HostTask(
+        l.name, [p] { RunReduce<R, Out>(p); }, cost);
   });
 }
 
-absl::Status Scan(hal::Stream& s, const ReduceLaunch& l, DType out, const kernels::ScanParams& p,
-                  KeepAlive keep) {
-  const int64_t held = HeldBytes(keep);
-  return Dispatch(l, out, [&]<class R, class Out>() -> absl::Status {
+absl::Status ScanCpu(LaunchContext& ctx, const ReduceLaunch& l, const GPUArray& a, int axis,
+                     bool include_initial, const GPUArray& out) {
+  PGK_ASSIGN_OR_RETURN(GPUArray src, Source(ctx, l, a, out));
+  PGK_ASSIGN_OR_RETURN(kernels::ScanParams p,
+                       ScanParamsOf(l.name, src, axis, include_initial, out));
+  const LaunchCost cost = ReduceCost(src.size(), src.dtype(), out.size(), out.dtype());
+  return Dispatch(l, out.dtype(), [&]<class R, class Out>() -> absl::Status {
     using C = typename R::Compute;
     if constexpr (std::is_same_v<R, kernels::SumReducer<C>> ||
                   std::is_same_v<R, kernels::ProdReducer<C>>) {
-      return Runtime::Get().dispatcher().LaunchHost(
-          s, l.name, [p, keep = std::move(keep)] { RunScan<R, Out>(p); }, l.cost, held);
+      return ctx.HostTask(
+          l.name, [p] { RunScan<R, Out>(p); }, cost);
     } else {
       return RuntimeError(absl::StrCat(l.name, ": no CPU scan"));
     }
   });
 }
 
-}  // namespace pygpukit::ops::cpu_kernels
+PGK_REGISTER_KERNEL(kReduceKernel, kCpu, ReduceCpu);
+PGK_REGISTER_KERNEL(kScanKernel, kCpu, ScanCpu);
+
+}  // namespace
+}  // namespace pygpukit::ops

@@ -1,5 +1,5 @@
 // CUDA reductions and scans through the JIT: picks the launch configuration from the shape, the
-// layout and the device (ops/kernels/reduce_jit.h describes the modes), finds or compiles the
+// layout and the device (ops/reduce/reduce_jit.h describes the modes), finds or compiles the
 // program and launches its kernels through the dispatcher, with the slice workspace from the
 // pool (stream-ordered, so it is reusable as soon as the launches are queued).
 #include <algorithm>
@@ -8,13 +8,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
-#include "ops/cuda/jit_kernel_cache.h"
 #include "ops/kernel_launch.h"
 #include "ops/kernels/complex_math.h"
-#include "ops/reduce_codegen.h"
+#include "ops/launch/jit_kernel_cache.h"
+#include "ops/launch/launch_cost.h"
+#include "ops/reduce/reduce_codegen.h"
+#include "ops/reduce/reduce_kernels.h"
 #include "runtime/runtime.h"
 
-namespace pygpukit::ops::cuda_kernels {
+namespace pygpukit::ops {
 namespace {
 
 constexpr int kBlock = 256;  // kernels::kReduceBlock
@@ -197,11 +199,12 @@ JitKernelCache<ScanEntry>& ScanCache() {
   return *cache;
 }
 
-}  // namespace
-
-absl::Status ReduceJit(hal::Stream& s, const ReduceLaunch& l, DType in, DType out,
-                       kernels::ReduceParams p, Device device) {
+// The JIT reduction `l` of p.in (of dtype `in`) into p.out (of dtype `out`); allocates the
+// slice workspace it needs from the pool.
+absl::Status ReduceJit(LaunchContext& ctx, const ReduceLaunch& l, DType in, DType out,
+                       kernels::ReduceParams p) {
   Runtime& rt = Runtime::Get();
+  const Device device = ctx.device();
   PGK_ASSIGN_OR_RETURN(int64_t sms, Multiprocessors(device));
   const ReduceKernelSpec spec = ReduceSpecOf(l, in, out, p);
   const KernelKey key = ReduceKey(spec, device.index);
@@ -239,18 +242,20 @@ absl::Status ReduceJit(hal::Stream& s, const ReduceLaunch& l, DType in, DType ou
   dims.block[1] = kBlock / spec.bx;
   dims.grid[0] = static_cast<unsigned>(grid_x);
   dims.grid[1] = static_cast<unsigned>(p.slices);
-  PGK_RETURN_IF_ERROR(rt.dispatcher().LaunchFunction(s, l.name, e.main, dims, params, l.cost));
+  PGK_RETURN_IF_ERROR(ctx.Function(l.name, e.main, dims, params, l.cost));
   if (p.slices == 1) return absl::OkStatus();
   hal::LaunchDims fin;
   fin.block[0] = 32;
   fin.block[1] = kBlock / 32;
   fin.grid[0] = static_cast<unsigned>(CeilDiv(p.n_out, kBlock / 32));
-  return rt.dispatcher().LaunchFunction(s, l.name, e.final, fin, params);
+  return ctx.Function(l.name, e.final, fin, params);
 }
 
-absl::Status ScanJit(hal::Stream& s, const ReduceLaunch& l, DType in, DType out,
-                     kernels::ScanParams p, Device device) {
+// The JIT scan `l` of p.in (of dtype `in`) into p.out (of dtype `out`).
+absl::Status ScanJit(LaunchContext& ctx, const ReduceLaunch& l, DType in, DType out,
+                     kernels::ScanParams p) {
   Runtime& rt = Runtime::Get();
+  const Device device = ctx.device();
   PGK_ASSIGN_OR_RETURN(int64_t sms, Multiprocessors(device));
   ScanKernelSpec spec;
   spec.op = l.op;
@@ -300,7 +305,7 @@ absl::Status ScanJit(hal::Stream& s, const ReduceLaunch& l, DType in, DType out,
   lines.block[0] = kBlock;
   lines.grid[0] = static_cast<unsigned>(CeilDiv(p.n_lines, kBlock));
   if (spec.serial) {
-    return rt.dispatcher().LaunchFunction(s, l.name, e.serial, lines, params, l.cost);
+    return ctx.Function(l.name, e.serial, lines, params, l.cost);
   }
   if (p.n_lines > INT32_MAX) {
     return NotImplementedError(absl::StrCat(l.name, ": more than 2^31 - 1 lines"));
@@ -316,11 +321,48 @@ absl::Status ScanJit(hal::Stream& s, const ReduceLaunch& l, DType in, DType out,
     p.partial = workspace.data();
     // The input is read twice in this mode (totals, then the block scan); the scan's operations
     // are declared once, by the block pass.
-    PGK_RETURN_IF_ERROR(rt.dispatcher().LaunchFunction(
-        s, l.name, e.totals, chunks, params, LaunchCost{0, p.n_lines * p.length * ItemSize(in)}));
-    PGK_RETURN_IF_ERROR(rt.dispatcher().LaunchFunction(s, l.name, e.prefixes, lines, params));
+    PGK_RETURN_IF_ERROR(ctx.Function(l.name, e.totals, chunks, params,
+                                     LaunchCost{0, p.n_lines * p.length * ItemSize(in)}));
+    PGK_RETURN_IF_ERROR(ctx.Function(l.name, e.prefixes, lines, params));
   }
-  return rt.dispatcher().LaunchFunction(s, l.name, e.block, chunks, params, l.cost);
+  return ctx.Function(l.name, e.block, chunks, params, l.cost);
 }
 
-}  // namespace pygpukit::ops::cuda_kernels
+// The kernels convert the input themselves; without NVRTC there are none.
+absl::Status CheckJit(const ReduceLaunch& l, Device device) {
+  if (absl::Status jit = Runtime::Get().jit().Available(); !jit.ok()) {
+    return NotImplementedError(absl::StrCat(
+        l.name, " on ", device.ToString(), " needs the NVRTC JIT, which is unavailable (",
+        jit.message(), "); install the CUDA runtime compiler (libnvrtc) or use the CPU backend"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReduceCuda(LaunchContext& ctx, const ReduceLaunch& l, const GPUArray& a,
+                        absl::Span<const bool> reduced, const GPUArray& out) {
+  PGK_RETURN_IF_ERROR(CheckJit(l, ctx.device()));
+  PGK_RETURN_IF_ERROR(ctx.Use(a));
+  PGK_RETURN_IF_ERROR(ctx.Use(out));
+  PGK_ASSIGN_OR_RETURN(kernels::ReduceParams p,
+                       ReduceParamsOf(l.name, a, reduced, out, l.correction));
+  ReduceLaunch lc = l;
+  lc.cost = ReduceCost(a.size(), a.dtype(), out.size(), out.dtype());
+  return ReduceJit(ctx, lc, a.dtype(), out.dtype(), p);
+}
+
+absl::Status ScanCuda(LaunchContext& ctx, const ReduceLaunch& l, const GPUArray& a, int axis,
+                      bool include_initial, const GPUArray& out) {
+  PGK_RETURN_IF_ERROR(CheckJit(l, ctx.device()));
+  PGK_RETURN_IF_ERROR(ctx.Use(a));
+  PGK_RETURN_IF_ERROR(ctx.Use(out));
+  PGK_ASSIGN_OR_RETURN(kernels::ScanParams p, ScanParamsOf(l.name, a, axis, include_initial, out));
+  ReduceLaunch lc = l;
+  lc.cost = ReduceCost(a.size(), a.dtype(), out.size(), out.dtype());
+  return ScanJit(ctx, lc, a.dtype(), out.dtype(), p);
+}
+
+PGK_REGISTER_KERNEL(kReduceKernel, kCuda, ReduceCuda);
+PGK_REGISTER_KERNEL(kScanKernel, kCuda, ScanCuda);
+
+}  // namespace
+}  // namespace pygpukit::ops

@@ -1,5 +1,5 @@
 // Source generation for the JIT reductions and scans (pure: unit-tested, and compiled by NVRTC
-// in tests without a GPU). The kernels themselves are templates in ops/kernels/reduce_jit.h; a
+// in tests without a GPU). The kernels themselves are templates in ops/reduce/reduce_jit.h; a
 // program instantiates them for one reducer, the storage / compute / result dtypes and a launch
 // configuration, all fixed at compile time.
 #pragma once
@@ -7,7 +7,7 @@
 #include <string>
 
 #include "core/dtype.h"
-#include "ops/reduce_table.h"
+#include "ops/reduce/reduce_table.h"
 #include "runtime/jit_cache.h"
 
 namespace pygpukit::ops {
@@ -47,7 +47,7 @@ inline constexpr const char* kScanTotalsKernelName = "pgk_scan_totals";
 inline constexpr const char* kScanPrefixesKernelName = "pgk_scan_prefixes";
 inline constexpr const char* kScanBlockKernelName = "pgk_scan_block";
 
-/// The reducer template's name in ops/kernels/reduce_ops.h ("SumReducer", ...).
+/// The reducer template's name in ops/reduce/reduce_ops.h ("SumReducer", ...).
 const char* ReducerName(ReduceOp op);
 
 /// The program the JIT compiles for `spec`.

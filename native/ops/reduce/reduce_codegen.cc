@@ -1,4 +1,4 @@
-#include "ops/reduce_codegen.h"
+#include "ops/reduce/reduce_codegen.h"
 
 #include "absl/strings/str_cat.h"
 #include "ops/elementwise_codegen.h"
@@ -9,7 +9,7 @@ namespace {
 
 std::string Prologue(ReduceOp op, DType compute) {
   return absl::StrCat(
-      "#include \"ops/kernels/reduce_jit.h\"\n"
+      "#include \"ops/reduce/reduce_jit.h\"\n"
       "using namespace ::pygpukit;\nusing namespace ::pygpukit::kernels;\n\n"
       "typedef ",
       ReducerName(op), "<", EwTypeName(compute), "> R;\n\n");

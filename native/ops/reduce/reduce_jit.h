@@ -1,6 +1,6 @@
 // Device code of the JIT reductions and scans (NVRTC receives this header with each program; the
-// generated source only instantiates these templates: ops/reduce_codegen.h). Every kernel runs
-// 256-thread blocks and combines partial states in a fixed order, so a launch configuration
+// generated source only instantiates these templates: ops/reduce/reduce_codegen.h). Every kernel
+// runs 256-thread blocks and combines partial states in a fixed order, so a launch configuration
 // (chosen from the shape, the strides, 16-byte alignment and the device) always produces the
 // same bits: no atomics.
 //
@@ -23,7 +23,7 @@
 #pragma once
 
 #include "ops/kernels/elementwise_jit.h"
-#include "ops/kernels/reduce_ops.h"
+#include "ops/reduce/reduce_ops.h"
 
 namespace pygpukit::kernels {
 

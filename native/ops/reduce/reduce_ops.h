@@ -1,6 +1,6 @@
 // Semantics of the reductions and scans, defined once for both backends: the CPU loops (g++)
 // instantiate these reducers and the CUDA kernels are generated at run time from
-// ops/kernels/reduce_jit.h (NVRTC receives both headers as source).
+// ops/reduce/reduce_jit.h (NVRTC receives both headers as source).
 //
 // A reducer over compute type C folds elements into an accumulator:
 //   Acc           the running state (trivially copyable: kernels move it through shared memory
@@ -372,7 +372,7 @@ struct VarianceReducer {
   }
 };
 
-// The reducers by the names of ops/reduce_table.h.
+// The reducers by the names of ops/reduce/reduce_table.h.
 template <typename C>
 using MaxReducer = ExtremumReducer<C, true>;
 template <typename C>

@@ -1,5 +1,5 @@
 // The single list of reductions: X(Enum, name, Reducer) with the Array API name and the reducer
-// template of ops/kernels/reduce_ops.h (over the compute type). The op layer, the CPU loops, the
+// template of ops/reduce/reduce_ops.h (over the compute type). The op layer, the CPU loops, the
 // CUDA source generator and the bindings expand it.
 #pragma once
 

@@ -1,12 +1,11 @@
-// Routing of reductions and scans to the backends (LaunchReduce, LaunchScan): the kept, reduced
-// and line dims coalesced into the kernels' parameter blocks, cast-first inputs for the CPU
-// loops, the CUDA JIT otherwise.
+// The reduce family's launches (LaunchReduce, LaunchScan) and the parameter blocks both backends
+// fill: the kept, reduced and line dims coalesced.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "core/shape.h"
 #include "core/status.h"
-#include "ops/kernel_launch.h"
-#include "runtime/runtime.h"
+#include "ops/reduce/reduce_kernels.h"
 
 namespace pygpukit::ops {
 namespace {
@@ -39,6 +38,8 @@ int64_t Product(absl::Span<const int64_t> shape) {
   for (int64_t e : shape) n *= e;
   return n;
 }
+
+}  // namespace
 
 absl::StatusOr<kernels::ReduceParams> ReduceParamsOf(absl::string_view name, const GPUArray& a,
                                                      absl::Span<const bool> reduced,
@@ -88,48 +89,16 @@ absl::StatusOr<kernels::ScanParams> ScanParamsOf(absl::string_view name, const G
   return p;
 }
 
-// The input the backend reads: itself on CUDA (the kernel converts), converted to the compute
-// dtype first on the CPU (the loops are instantiated per compute dtype only).
-absl::StatusOr<GPUArray> Source(const ReduceLaunch& l, const GPUArray& a) {
-  if (a.device().is_cpu()) return AsType(a, l.compute, /*copy=*/false);
-  if (absl::Status jit = Runtime::Get().jit().Available(); !jit.ok()) {
-    return NotImplementedError(absl::StrCat(
-        l.name, " on ", a.device().ToString(), " needs the NVRTC JIT, which is unavailable (",
-        jit.message(), "); install the CUDA runtime compiler (libnvrtc) or use the CPU backend"));
-  }
-  return a;
-}
-
-}  // namespace
-
 absl::Status LaunchReduce(const ReduceLaunch& l, const GPUArray& a, absl::Span<const bool> reduced,
                           const GPUArray& out) {
-  PGK_ASSIGN_OR_RETURN(GPUArray src, Source(l, a));
-  PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&src, &out}));
-  PGK_ASSIGN_OR_RETURN(kernels::ReduceParams p,
-                       ReduceParamsOf(l.name, src, reduced, out, l.correction));
-  PGK_ASSIGN_OR_RETURN(hal::Stream * s, Runtime::Get().stream(out.device()));
-  ReduceLaunch lc = l;
-  lc.cost = ReduceCost(src.size(), src.dtype(), out.size(), out.dtype());
-  if (out.device().is_cpu()) {
-    return cpu_kernels::Reduce(*s, lc, out.dtype(), p, {src.buffer(), out.buffer()});
-  }
-  return cuda_kernels::ReduceJit(*s, lc, src.dtype(), out.dtype(), p, out.device());
+  PGK_ASSIGN_OR_RETURN(LaunchContext ctx, LaunchContext::OnDevice(l.name, out.device()));
+  return kReduceKernel(ctx, l, a, reduced, out);
 }
 
 absl::Status LaunchScan(const ReduceLaunch& l, const GPUArray& a, int axis, bool include_initial,
                         const GPUArray& out) {
-  PGK_ASSIGN_OR_RETURN(GPUArray src, Source(l, a));
-  PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&src, &out}));
-  PGK_ASSIGN_OR_RETURN(kernels::ScanParams p,
-                       ScanParamsOf(l.name, src, axis, include_initial, out));
-  PGK_ASSIGN_OR_RETURN(hal::Stream * s, Runtime::Get().stream(out.device()));
-  ReduceLaunch lc = l;
-  lc.cost = ReduceCost(src.size(), src.dtype(), out.size(), out.dtype());
-  if (out.device().is_cpu()) {
-    return cpu_kernels::Scan(*s, lc, out.dtype(), p, {src.buffer(), out.buffer()});
-  }
-  return cuda_kernels::ScanJit(*s, lc, src.dtype(), out.dtype(), p, out.device());
+  PGK_ASSIGN_OR_RETURN(LaunchContext ctx, LaunchContext::OnDevice(l.name, out.device()));
+  return kScanKernel(ctx, l, a, axis, include_initial, out);
 }
 
 }  // namespace pygpukit::ops

@@ -18,7 +18,7 @@
 #include "absl/strings/string_view.h"
 #include "core/status.h"
 
-namespace pygpukit::ops::cuda_kernels {
+namespace pygpukit::ops {
 
 /// A cache key being built: the short keys of the built-in families stay off the heap.
 using KernelKey = absl::InlinedVector<char, 64>;
@@ -94,4 +94,4 @@ class JitKernelCache {
   absl::node_hash_map<std::string, Entry> entries_;
 };
 
-}  // namespace pygpukit::ops::cuda_kernels
+}  // namespace pygpukit::ops

@@ -1,5 +1,5 @@
-// Reductions and scans (the table in ops/reduce_table.h): argument checks, axes, the result and
-// compute dtypes, empty cases and the output; the backends run ops/kernels/reduce_ops.h.
+// Reductions and scans (the table in ops/reduce/reduce_table.h): argument checks, axes, the result
+// and compute dtypes, empty cases and the output; the backends run ops/reduce/reduce_ops.h.
 #include <algorithm>
 #include <cmath>
 
@@ -8,6 +8,7 @@
 #include "core/status.h"
 #include "ops/kernel_launch.h"
 #include "ops/ops.h"
+#include "ops/reduce/reduce_kernels.h"
 
 namespace pygpukit::ops {
 namespace {
