@@ -422,7 +422,9 @@ def test_scheduler_calls_inside_a_task_block_refuse_instead_of_hanging():
 def test_drain_lets_keyboard_interrupt_through():
     proc = run_child(
         """
-        import _thread, threading, time, pygpukit as gp
+        import _thread, faulthandler, threading, time, pygpukit as gp
+        # A hang shows where every thread was (the test's timeout kills the child silently).
+        faulthandler.dump_traceback_later(45, exit=True)
         s = gp.scheduler.Scheduler(workers=1)
         s.add_tenant("t")
         release = threading.Event()
@@ -431,9 +433,9 @@ def test_drain_lets_keyboard_interrupt_through():
         try:  # everything from the timer on: a loaded machine may deliver it anywhere here
             threading.Timer(0.3, _thread.interrupt_main).start()
             s.drain()
-            print("drained")
+            print("drained", flush=True)
         except KeyboardInterrupt:
-            print("interrupted after", round(time.monotonic() - start, 1))
+            print("interrupted after", round(time.monotonic() - start, 1), flush=True)
         try:
             assert s.drain(0.05) is False  # a timeout: not drained yet
         finally:
@@ -441,10 +443,11 @@ def test_drain_lets_keyboard_interrupt_through():
         assert s.drain(10) is True
         f.result(10)
         s.shutdown()
+        print("shut down", flush=True)
         """,
         timeout=60,
     )
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.returncode == 0, (proc.stdout, proc.stderr[-4000:])
     assert proc.stdout.startswith("interrupted after"), proc.stdout
 
 
