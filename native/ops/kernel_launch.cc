@@ -131,34 +131,6 @@ absl::Status EncodeScalar(const Scalar& s, DType dtype, unsigned char* out16,
   });
 }
 
-absl::Status LaunchBinary(ElementwiseOp op, const GPUArray& out, const GPUArray* a,
-                          const GPUArray* b, const unsigned char* scalar) {
-  if (out.size() == 0) return absl::OkStatus();
-  if (!out.device().is_cuda()) {
-    return RuntimeError("elementwise: the precompiled kernels are for CUDA devices");
-  }
-  PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&out, a, b}));
-  ElementwiseParams p;
-  PGK_RETURN_IF_ERROR(ElementwiseParamsOf(out, a, b, p, ElementwiseOpName(op)));
-  if (a == nullptr) p.scalar_operand = kernels::kScalarA;
-  if (b == nullptr) p.scalar_operand = kernels::kScalarB;
-  if (scalar != nullptr) std::memcpy(p.scalar, scalar, out.itemsize());
-  PGK_ASSIGN_OR_RETURN(hal::Stream * s, StreamOf(out));
-  return cuda_kernels::Binary(*s, op, out.dtype(), p);
-}
-
-absl::Status LaunchNegative(const GPUArray& out, const GPUArray& a) {
-  if (out.size() == 0) return absl::OkStatus();
-  if (!out.device().is_cuda()) {
-    return RuntimeError("negative: the precompiled kernels are for CUDA devices");
-  }
-  PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident({&out, &a}));
-  ElementwiseParams p;
-  PGK_RETURN_IF_ERROR(ElementwiseParamsOf(out, &a, nullptr, p, "negative"));
-  PGK_ASSIGN_OR_RETURN(hal::Stream * s, StreamOf(out));
-  return cuda_kernels::Negative(*s, out.dtype(), p);
-}
-
 absl::Status LaunchMatmul(const MatmulProblem& problem, Device device, KeepAlive keep) {
   PGK_ASSIGN_OR_RETURN(hal::Stream * s, Runtime::Get().stream(device));
   LaunchGate* gate = LaunchGateScope::Current();

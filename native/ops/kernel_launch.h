@@ -16,7 +16,7 @@
 #include "absl/types/span.h"
 #include "core/hal/backend.h"
 #include "ops/array.h"
-#include "ops/elementwise_codegen.h"
+#include "ops/elementwise/elementwise_codegen.h"
 #include "ops/kernels/gemm_params.h"
 #include "ops/kernels/params.h"
 #include "ops/launch/launch_context.h"
@@ -67,66 +67,6 @@ kernels::GemmParams GemmParamsOf(const MatmulProblem& p);
 /// 2 m n k FLOPs per batch; A, B, the output (and the addend, the bias) moved once.
 LaunchCost MatmulCost(const MatmulProblem& p);
 
-/// The CPU backend's elementwise launch: element strides of every operand over a coalesced
-/// layout; scalar inputs are read from `scalars` (zero strides).
-struct EwCpuArgs {
-  static constexpr int kMaxInputs = 3;
-  int64_t n = 0;
-  int ndim = 0;
-  bool contiguous = false;  // every array operand dense in C order (scalars aside)
-  int64_t shape[kernels::kKernelMaxDims] = {};
-  void* out = nullptr;
-  int64_t out_strides[kernels::kKernelMaxDims] = {};
-  int ninputs = 0;
-  const void* in[kMaxInputs] = {};
-  int64_t in_strides[kMaxInputs][kernels::kKernelMaxDims] = {};
-  bool in_scalar[kMaxInputs] = {};
-  alignas(16) unsigned char scalars[kMaxInputs][16] = {};
-  LaunchCost cost;  // declared to the profiler
-};
-
-// ---- routing by device (kernel_launch.cc) ----
-/// One elementwise function application, checked and promoted by the op layer.
-struct EwLaunch {
-  ElementwiseOp op;
-  absl::string_view name;
-  DType compute;  // the dtype the function computes in
-  DType result;   // its result dtype (the output array may have another: converted on store)
-  struct Input {
-    const GPUArray* array = nullptr;  // null: a scalar, encoded in `scalar`
-    DType compute = DType::Float32;  // the dtype this operand converts to (where's condition: bool)
-    alignas(16) unsigned char scalar[16] = {};
-  };
-  absl::InlinedVector<Input, 3> inputs;
-};
-/// out = op(inputs) elementwise: arrays broadcast to out's shape and convert to their compute
-/// dtype, the result converts to out's dtype. `out` may overlap the inputs (an overlap other
-/// than identical elements computes into a temporary first). CUDA: a JIT kernel specialized for
-/// the dtypes and layout; without NVRTC, the precompiled add / subtract / multiply / divide /
-/// negative kernels (other functions raise NotImplementedError saying why).
-absl::Status LaunchElementwise(const EwLaunch& launch, const GPUArray& out);
-/// Precompiled path (no JIT): out = a op b with a or b possibly absent (a scalar in `scalar`,
-/// in out's dtype); arrays share out's dtype and shape (with broadcast strides). add, subtract,
-/// multiply, divide only.
-absl::Status LaunchBinary(ElementwiseOp op, const GPUArray& out, const GPUArray* a,
-                          const GPUArray* b, const unsigned char* scalar);
-/// Precompiled path: out = -a; a shares out's dtype and shape.
-absl::Status LaunchNegative(const GPUArray& out, const GPUArray& a);
-/// A user elementwise kernel (gp.ElementwiseKernel), typed by the op layer: `spec` holds the
-/// body, the parameter names and dtypes (its layout fields are set per launch); scalar inputs
-/// are passed as their bytes in their dtype.
-struct UserEwLaunch {
-  EwKernelSpec spec;
-  absl::InlinedVector<DType, 4> scalar_dtypes;  // per input (the dtype of a scalar input)
-  absl::InlinedVector<std::array<unsigned char, 16>, 4> scalars;  // per input
-};
-/// outs (one or more, of one shape) = the user kernel over `inputs` (arrays of that shape,
-/// broadcast views allowed; invalid entries stand for the scalars). An output overlapping an
-/// input other than element for element is computed through a temporary; outputs sharing memory
-/// are a ValueError. CPU: compiled by the host compiler; CUDA: by NVRTC.
-absl::Status LaunchUserElementwise(const UserEwLaunch& l, absl::Span<const GPUArray> inputs,
-                                   absl::Span<const GPUArray> outs);
-
 absl::Status LaunchMatmul(const MatmulProblem& problem, Device device, KeepAlive keep);
 /// problem's output = its epilogue applied to `src`, a plain product (float32 / float64) laid
 /// out like the output. CUDA only: the CPU backend always fuses.
@@ -156,30 +96,10 @@ absl::StatusOr<GPUArray> NewArray(absl::Span<const int64_t> shape, DType dtype, 
 absl::Status EncodeScalar(const Scalar& s, DType dtype, unsigned char* out16, absl::string_view op);
 
 namespace cpu_kernels {
-/// The function `l.op` in `l.compute` over inputs already converted to their compute dtypes,
-/// into an output of dtype `l.result`.
-absl::Status Elementwise(hal::Stream& s, const EwLaunch& l, const EwCpuArgs& args, KeepAlive keep);
 absl::Status Matmul(hal::Stream& s, const MatmulProblem& p, KeepAlive keep);
-/// The user kernel `l` through the host compiler (runtime/host_jit.h).
-absl::Status UserElementwise(hal::Stream& s, const UserEwLaunch& l, absl::Span<const GPUArray> outs,
-                             absl::Span<const GPUArray> inputs, KeepAlive keep);
 }  // namespace cpu_kernels
 
 namespace cuda_kernels {
-absl::Status Binary(hal::Stream& s, ElementwiseOp op, DType dtype,
-                    const kernels::ElementwiseParams& p);
-absl::Status Negative(hal::Stream& s, DType dtype, const kernels::ElementwiseParams& p);
-/// The JIT kernel of `l` (ops/elementwise_codegen.h): inputs in their own dtypes (of out's shape
-/// or broadcast to it; null for scalars), converted in the kernel; the result stored as out's
-/// dtype.
-absl::Status ElementwiseJit(hal::Stream& s, const EwLaunch& l, const GPUArray& out,
-                            absl::Span<const GPUArray* const> inputs);
-/// dst = src converted to dst's dtype (shapes equal; src may have broadcast strides) through a
-/// JIT kernel (16-byte accesses on dense operands).
-absl::Status CopyJit(hal::Stream& s, const GPUArray& src, const GPUArray& dst);
-/// The user kernel `l` through NVRTC (the elementwise generator with the user's body).
-absl::Status UserElementwiseJit(hal::Stream& s, const UserEwLaunch& l,
-                                absl::Span<const GPUArray> outs, absl::Span<const GPUArray> inputs);
 /// Matmul on a CUDA device: selects a kernel family (ops/gemm_select.h) and launches it.
 /// UnimplementedError when the selection cannot fuse the requested epilogue (the op layer then
 /// runs the product and the epilogue separately).

@@ -11,7 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "ops/array.h"
-#include "ops/elementwise_table.h"
+#include "ops/elementwise/elementwise_table.h"
 #include "ops/reduce/reduce_table.h"
 
 namespace pygpukit::ops {
@@ -194,7 +194,7 @@ absl::StatusOr<GPUArray> Diff(const GPUArray& x, int64_t axis, int64_t n,
                               const std::optional<GPUArray>& prepend,
                               const std::optional<GPUArray>& append);
 
-// ---- elementwise functions (ops/elementwise_table.h lists them) ----
+// ---- elementwise functions (ops/elementwise/elementwise_table.h lists them) ----
 /// An operand of an elementwise function: an array, or a weak Python scalar (NEP 50: it takes
 /// the arrays' dtype unless it is of a higher kind).
 struct EwOperand {

@@ -1,6 +1,6 @@
 // The elementwise kernel generator: the source's shape for each layout, and every function of
 // the op table compiling under NVRTC for representative dtypes of its domain (no GPU needed).
-#include "ops/elementwise_codegen.h"
+#include "ops/elementwise/elementwise_codegen.h"
 
 #include <gtest/gtest.h>
 

@@ -25,7 +25,7 @@ import pygpukit as gp
 REAL = INTS + FLOATS
 REAL_OR_BOOL = ["bool"] + REAL
 
-# Dtypes each domain accepts (native/ops/elementwise_table.h).
+# Dtypes each domain accepts (native/ops/elementwise/elementwise_table.h).
 DOMAIN = {
     "all": ALL,
     "numeric": NUMERIC,

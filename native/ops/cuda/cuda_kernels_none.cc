@@ -10,19 +10,6 @@ absl::Status NoCuda() {
 }
 }  // namespace
 
-absl::Status Binary(hal::Stream&, ElementwiseOp, DType, const kernels::ElementwiseParams&) {
-  return NoCuda();
-}
-absl::Status Negative(hal::Stream&, DType, const kernels::ElementwiseParams&) { return NoCuda(); }
-absl::Status ElementwiseJit(hal::Stream&, const EwLaunch&, const GPUArray&,
-                            absl::Span<const GPUArray* const>) {
-  return NoCuda();
-}
-absl::Status CopyJit(hal::Stream&, const GPUArray&, const GPUArray&) { return NoCuda(); }
-absl::Status UserElementwiseJit(hal::Stream&, const UserEwLaunch&, absl::Span<const GPUArray>,
-                                absl::Span<const GPUArray>) {
-  return NoCuda();
-}
 absl::Status Matmul(hal::Stream&, const MatmulProblem&, Device) { return NoCuda(); }
 absl::Status MatmulCublasLt(hal::Stream&, const MatmulProblem&, Device) { return NoCuda(); }
 absl::StatusOr<int> MatmulPreemptible(hal::Stream&, const MatmulProblem&, Device,

@@ -1,5 +1,5 @@
-// Device-side helpers of the generated elementwise kernels (ops/elementwise_codegen.h): NVRTC
-// receives this header with every elementwise program. The kernels themselves are generated
+// Device-side helpers of the generated elementwise kernels (ops/elementwise/elementwise_codegen.h):
+// NVRTC receives this header with every elementwise program. The kernels themselves are generated
 // text; these types keep that text short.
 #pragma once
 

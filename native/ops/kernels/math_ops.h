@@ -121,8 +121,8 @@ PGK_HD float HalfSinCos(float x) {
 // values, inf and NaN take the library function: SinOpLibrary, CosOpLibrary), others as the
 // other functions. Generated contiguous kernels test InFastRange for all the elements a thread
 // holds and then run ApplyFast on all of them without a branch per element
-// (ops/elementwise_codegen.h, EwKernelSpec::fast_body), which lets the elements' arithmetic
-// overlap.
+// (ops/elementwise/elementwise_codegen.h, EwKernelSpec::fast_body), which lets the elements'
+// arithmetic overlap.
 #define PGK_TRIG(NAME, FN, IS_COS)                                             \
   PGK_FLOAT_UNARY(NAME##Library, FN)                                           \
   struct NAME {                                                                \

@@ -1,7 +1,7 @@
 #include "ops/reduce/reduce_codegen.h"
 
 #include "absl/strings/str_cat.h"
-#include "ops/elementwise_codegen.h"
+#include "ops/elementwise/elementwise_codegen.h"
 #include "ops/ops.h"
 
 namespace pygpukit::ops {

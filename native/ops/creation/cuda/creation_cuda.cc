@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "ops/creation/creation_kernels.h"
-#include "ops/kernel_launch.h"
+#include "ops/elementwise/cuda/elementwise_jit.h"
 #include "ops/launch/cuda_launch.h"
 #include "ops/launch/layout.h"
 #include "runtime/runtime.h"
@@ -25,7 +25,7 @@ absl::Status CopyCuda(LaunchContext& ctx, const GPUArray& src, const GPUArray& d
   absl::Status jit = absl::OkStatus();
   if ((jit_failed.load(std::memory_order_relaxed) & bit) == 0 &&
       Runtime::Get().jit().Available().ok()) {
-    jit = cuda_kernels::CopyJit(ctx.stream(), src, dst);  // enqueues nothing when it fails
+    jit = CopyJit(ctx, src, dst);  // enqueues nothing when it fails
     if (jit.ok()) return absl::OkStatus();
     jit_failed.fetch_or(bit, std::memory_order_relaxed);
   }

@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "core/status.h"
+#include "ops/elementwise/elementwise_kernels.h"
 #include "ops/kernel_launch.h"
 #include "ops/ops.h"
 

@@ -5,12 +5,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/cpu/thread_pool.h"
+#include "core/shape.h"
 #include "core/status.h"
-#include "ops/kernel_launch.h"
+#include "ops/elementwise/elementwise_kernels.h"
+#include "ops/kernels/params.h"
 #include "runtime/host_jit.h"
-#include "runtime/runtime.h"
 
-namespace pygpukit::ops::cpu_kernels {
+namespace pygpukit::ops {
 namespace {
 
 constexpr int64_t kGrain = 1 << 15;
@@ -50,10 +51,9 @@ std::string HostSource(const EwKernelSpec& spec) {
   return s;
 }
 
-}  // namespace
-
-absl::Status UserElementwise(hal::Stream& s, const UserEwLaunch& l, absl::Span<const GPUArray> outs,
-                             absl::Span<const GPUArray> inputs, KeepAlive keep) {
+absl::Status UserElementwiseCpu(LaunchContext& ctx, const UserEwLaunch& l,
+                                absl::Span<const GPUArray> outs,
+                                absl::Span<const GPUArray> inputs) {
   absl::StatusOr<void*> sym = HostJitSymbol(
       EwSpecKey(l.spec), [&] { return HostSource(l.spec); }, "pgk_host");
   if (!sym.ok()) {
@@ -100,15 +100,14 @@ absl::Status UserElementwise(hal::Stream& s, const UserEwLaunch& l, absl::Span<c
     ++k;
   }
   const int64_t n = outs[0].size();
-  const int64_t held = HeldBytes(keep);
-  return Runtime::Get().dispatcher().LaunchHost(
-      s, l.spec.name,
-      [task, fn, n, keep = std::move(keep)] {
-        cpu::ParallelFor(n, kGrain, [&](int64_t b, int64_t e) {
-          fn(b, e, task->ndim, task->shape, task->ptrs.data(), task->strides.data());
-        });
-      },
-      {}, held);
+  return ctx.HostTask(l.spec.name, [task, fn, n] {
+    cpu::ParallelFor(n, kGrain, [&](int64_t b, int64_t e) {
+      fn(b, e, task->ndim, task->shape, task->ptrs.data(), task->strides.data());
+    });
+  });
 }
 
-}  // namespace pygpukit::ops::cpu_kernels
+PGK_REGISTER_KERNEL(kUserElementwiseKernel, kCpu, UserElementwiseCpu);
+
+}  // namespace
+}  // namespace pygpukit::ops

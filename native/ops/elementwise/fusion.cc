@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
+#include "ops/elementwise/elementwise_kernels.h"
 #include "ops/kernel_launch.h"
 #include "ops/ops.h"
 

@@ -23,7 +23,7 @@
 
 #include "absl/types/span.h"
 #include "core/dtype.h"
-#include "ops/elementwise_table.h"
+#include "ops/elementwise/elementwise_table.h"
 #include "runtime/jit_cache.h"
 
 namespace pygpukit::ops {

@@ -10,19 +10,37 @@
 #include "absl/strings/str_cat.h"
 #include "core/cpu/thread_pool.h"
 #include "core/status.h"
+#include "ops/elementwise/elementwise_kernels.h"
 #include "ops/kernel_launch.h"
 #include "ops/kernels/complex_math.h"
 #include "ops/kernels/math_ops.h"
-#include "runtime/runtime.h"
 
-namespace pygpukit::ops::cpu_kernels {
+namespace pygpukit::ops {
 
-absl::Status ElementwiseUnary(hal::Stream& s, const EwLaunch& l, const EwCpuArgs& args,
-                              KeepAlive keep);
-absl::Status ElementwiseBinary(hal::Stream& s, const EwLaunch& l, const EwCpuArgs& args,
-                               KeepAlive keep);
-absl::Status ElementwiseTernary(hal::Stream& s, const EwLaunch& l, const EwCpuArgs& args,
-                                KeepAlive keep);
+/// The CPU backend's elementwise launch: element strides of every operand over a coalesced
+/// layout; scalar inputs are read from `scalars` (zero strides).
+struct EwCpuArgs {
+  static constexpr int kMaxInputs = 3;
+  int64_t n = 0;
+  int ndim = 0;
+  bool contiguous = false;  // every array operand dense in C order (scalars aside)
+  int64_t shape[kernels::kKernelMaxDims] = {};
+  void* out = nullptr;
+  int64_t out_strides[kernels::kKernelMaxDims] = {};
+  int ninputs = 0;
+  const void* in[kMaxInputs] = {};
+  int64_t in_strides[kMaxInputs][kernels::kKernelMaxDims] = {};
+  bool in_scalar[kMaxInputs] = {};
+  alignas(16) unsigned char scalars[kMaxInputs][16] = {};
+  LaunchCost cost;  // declared to the profiler
+};
+
+/// The function `l.op` in `l.compute` over inputs already converted to their compute dtypes,
+/// into an output of dtype `l.result`, per arity (one file each, so the instantiations compile
+/// in parallel).
+absl::Status ElementwiseUnary(LaunchContext& ctx, const EwLaunch& l, const EwCpuArgs& args);
+absl::Status ElementwiseBinary(LaunchContext& ctx, const EwLaunch& l, const EwCpuArgs& args);
+absl::Status ElementwiseTernary(LaunchContext& ctx, const EwLaunch& l, const EwCpuArgs& args);
 
 namespace ew_detail {
 
@@ -97,17 +115,15 @@ void RunRange(const EwCpuArgs& a, const void* const* in, int64_t begin, int64_t 
 
 /// Queues out = f(inputs) on the stream, in parallel chunks on the host thread pool.
 template <typename R, typename... T, typename F>
-absl::Status Enqueue(hal::Stream& s, const EwLaunch& l, const EwCpuArgs& args, KeepAlive keep,
-                     F f) {
+absl::Status Enqueue(LaunchContext& ctx, const EwLaunch& l, const EwCpuArgs& args, F f) {
   if (DTypeOf<R>::value != l.result) {
     return RuntimeError(absl::StrCat(l.name, ": the kernel's result type is ",
                                      DTypeName(DTypeOf<R>::value), ", the op layer expects ",
                                      DTypeName(l.result)));
   }
-  const int64_t held = HeldBytes(keep);
-  return Runtime::Get().dispatcher().LaunchHost(
-      s, l.name,
-      [args, f, keep = std::move(keep)] {
+  return ctx.HostTask(
+      l.name,
+      [args, f] {
         const void* in[sizeof...(T)];
         for (size_t i = 0; i < sizeof...(T); ++i) {
           in[i] = args.in_scalar[i] ? static_cast<const void*>(args.scalars[i]) : args.in[i];
@@ -116,28 +132,27 @@ absl::Status Enqueue(hal::Stream& s, const EwLaunch& l, const EwCpuArgs& args, K
           RunRange<R, T...>(args, in, b, e, f, std::index_sequence_for<T...>{});
         });
       },
-      args.cost, held);
+      args.cost);
 }
 
 /// Queues table function `Op` (of `kArity` operands, domain D) in l.compute.
 template <int kArity, typename Op, EwDomain D>
-absl::Status Run(hal::Stream& s, const EwLaunch& l, const EwCpuArgs& args, KeepAlive keep) {
+absl::Status Run(LaunchContext& ctx, const EwLaunch& l, const EwCpuArgs& args) {
   return VisitDType(l.compute, [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
     if constexpr (!InDomain<D, T>()) {
       return RuntimeError(absl::StrCat(l.name, ": no CPU kernel for ", DTypeName(l.compute)));
     } else if constexpr (kArity == 1) {
       using R = decltype(Op::Apply(T{}));
-      return Enqueue<R, T>(s, l, args, std::move(keep), [](T x) { return Op::Apply(x); });
+      return Enqueue<R, T>(ctx, l, args, [](T x) { return Op::Apply(x); });
     } else if constexpr (kArity == 2) {
       using R = decltype(Op::Apply(T{}, T{}));
-      return Enqueue<R, T, T>(s, l, args, std::move(keep),
-                              [](T x, T y) { return Op::Apply(x, y); });
+      return Enqueue<R, T, T>(ctx, l, args, [](T x, T y) { return Op::Apply(x, y); });
     } else if constexpr (std::is_same_v<Op, kernels::WhereOp>) {
-      return Enqueue<T, bool, T, T>(s, l, args, std::move(keep),
+      return Enqueue<T, bool, T, T>(ctx, l, args,
                                     [](bool c, T x, T y) { return Op::Apply(c, x, y); });
     } else {
-      return Enqueue<T, T, T, T>(s, l, args, std::move(keep),
+      return Enqueue<T, T, T, T>(ctx, l, args,
                                  [](T x, T lo, T hi) { return Op::Apply(x, lo, hi); });
     }
   });
@@ -146,14 +161,13 @@ absl::Status Run(hal::Stream& s, const EwLaunch& l, const EwCpuArgs& args, KeepA
 /// The table's functions of `kArity` operands (one instantiation per file, compiled in
 /// parallel); the other rows of the switch instantiate nothing.
 template <int kArity>
-absl::Status ElementwiseOfArity(hal::Stream& s, const EwLaunch& l, const EwCpuArgs& args,
-                                KeepAlive keep) {
+absl::Status ElementwiseOfArity(LaunchContext& ctx, const EwLaunch& l, const EwCpuArgs& args) {
   switch (l.op) {
-#define PGK_EW_CASE(E, name, F, arity, domain, result)                              \
-  case ElementwiseOp::k##E:                                                         \
-    if constexpr (arity == kArity) {                                                \
-      return Run<arity, kernels::F, EwDomain::domain>(s, l, args, std::move(keep)); \
-    }                                                                               \
+#define PGK_EW_CASE(E, name, F, arity, domain, result)               \
+  case ElementwiseOp::k##E:                                          \
+    if constexpr (arity == kArity) {                                 \
+      return Run<arity, kernels::F, EwDomain::domain>(ctx, l, args); \
+    }                                                                \
     break;
     PGK_FOR_EACH_ELEMENTWISE_OP(PGK_EW_CASE)
 #undef PGK_EW_CASE
@@ -162,4 +176,4 @@ absl::Status ElementwiseOfArity(hal::Stream& s, const EwLaunch& l, const EwCpuAr
 }
 
 }  // namespace ew_detail
-}  // namespace pygpukit::ops::cpu_kernels
+}  // namespace pygpukit::ops

@@ -1,4 +1,4 @@
-#include "ops/elementwise_codegen.h"
+#include "ops/elementwise/elementwise_codegen.h"
 
 #include "absl/strings/str_cat.h"
 #include "core/dtype_list.h"

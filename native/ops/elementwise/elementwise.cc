@@ -1,11 +1,12 @@
-// The Array API elementwise functions (the table in ops/elementwise_table.h): operand checks,
-// broadcasting, type promotion (Array API tables, NEP 50 weak Python scalars), the result dtype,
-// `out=` and the launch.
+// The Array API elementwise functions (the table in ops/elementwise/elementwise_table.h): operand
+// checks, broadcasting, type promotion (Array API tables, NEP 50 weak Python scalars), the result
+// dtype, `out=` and the launch.
 #include <limits>
 
 #include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
+#include "ops/elementwise/elementwise_kernels.h"
 #include "ops/kernel_launch.h"
 #include "ops/ops.h"
 

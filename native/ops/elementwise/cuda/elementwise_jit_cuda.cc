@@ -9,12 +9,14 @@
 #include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
-#include "ops/launch/jit_kernel_cache.h"
-#include "ops/elementwise_codegen.h"
+#include "ops/elementwise/cuda/elementwise_jit.h"
+#include "ops/elementwise/elementwise_codegen.h"
 #include "ops/kernel_launch.h"
+#include "ops/launch/jit_kernel_cache.h"
+#include "ops/launch/launch_cost.h"
 #include "runtime/runtime.h"
 
-namespace pygpukit::ops::cuda_kernels {
+namespace pygpukit::ops {
 namespace {
 
 // Launch shape, from an H100 sweep at 2^28 elements (.exp-style runs of benchmarks/elementwise.py
@@ -152,7 +154,7 @@ struct EwJitKernel {
 
 // Launches `kernel` writing `outs` (one or more, of one shape) from `inputs` (broadcast to it;
 // null entries stand for the scalars).
-absl::Status LaunchEwJit(hal::Stream& s, const EwJitKernel& kernel,
+absl::Status LaunchEwJit(LaunchContext& ctx, const EwJitKernel& kernel,
                          absl::Span<const GPUArray* const> outs,
                          absl::Span<const GPUArray* const> inputs) {
   const GPUArray& out = *outs[0];
@@ -167,7 +169,7 @@ absl::Status LaunchEwJit(hal::Stream& s, const EwJitKernel& kernel,
     arrays.push_back(inputs[i]);
     input_of.push_back(static_cast<int>(i));
   }
-  PGK_ASSIGN_OR_RETURN(ResidencyPin pin, Resident(absl::MakeConstSpan(arrays)));
+  for (const GPUArray* a : arrays) PGK_RETURN_IF_ERROR(ctx.Use(*a));
   // Every operand dense in C order (the common case, and the one whose host time matters: tiny
   // ops): one dimension, no coalescing to do.
   bool all_dense = true;
@@ -270,8 +272,7 @@ absl::Status LaunchEwJit(hal::Stream& s, const EwJitKernel& kernel,
   dims.block[0] = kEwBlock;
   dims.grid[0] = static_cast<unsigned>(std::clamp<int64_t>(
       (units + kEwBlock - 1) / kEwBlock, 1, std::min(e.max_blocks, int64_t{INT32_MAX})));
-  return Runtime::Get().dispatcher().LaunchFunction(s, kernel.name, e.function, dims, params.data(),
-                                                    ElementwiseCost(arrays, n));
+  return ctx.Function(kernel.name, e.function, dims, params.data(), ElementwiseCost(arrays, n));
 }
 
 // Whether the function's body calls the math library (a long body per element).
@@ -300,7 +301,7 @@ bool CallsMathLibrary(ElementwiseOp op) {
 
 }  // namespace
 
-absl::Status ElementwiseJit(hal::Stream& s, const EwLaunch& l, const GPUArray& out,
+absl::Status ElementwiseJit(LaunchContext& ctx, const EwLaunch& l, const GPUArray& out,
                             absl::Span<const GPUArray* const> inputs) {
   std::string head = {static_cast<char>(l.op), static_cast<char>(l.compute)};
   absl::InlinedVector<DType, 3> scalar_dtypes;
@@ -319,10 +320,10 @@ absl::Status ElementwiseJit(hal::Stream& s, const EwLaunch& l, const GPUArray& o
   };
   EwJitKernel kernel{l.name, CallsMathLibrary(l.op), std::move(head), spec, scalar_dtypes, scalars};
   const GPUArray* const outs[] = {&out};
-  return LaunchEwJit(s, kernel, outs, inputs);
+  return LaunchEwJit(ctx, kernel, outs, inputs);
 }
 
-absl::Status CopyJit(hal::Stream& s, const GPUArray& src, const GPUArray& dst) {
+absl::Status CopyJit(LaunchContext& ctx, const GPUArray& src, const GPUArray& dst) {
   auto spec = [&](const EwLayout& layout) {
     return CastKernelSpec(src.dtype(), dst.dtype(), layout);
   };
@@ -331,10 +332,10 @@ absl::Status CopyJit(hal::Stream& s, const GPUArray& src, const GPUArray& dst) {
   EwJitKernel kernel{"copy", false, "cast", spec, dtypes, no_scalars};
   const GPUArray* const outs[] = {&dst};
   const GPUArray* const inputs[] = {&src};
-  return LaunchEwJit(s, kernel, outs, inputs);
+  return LaunchEwJit(ctx, kernel, outs, inputs);
 }
 
-absl::Status UserElementwiseJit(hal::Stream& s, const UserEwLaunch& l,
+absl::Status UserElementwiseJit(LaunchContext& ctx, const UserEwLaunch& l,
                                 absl::Span<const GPUArray> outs,
                                 absl::Span<const GPUArray> inputs) {
   // The body, names and dtypes are part of the key (the spec is described once per call).
@@ -352,7 +353,7 @@ absl::Status UserElementwiseJit(hal::Stream& s, const UserEwLaunch& l,
     for (const GPUArray& x : arrays) a.push_back(x.valid() ? &x : nullptr);
     return a;
   };
-  return LaunchEwJit(s, kernel, addresses(outs), addresses(inputs));
+  return LaunchEwJit(ctx, kernel, addresses(outs), addresses(inputs));
 }
 
-}  // namespace pygpukit::ops::cuda_kernels
+}  // namespace pygpukit::ops
