@@ -14,4 +14,4 @@
 #include "ops/ops.h"
 #include "ops/random/random.h"
 #include "runtime/runtime.h"
-#include "runtime/scheduler.h"
+#include "runtime/sched/scheduler.h"

@@ -78,7 +78,7 @@
 #include "bench_util.h"
 #include "gpu_clocks.h"
 #include "pygpukit.h"
-#include "runtime/profile.h"
+#include "runtime/trace/profile.h"
 
 namespace {
 

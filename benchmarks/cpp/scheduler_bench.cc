@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "runtime/admission.h"
+#include "runtime/sched/admission.h"
 #include "runtime/runtime.h"
-#include "runtime/scheduler.h"
+#include "runtime/sched/scheduler.h"
 
 namespace pygpukit {
 namespace {

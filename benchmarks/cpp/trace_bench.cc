@@ -13,7 +13,7 @@
 #include "bench_util.h"
 #include "ops/ops.h"
 #include "runtime/runtime.h"
-#include "runtime/tracer.h"
+#include "runtime/trace/tracer.h"
 
 namespace pygpukit {
 namespace {

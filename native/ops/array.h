@@ -9,7 +9,7 @@
 #include "core/device.h"
 #include "core/dtype.h"
 #include "core/shape.h"
-#include "runtime/memory_pool.h"
+#include "runtime/memory/memory_pool.h"
 
 namespace pygpukit {
 

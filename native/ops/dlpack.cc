@@ -12,8 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "ops/ops.h"
-#include "runtime/event_watcher.h"
-#include "runtime/memory_pool.h"
+#include "runtime/sched/event_watcher.h"
+#include "runtime/memory/memory_pool.h"
 #include "runtime/runtime.h"
 #if PGK_WITH_CUDA
 #include "core/cuda/cuda_backend.h"

@@ -13,7 +13,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
-#include "runtime/cache_files.h"
+#include "runtime/jit/cache_files.h"
 #include "runtime/runtime.h"
 
 namespace pygpukit::ops {

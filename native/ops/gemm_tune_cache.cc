@@ -15,7 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "core/status.h"
-#include "runtime/cache_files.h"
+#include "runtime/jit/cache_files.h"
 
 namespace pygpukit::ops {
 namespace {

@@ -1,4 +1,4 @@
-// User kernels from CUDA C++ source (gp.RawKernel): JIT-compiled (runtime/jit.h) for the device
+// User kernels from CUDA C++ source (gp.RawKernel): JIT-compiled (runtime/jit/jit.h) for the device
 // they run on and launched on the thread's current stream through the dispatcher.
 #pragma once
 
@@ -12,7 +12,7 @@
 #include "absl/types/span.h"
 #include "core/device.h"
 #include "ops/array.h"
-#include "runtime/jit_cache.h"
+#include "runtime/jit/jit_cache.h"
 
 namespace pygpukit::ops {
 

@@ -9,7 +9,7 @@
 #include "core/status.h"
 #include "runtime/blocking.h"
 #include "runtime/embedded_kernels.h"
-#include "runtime/tracer.h"
+#include "runtime/trace/tracer.h"
 #if PGK_WITH_CUDA
 #include "core/cuda/cuda_backend.h"
 #endif

@@ -2,7 +2,7 @@
 // host task (CPU backend) or as a named device kernel from the embedded images (CUDA backend), or
 // as a library call (cuBLASLt). Kernel lookup, module loading on first use, per-kernel launch
 // counters, the pacing hook (LaunchGate, installed by the scheduler around a task) and the
-// launch records of the tracer (runtime/tracer.h) live here.
+// launch records of the tracer (runtime/trace/tracer.h) live here.
 #pragma once
 
 #include <atomic>
@@ -18,7 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "core/hal/backend.h"
-#include "runtime/tracer.h"
+#include "runtime/trace/tracer.h"
 
 namespace pygpukit {
 

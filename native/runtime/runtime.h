@@ -14,10 +14,10 @@
 #include "core/device.h"
 #include "core/hal/backend.h"
 #include "runtime/dispatcher.h"
-#include "runtime/jit.h"
-#include "runtime/memory_pool.h"
-#include "runtime/pinned_pool.h"
-#include "runtime/transfer.h"
+#include "runtime/jit/jit.h"
+#include "runtime/memory/memory_pool.h"
+#include "runtime/memory/pinned_pool.h"
+#include "runtime/memory/transfer.h"
 
 namespace pygpukit {
 

@@ -25,7 +25,7 @@ launch path):
 
 Ops declare their work (matmul FLOPs; bytes each elementwise op, reduction and copy moves),
 which the table turns into achieved TFLOP/s and GB/s over device time. C++ services get the same
-tables and exports from runtime/profile.h.
+tables and exports from runtime/trace/profile.h.
 
 A tracer failure (an event that cannot be created) turns GPU timing off; the session then warns
 once and reports host times only. Records that do not fit a thread's ring (capacity(): 65536 by
@@ -147,7 +147,7 @@ def _percentile(sorted_values, q):
 class Profile:
     """A profiling session (see the module doc). `events` holds the records of the latest
     session; as a decorator each call is a session and `last` is the latest one's Profile.
-    The tables and exports come from the C++ runtime (runtime/profile.h), which services
+    The tables and exports come from the C++ runtime (runtime/trace/profile.h), which services
     embedding it use too."""
 
     def __init__(self, gpu_timing=True, name=None):

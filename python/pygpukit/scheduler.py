@@ -19,7 +19,7 @@ guaranteed work runs; its evictable buffers are spilled first).
 
 Task states: pending -> admitted -> running -> completed | failed | cancelled, and
 pending -> rejected. Admission is deterministic: the same submissions, completions and
-cancellations give the same decisions (rules in native/runtime/admission.h). A task's future
+cancellations give the same decisions (rules in native/runtime/sched/admission.h). A task's future
 raises `TaskRejected` when rejected, `concurrent.futures.CancelledError` when cancelled, and the
 task's own exception when it failed. Results are ready once the future is done; work queued
 on the device before a task started is visible to it.

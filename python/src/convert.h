@@ -11,7 +11,7 @@
 #include "absl/status/statusor.h"
 #include "checked_caster.h"
 #include "pygpukit.h"
-#include "runtime/profile.h"
+#include "runtime/trace/profile.h"
 
 namespace pygpukit::py {
 

@@ -12,7 +12,7 @@
 #include "array_bindings.h"
 #include "convert.h"
 #include "ops/raw_kernel.h"
-#include "runtime/host_jit.h"
+#include "runtime/jit/host_jit.h"
 #include "runtime/runtime.h"
 
 namespace pygpukit::py {

@@ -1,4 +1,4 @@
-// Binding of the tracer and of runtime/profile.h (pygpukit._core._trace; the public API is
+// Binding of the tracer and of runtime/trace/profile.h (pygpukit._core._trace; the public API is
 // pygpukit.profiler).
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -9,9 +9,9 @@
 
 #include "array_bindings.h"
 #include "convert.h"
-#include "runtime/profile.h"
-#include "runtime/task_state.h"
-#include "runtime/tracer.h"
+#include "runtime/trace/profile.h"
+#include "runtime/sched/task_state.h"
+#include "runtime/trace/tracer.h"
 
 namespace pygpukit::py {
 

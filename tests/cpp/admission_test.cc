@@ -4,7 +4,7 @@
 // (class, priority, deadline, submission), per-tenant head-of-line blocking, max_running,
 // dependencies, deadline expiry, the return of reservations, and deterministic replay of a long
 // random event sequence.
-#include "runtime/admission.h"
+#include "runtime/sched/admission.h"
 
 #include <gtest/gtest.h>
 

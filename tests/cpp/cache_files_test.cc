@@ -1,6 +1,6 @@
-// Cache file helpers (runtime/cache_files.h): the cache directory from the environment, atomic
+// Cache file helpers (runtime/jit/cache_files.h): the cache directory from the environment, atomic
 // replacement and bounded reads.
-#include "runtime/cache_files.h"
+#include "runtime/jit/cache_files.h"
 
 #include <gtest/gtest.h>
 

@@ -15,7 +15,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "file_test_util.h"
-#include "runtime/jit.h"
+#include "runtime/jit/jit.h"
 
 namespace pygpukit::ops {
 namespace {

@@ -16,7 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "file_test_util.h"
 #include "ops/gemm_tune.h"
-#include "runtime/cache_files.h"
+#include "runtime/jit/cache_files.h"
 #include "test_util.h"
 
 namespace pygpukit::ops {

@@ -1,6 +1,6 @@
-// JIT cache entries (runtime/jit_cache.h): keys, the entry file format and its validation, and
+// JIT cache entries (runtime/jit/jit_cache.h): keys, the entry file format and its validation, and
 // compile-log annotation. Pure logic: no GPU, no NVRTC.
-#include "runtime/jit_cache.h"
+#include "runtime/jit/jit_cache.h"
 
 #include <gtest/gtest.h>
 

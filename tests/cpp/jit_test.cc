@@ -1,7 +1,7 @@
-// The JIT engine (runtime/jit.h) compiling with NVRTC, which needs no GPU: memory and disk cache
+// The JIT engine (runtime/jit/jit.h) compiling with NVRTC, which needs no GPU: memory and disk cache
 // hits, corrupt entries, compile errors, concurrent requests, clearing. Skipped where NVRTC
 // cannot be loaded.
-#include "runtime/jit.h"
+#include "runtime/jit/jit.h"
 
 #include <gtest/gtest.h>
 
@@ -14,8 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "file_test_util.h"
-#include "runtime/cache_files.h"
-#include "runtime/jit_cache.h"
+#include "runtime/jit/cache_files.h"
+#include "runtime/jit/jit_cache.h"
 #include "test_util.h"
 
 namespace pygpukit {

@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "runtime/scheduler.h"
+#include "runtime/sched/scheduler.h"
 
 namespace pygpukit {
 namespace {

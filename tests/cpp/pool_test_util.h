@@ -23,9 +23,9 @@
 #include "absl/strings/str_cat.h"
 #include "core/cpu/cpu_backend.h"
 #include "core/status.h"
-#include "runtime/memory_pool.h"
-#include "runtime/pinned_pool.h"
-#include "runtime/transfer.h"
+#include "runtime/memory/memory_pool.h"
+#include "runtime/memory/pinned_pool.h"
+#include "runtime/memory/transfer.h"
 #include "test_util.h"
 
 namespace pygpukit::pool_testing {

@@ -1,7 +1,7 @@
-// Profiles from trace records (runtime/profile.h): per-kernel statistics on synthetic records
+// Profiles from trace records (runtime/trace/profile.h): per-kernel statistics on synthetic records
 // (percentiles, rates, unknown values), the summary's sorting and its bad input, the Chrome
 // trace's escaping and tracks, and a session over real work on the default device.
-#include "runtime/profile.h"
+#include "runtime/trace/profile.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/task_state.h"
+#include "runtime/sched/task_state.h"
 #include "test_util.h"
 
 namespace pygpukit {

@@ -19,7 +19,7 @@
 
 #include "core/cpu/cpu_backend.h"
 #include "ops/array.h"
-#include "runtime/scheduler.h"
+#include "runtime/sched/scheduler.h"
 #include "test_util.h"
 
 namespace pygpukit::sched_testing {

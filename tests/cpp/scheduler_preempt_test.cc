@@ -19,7 +19,7 @@
 #include "ops/ops.h"
 #include "ops/random/random.h"
 #include "runtime/dispatcher.h"
-#include "runtime/scheduler.h"
+#include "runtime/sched/scheduler.h"
 #include "sched_test_util.h"
 #include "test_util.h"
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "runtime/scheduler.h"
+#include "runtime/sched/scheduler.h"
 #include "sched_test_util.h"
 
 namespace pygpukit {

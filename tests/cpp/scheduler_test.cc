@@ -5,7 +5,7 @@
 // runs), RemoveTenant, Shutdown, the absence of leaks, and replay of the admission decisions.
 // Stream gates (host tasks that hold a stream) make "work still in flight" observable without
 // sleeps; they need the CPU backend, so those tests skip on other devices.
-#include "runtime/scheduler.h"
+#include "runtime/sched/scheduler.h"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "pool_test_util.h"
-#include "runtime/memory_pool.h"
+#include "runtime/memory/memory_pool.h"
 #include "sched_test_util.h"
 
 namespace pygpukit {

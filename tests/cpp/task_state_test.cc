@@ -1,7 +1,7 @@
 // Task states and QoS classes: the full transition table (every (from, to) pair of the seven
 // states against the documented legal set), terminal states, CheckTransition's messages, and
 // QosClass names / parsing with bad input.
-#include "runtime/task_state.h"
+#include "runtime/sched/task_state.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The tracer on the CPU backend: records of launches and of the pool, their order across
 // threads, ring wrap-around, collection since a mark, device times in a profiling session, and
 // a backend whose events fail (timing turns off once, records go on).
-#include "runtime/tracer.h"
+#include "runtime/trace/tracer.h"
 
 #include <gtest/gtest.h>
 

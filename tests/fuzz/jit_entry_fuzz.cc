@@ -9,7 +9,7 @@
 #include <string>
 
 #include "fuzz_input.h"
-#include "runtime/jit_cache.h"
+#include "runtime/jit/jit_cache.h"
 
 namespace {
 

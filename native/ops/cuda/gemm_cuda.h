@@ -13,7 +13,7 @@
 #include "core/hal/backend.h"
 #include "ops/kernels/gemm_params.h"
 #include "runtime/dispatcher.h"
-#include "runtime/tracer.h"
+#include "runtime/trace/tracer.h"
 
 namespace pygpukit::ops::cuda_kernels {
 

@@ -18,8 +18,8 @@
 #include "ops/gemm_sm90_plan.h"
 #include "runtime/blocking.h"
 #include "runtime/embedded_kernels.h"
-#include "runtime/memory_pool.h"
-#include "runtime/pinned_pool.h"
+#include "runtime/memory/memory_pool.h"
+#include "runtime/memory/pinned_pool.h"
 #include "runtime/runtime.h"
 
 namespace pygpukit::ops::cuda_kernels {

@@ -24,7 +24,7 @@
 #include "absl/types/span.h"
 #include "core/dtype.h"
 #include "ops/elementwise/elementwise_table.h"
-#include "runtime/jit_cache.h"
+#include "runtime/jit/jit_cache.h"
 
 namespace pygpukit::ops {
 

@@ -23,8 +23,8 @@
 #include "core/cpu/thread_pool.h"
 #include "core/hal/backend.h"
 #include "ops/array.h"
-#include "runtime/memory_pool.h"
-#include "runtime/tracer.h"
+#include "runtime/memory/memory_pool.h"
+#include "runtime/trace/tracer.h"
 
 namespace pygpukit::ops {
 

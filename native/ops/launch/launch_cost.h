@@ -1,4 +1,4 @@
-// What launches declare to the profiler (runtime/tracer.h): FLOPs and bytes moved, which
+// What launches declare to the profiler (runtime/trace/tracer.h): FLOPs and bytes moved, which
 // profiles turn into achieved TFLOP/s and GB/s.
 #pragma once
 
@@ -7,7 +7,7 @@
 #include "absl/types/span.h"
 #include "core/dtype.h"
 #include "ops/array.h"
-#include "runtime/tracer.h"
+#include "runtime/trace/tracer.h"
 
 namespace pygpukit::ops {
 

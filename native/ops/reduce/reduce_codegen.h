@@ -8,7 +8,7 @@
 
 #include "core/dtype.h"
 #include "ops/reduce/reduce_table.h"
-#include "runtime/jit_cache.h"
+#include "runtime/jit/jit_cache.h"
 
 namespace pygpukit::ops {
 

@@ -11,7 +11,7 @@
 #include "ops/launch/kernel_slot.h"
 #include "ops/reduce/reduce_ops.h"
 #include "ops/reduce/reduce_table.h"
-#include "runtime/tracer.h"
+#include "runtime/trace/tracer.h"
 
 namespace pygpukit::ops {
 

@@ -1,6 +1,6 @@
 // gp.ElementwiseKernel on the CPU backend: the user's body in a generated C++ loop (an odometer
 // over the coalesced layout, like the table functions' loop), compiled by the host compiler
-// (runtime/host_jit.h) and run in parallel chunks on the thread pool.
+// (runtime/jit/host_jit.h) and run in parallel chunks on the thread pool.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -9,7 +9,7 @@
 #include "core/status.h"
 #include "ops/elementwise/elementwise_kernels.h"
 #include "ops/kernels/params.h"
-#include "runtime/host_jit.h"
+#include "runtime/jit/host_jit.h"
 
 namespace pygpukit::ops {
 namespace {

@@ -1,4 +1,4 @@
-// Profiles built from trace records (runtime/tracer.h): a session that scopes a trace, the
+// Profiles built from trace records (runtime/trace/tracer.h): a session that scopes a trace, the
 // per-kernel statistics and their text table, the memory timeline and the Chrome trace /
 // Perfetto JSON. gp.profiler is a thin layer over these, so C++ services get the same data.
 #pragma once
@@ -11,7 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "runtime/tracer.h"
+#include "runtime/trace/tracer.h"
 
 namespace pygpukit {
 

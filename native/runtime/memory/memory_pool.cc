@@ -2,15 +2,15 @@
 // coalescing, growth from the driver and the pressure loop. Waiting and releasing live in
 // memory_release.cc, spill and page-in in memory_spill.cc, quotas and size parsing in
 // memory_limits.cc.
-#include "runtime/memory_pool.h"
+#include "runtime/memory/memory_pool.h"
 
 #include <algorithm>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
-#include "runtime/memory_pool_internal.h"
-#include "runtime/transfer.h"
+#include "runtime/memory/memory_pool_internal.h"
+#include "runtime/memory/transfer.h"
 
 namespace pygpukit {
 

@@ -1,4 +1,4 @@
-#include "runtime/task_state.h"
+#include "runtime/sched/task_state.h"
 
 #include <string>
 #include <vector>

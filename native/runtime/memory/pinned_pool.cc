@@ -1,11 +1,11 @@
-#include "runtime/pinned_pool.h"
+#include "runtime/memory/pinned_pool.h"
 
 #include <algorithm>
 #include <bit>
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
-#include "runtime/memory_pool.h"
+#include "runtime/memory/memory_pool.h"
 
 namespace pygpukit {
 

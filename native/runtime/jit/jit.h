@@ -1,5 +1,5 @@
 // NVRTC JIT engine: compiles CUDA C++ source for a device's own arch, caches the images in memory
-// and on disk (runtime/jit_cache.h), and loads them for launches through the dispatcher.
+// and on disk (runtime/jit/jit_cache.h), and loads them for launches through the dispatcher.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "runtime/jit_cache.h"
+#include "runtime/jit/jit_cache.h"
 
 namespace pygpukit {
 namespace cuda {

@@ -7,8 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
-#include "runtime/memory_pool.h"
-#include "runtime/memory_pool_internal.h"
+#include "runtime/memory/memory_pool.h"
+#include "runtime/memory/memory_pool_internal.h"
 
 namespace pygpukit {
 

@@ -1,4 +1,4 @@
-#include "runtime/host_jit.h"
+#include "runtime/jit/host_jit.h"
 
 #include <dlfcn.h>
 #include <sys/wait.h>
@@ -19,9 +19,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/status.h"
-#include "runtime/cache_files.h"
-#include "runtime/jit_cache.h"
-#include "runtime/jit_headers.h"
+#include "runtime/jit/cache_files.h"
+#include "runtime/jit/jit_cache.h"
+#include "runtime/jit/jit_headers.h"
 
 namespace pygpukit {
 namespace {

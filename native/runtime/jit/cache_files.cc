@@ -1,4 +1,4 @@
-#include "runtime/cache_files.h"
+#include "runtime/jit/cache_files.h"
 
 #include <unistd.h>
 

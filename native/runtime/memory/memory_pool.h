@@ -22,7 +22,7 @@
 #include "absl/types/span.h"
 #include "core/device.h"
 #include "core/hal/backend.h"
-#include "runtime/tracer.h"
+#include "runtime/trace/tracer.h"
 
 namespace pygpukit {
 

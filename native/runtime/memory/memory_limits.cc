@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/status.h"
-#include "runtime/memory_pool.h"
+#include "runtime/memory/memory_pool.h"
 
 namespace pygpukit {
 

@@ -1,4 +1,4 @@
-#include "runtime/event_watcher.h"
+#include "runtime/sched/event_watcher.h"
 
 #include <chrono>
 

@@ -7,8 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "runtime/blocking.h"
-#include "runtime/event_watcher.h"
-#include "runtime/scheduler_internal.h"
+#include "runtime/sched/event_watcher.h"
+#include "runtime/sched/scheduler_internal.h"
 
 namespace pygpukit {
 namespace {

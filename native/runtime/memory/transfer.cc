@@ -1,4 +1,4 @@
-#include "runtime/transfer.h"
+#include "runtime/memory/transfer.h"
 
 #include <sys/mman.h>
 
@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/cpu/thread_pool.h"
 #include "core/status.h"
-#include "runtime/tracer.h"
+#include "runtime/trace/tracer.h"
 
 namespace pygpukit {
 namespace {

@@ -1,4 +1,4 @@
-#include "runtime/jit_cache.h"
+#include "runtime/jit/jit_cache.h"
 
 #include <algorithm>
 #include <set>

@@ -16,8 +16,8 @@
 #include "absl/status/statusor.h"
 #include "core/device.h"
 #include "core/hal/backend.h"
-#include "runtime/pinned_pool.h"
-#include "runtime/tracer.h"
+#include "runtime/memory/pinned_pool.h"
+#include "runtime/trace/tracer.h"
 
 namespace pygpukit {
 

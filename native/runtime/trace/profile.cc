@@ -1,4 +1,4 @@
-#include "runtime/profile.h"
+#include "runtime/trace/profile.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,7 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "core/status.h"
 #include "runtime/runtime.h"
-#include "runtime/task_state.h"
+#include "runtime/sched/task_state.h"
 
 namespace pygpukit {
 

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "runtime/dispatcher.h"
-#include "runtime/memory_pool.h"
+#include "runtime/memory/memory_pool.h"
 #include "runtime/runtime.h"
-#include "runtime/scheduler.h"
+#include "runtime/sched/scheduler.h"
 
 namespace pygpukit {
 

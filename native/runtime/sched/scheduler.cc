@@ -12,9 +12,9 @@
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "runtime/blocking.h"
-#include "runtime/event_watcher.h"
-#include "runtime/memory_pool.h"
-#include "runtime/scheduler_internal.h"
+#include "runtime/sched/event_watcher.h"
+#include "runtime/memory/memory_pool.h"
+#include "runtime/sched/scheduler_internal.h"
 
 namespace pygpukit {
 

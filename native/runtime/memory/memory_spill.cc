@@ -3,9 +3,9 @@
 // other spills wait for the move to finish; copies run outside the pool's lock.
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
-#include "runtime/memory_pool.h"
-#include "runtime/memory_pool_internal.h"
-#include "runtime/transfer.h"
+#include "runtime/memory/memory_pool.h"
+#include "runtime/memory/memory_pool_internal.h"
+#include "runtime/memory/transfer.h"
 
 namespace pygpukit {
 

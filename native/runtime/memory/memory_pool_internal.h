@@ -7,7 +7,7 @@
 #include <set>
 #include <vector>
 
-#include "runtime/memory_pool.h"
+#include "runtime/memory/memory_pool.h"
 
 namespace pygpukit {
 

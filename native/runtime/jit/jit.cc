@@ -1,4 +1,4 @@
-#include "runtime/jit.h"
+#include "runtime/jit/jit.h"
 
 #include <chrono>
 #include <cstdlib>
@@ -9,8 +9,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/status.h"
-#include "runtime/cache_files.h"
-#include "runtime/jit_headers.h"
+#include "runtime/jit/cache_files.h"
+#include "runtime/jit/jit_headers.h"
 #if PGK_WITH_CUDA
 #include "core/cuda/cuda_backend.h"
 #include "core/cuda/nvrtc_api.h"

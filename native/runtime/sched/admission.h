@@ -39,7 +39,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "runtime/task_state.h"
+#include "runtime/sched/task_state.h"
 
 namespace pygpukit {
 

@@ -1,4 +1,4 @@
-#include "runtime/tracer.h"
+#include "runtime/trace/tracer.h"
 
 #include <algorithm>
 #include <bit>

@@ -1,4 +1,4 @@
-#include "runtime/admission.h"
+#include "runtime/sched/admission.h"
 
 #include <algorithm>
 #include <functional>
@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
-#include "runtime/memory_pool.h"
+#include "runtime/memory/memory_pool.h"
 
 namespace pygpukit {
 namespace {
