@@ -422,9 +422,12 @@ def test_scheduler_calls_inside_a_task_block_refuse_instead_of_hanging():
 def test_drain_lets_keyboard_interrupt_through():
     proc = run_child(
         """
-        import _thread, faulthandler, threading, time, pygpukit as gp
+        import _thread, faulthandler, signal, threading, time, pygpukit as gp
         # A hang shows where every thread was (the test's timeout kills the child silently).
         faulthandler.dump_traceback_later(45, exit=True)
+        # Python leaves SIGINT alone when its parent ignored it (bash does for background jobs,
+        # as gpu.sh's parallel pytest runs are): then interrupt_main does nothing.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         s = gp.scheduler.Scheduler(workers=1)
         s.add_tenant("t")
         release = threading.Event()
