@@ -1,7 +1,6 @@
-// Internal: the kernel families ops launch, and their per-backend implementations. Op
-// definitions (creation.cc, arith.cc, ...) call the Launch* functions, which build the shared
-// parameter blocks and route to cpu/ or cuda/ by the arrays' device; the backends hand the work
-// to the dispatcher.
+// Internal: what has not moved into a kernel family folder yet: the matmul problem and its
+// launch (routed by device to cpu_kernels / cuda_kernels; moving to ops/gemm), residency pins
+// for ops that read addresses outside a LaunchContext, NewArray and EncodeScalar.
 #pragma once
 
 #include <array>

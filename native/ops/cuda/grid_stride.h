@@ -1,4 +1,4 @@
-// Device side of LaunchGridStride (launch_cuda.h): the loop a grid-stride kernel runs, one
+// Device side of LaunchGridStride (ops/launch/cuda_launch.h): the loop a grid-stride kernel runs, one
 // work item per thread per iteration, 64-bit indices.
 #pragma once
 
