@@ -339,8 +339,8 @@ class Scheduler:
             left; such a matmul returns when it is done. The tenant's ``preemptions`` stat
             counts the stops. Off by default: best-effort work then gets nothing while
             guaranteed work runs without a pause; for a service with idle time between
-            requests it keeps more of the guaranteed latency than the partition (README's
-            scheduler section).
+            requests it keeps more of the guaranteed latency than the partition
+            (docs/scheduler.md).
         record_admission: keep admission inputs and decisions (for `decisions()` and
             `replay_decisions()`).
     """

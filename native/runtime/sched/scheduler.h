@@ -232,8 +232,8 @@ struct SchedulerOptions {
   /// above). Such a matmul is host-synchronous. Needs a driver with stream memory operations
   /// (Create fails otherwise). Off by default: best-effort work gets nothing while guaranteed
   /// work runs without a pause (a closed loop), where the default partition keeps most of its
-  /// throughput; for a service with idle time between requests it is the better choice (H200:
-  /// 75-90% kept at p99 145-154 us, against 138-194 us for the partition; README, issue 4).
+  /// throughput; for a service with idle time between requests it is the better choice
+  /// (measurements in docs/scheduler.md).
   bool best_effort_preemption = false;
   size_t history_capacity = 4096;  // transitions kept for history()
   size_t latency_window = 4096;    // tasks per tenant kept for percentiles
