@@ -151,7 +151,7 @@ absl::StatusOr<GPUArray> CountNonzero(const GPUArray& x,
                                       const std::optional<std::vector<int64_t>>& axes,
                                       bool keepdims);
 
-// ---- manipulation (ops/manipulation.cc; axes may be negative) ----
+// ---- manipulation (ops/shape/manipulation.cc; axes may be negative) ----
 /// View with a size-1 axis inserted at `axis` of the result (-ndim-1 <= axis <= ndim).
 absl::StatusOr<GPUArray> ExpandDims(const GPUArray& a, int64_t axis);
 /// View without the size-1 axes `axes` (every size-1 axis when nullopt); ValueError for an axis

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "array_bindings.h"
 #include "convert.h"
-#include "ops/dlpack.h"
+#include "ops/interop/dlpack.h"
 
 namespace pygpukit::py {
 namespace {

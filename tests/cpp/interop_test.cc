@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "ops/dlpack.h"
+#include "ops/interop/dlpack.h"
 #include "test_util.h"
 
 namespace pygpukit {

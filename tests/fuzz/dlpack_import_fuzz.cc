@@ -1,4 +1,4 @@
-// Fuzz target: DLPack import (ops/dlpack.h) on the CPU backend. A capsule's tensor is the
+// Fuzz target: DLPack import (ops/interop/dlpack.h) on the CPU backend. A capsule's tensor is the
 // producer's word: whatever its ndim, shape, strides, byte_offset, dtype and device say, the
 // import either refuses with an error (leaving the tensor to its producer) or makes a view
 // whose recorded span covers exactly its elements (a copy through the strides stays inside it;
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "fuzz_input.h"
-#include "ops/dlpack.h"
+#include "ops/interop/dlpack.h"
 #include "pygpukit.h"
 
 namespace {

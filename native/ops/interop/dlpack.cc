@@ -1,6 +1,6 @@
 // DLPack export / import, views of foreign memory and the external-stream handshakes
-// (ops/dlpack.h).
-#include "ops/dlpack.h"
+// (ops/interop/dlpack.h).
+#include "ops/interop/dlpack.h"
 
 #include <atomic>
 #include <cstdint>
@@ -12,9 +12,9 @@
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "ops/ops.h"
-#include "runtime/sched/event_watcher.h"
 #include "runtime/memory/memory_pool.h"
 #include "runtime/runtime.h"
+#include "runtime/sched/event_watcher.h"
 #if PGK_WITH_CUDA
 #include "core/cuda/cuda_backend.h"
 #endif
