@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "runtime/sched/admission.h"
 #include "runtime/runtime.h"
+#include "runtime/sched/admission.h"
 #include "runtime/sched/scheduler.h"
 
 namespace pygpukit {

@@ -78,8 +78,8 @@ inline bool IsInteger(DType dt) {
 /// Float or complex.
 inline bool IsInexact(DType dt) { return IsFloating(dt) || IsComplex(dt); }
 
-/// Default dtypes of this library (documented in docs/python-guide.md): float32 / int64 / complex64, the
-/// GPU-friendly choice PyTorch also makes.
+/// Default dtypes of this library (documented in docs/python-guide.md): float32 / int64 /
+/// complex64, the GPU-friendly choice PyTorch also makes.
 inline constexpr DType kDefaultFloat = DType::Float32;
 inline constexpr DType kDefaultInt = DType::Int64;
 inline constexpr DType kDefaultComplex = DType::Complex64;

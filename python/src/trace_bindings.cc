@@ -9,8 +9,8 @@
 
 #include "array_bindings.h"
 #include "convert.h"
-#include "runtime/trace/profile.h"
 #include "runtime/sched/task_state.h"
+#include "runtime/trace/profile.h"
 #include "runtime/trace/tracer.h"
 
 namespace pygpukit::py {

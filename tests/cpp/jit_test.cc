@@ -1,5 +1,5 @@
-// The JIT engine (runtime/jit/jit.h) compiling with NVRTC, which needs no GPU: memory and disk cache
-// hits, corrupt entries, compile errors, concurrent requests, clearing. Skipped where NVRTC
+// The JIT engine (runtime/jit/jit.h) compiling with NVRTC, which needs no GPU: memory and disk
+// cache hits, corrupt entries, compile errors, concurrent requests, clearing. Skipped where NVRTC
 // cannot be loaded.
 #include "runtime/jit/jit.h"
 

@@ -44,9 +44,9 @@ REFLECTED = {
     "divide": "__rtruediv__",
 }
 
-# Documented bfloat16 promotion (docs/python-guide.md, "Dtypes and deviations from NumPy"): with bool / 8-bit
-# integers it stays bfloat16, with 16-bit integers and float16 it gives float32, with wider
-# integers float64; with float32 / float64 (and complex) the wider type wins.
+# Documented bfloat16 promotion (docs/python-guide.md, "Dtypes and deviations from NumPy"):
+# with bool / 8-bit integers it stays bfloat16, with 16-bit integers and float16 it gives
+# float32, with wider integers float64; with float32 / float64 (and complex) the wider type wins.
 BF16_WITH = {
     "bool": "bfloat16",
     "int8": "bfloat16",

@@ -1,5 +1,5 @@
-// Device side of LaunchGridStride (ops/launch/cuda_launch.h): the loop a grid-stride kernel runs, one
-// work item per thread per iteration, 64-bit indices.
+// Device side of LaunchGridStride (ops/launch/cuda_launch.h): the loop a grid-stride kernel runs,
+// one work item per thread per iteration, 64-bit indices.
 #pragma once
 
 #include <cstdint>

@@ -12,8 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "runtime/blocking.h"
-#include "runtime/sched/event_watcher.h"
 #include "runtime/memory/memory_pool.h"
+#include "runtime/sched/event_watcher.h"
 #include "runtime/sched/scheduler_internal.h"
 
 namespace pygpukit {

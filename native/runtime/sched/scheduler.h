@@ -32,8 +32,8 @@
 #include "absl/status/statusor.h"
 #include "core/device.h"
 #include "core/hal/backend.h"
-#include "runtime/sched/admission.h"
 #include "runtime/dispatcher.h"
+#include "runtime/sched/admission.h"
 #include "runtime/sched/task_state.h"
 
 namespace pygpukit {
