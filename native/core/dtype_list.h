@@ -21,3 +21,13 @@
   X(Float64, double, f8)                  \
   X(Complex64, ::pygpukit::complex64, c8) \
   X(Complex128, ::pygpukit::complex128, c16)
+
+// The element words kernels that move values without looking at them (fill, gather, scatter)
+// are instantiated for: X(size in bytes, word type). VisitWord (ops/launch/word.h) dispatches on
+// the same list.
+#define PGK_FOR_EACH_WORD(X) \
+  X(1, uint8_t)              \
+  X(2, uint16_t)             \
+  X(4, uint32_t)             \
+  X(8, uint64_t)             \
+  X(16, ::pygpukit::complex128)

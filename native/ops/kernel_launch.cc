@@ -66,19 +66,11 @@ absl::StatusOr<ResidencyPin> Resident(absl::Span<const GPUArray* const> arrays) 
       seen = arrays[j] != nullptr && arrays[j]->buffer() == a->buffer();
     }
     if (seen) continue;
-    PGK_RETURN_IF_ERROR(pin.Add(a->buffer()));
-    // Work is about to be queued on the thread's current stream (a scheduled task's own stream
-    // differs from the one the buffer came from): its memory must not be reused before then.
-    Buffer& buf = *a->buffer();
     if (stream_device != a->device()) {
       PGK_ASSIGN_OR_RETURN(s, Runtime::Get().stream(a->device()));
       stream_device = a->device();
     }
-    if (s != buf.stream()) {
-      PGK_RETURN_IF_ERROR(buf.RecordStream(*s));
-      // A page-in (the pin may just have done one) is ordered on the buffer's own stream only.
-      if (buf.evictable()) PGK_RETURN_IF_ERROR(StreamWaitStream(*s, *buf.stream()));
-    }
+    PGK_RETURN_IF_ERROR(PinForStream(pin, a->buffer(), *s));
   }
   return pin;
 }

@@ -23,7 +23,7 @@ absl::StatusOr<LaunchContext> LaunchContext::Open(absl::string_view op,
   if (first == nullptr) return ValueError(absl::StrCat(op, ": no array to launch on"));
   PGK_ASSIGN_OR_RETURN(LaunchContext ctx, OnDevice(op, first->device()));
   for (const GPUArray* a : arrays) {
-    if (a != nullptr && a->valid()) PGK_RETURN_IF_ERROR(ctx.Add(*a, /*pin=*/true));
+    if (a != nullptr && a->valid()) PGK_RETURN_IF_ERROR(ctx.Use(*a));
   }
   return ctx;
 }
@@ -33,15 +33,19 @@ absl::StatusOr<LaunchContext> LaunchContext::OnDevice(absl::string_view op, Devi
   return LaunchContext(op, device, s);
 }
 
-absl::Status LaunchContext::Use(const GPUArray& a) { return Add(a, /*pin=*/true); }
-
-void LaunchContext::Keep(std::shared_ptr<Buffer> buffer) {
-  if (buffer == nullptr) return;
-  held_bytes_ += static_cast<int64_t>(buffer->size());
-  keep_.push_back(std::move(buffer));
+absl::Status PinForStream(ResidencyPin& pin, const std::shared_ptr<Buffer>& buf, hal::Stream& s) {
+  PGK_RETURN_IF_ERROR(pin.Add(buf));
+  // Work is about to be queued on `s` (a scheduled task's own stream differs from the one the
+  // buffer came from): its memory must not be reused before that work has run.
+  if (&s != buf->stream()) {
+    PGK_RETURN_IF_ERROR(buf->RecordStream(s));
+    // A page-in (the pin may just have done one) is ordered on the buffer's own stream only.
+    if (buf->evictable()) PGK_RETURN_IF_ERROR(StreamWaitStream(s, *buf->stream()));
+  }
+  return absl::OkStatus();
 }
 
-absl::Status LaunchContext::Add(const GPUArray& a, bool pin) {
+absl::Status LaunchContext::Use(const GPUArray& a) {
   if (a.device() != device_) {
     return ValueError(
         absl::StrCat(op_, ": arrays on ", device_.ToString(), " and ", a.device().ToString()));
@@ -51,15 +55,9 @@ absl::Status LaunchContext::Add(const GPUArray& a, bool pin) {
   for (const auto& k : keep_) {
     if (k == buf) return absl::OkStatus();
   }
-  if (pin) PGK_RETURN_IF_ERROR(pin_.Add(buf));
-  // Work is about to be queued on this stream (a scheduled task's own stream differs from the
-  // one the buffer came from): its memory must not be reused before that work has run.
-  if (stream_ != buf->stream()) {
-    PGK_RETURN_IF_ERROR(buf->RecordStream(*stream_));
-    // A page-in (the pin may just have done one) is ordered on the buffer's own stream only.
-    if (buf->evictable()) PGK_RETURN_IF_ERROR(StreamWaitStream(*stream_, *buf->stream()));
-  }
-  Keep(buf);
+  PGK_RETURN_IF_ERROR(PinForStream(pin_, buf, *stream_));
+  held_bytes_ += static_cast<int64_t>(buf->size());
+  keep_.push_back(buf);
   return absl::OkStatus();
 }
 

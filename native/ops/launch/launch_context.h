@@ -37,6 +37,10 @@ inline constexpr int kBackendKinds = 2;
 /// "cpu" or "cuda".
 absl::string_view BackendKindName(BackendKind kind);
 
+/// Pins `buf` (paging it back in if spilled) and records it as used on `s` when that is not its
+/// own stream, ordering a page-in before `s`'s work: what every launch does per buffer.
+absl::Status PinForStream(ResidencyPin& pin, const std::shared_ptr<Buffer>& buf, hal::Stream& s);
+
 /// One op's launches on one device (see the file comment). Move-only; the arrays stay pinned
 /// until it is destroyed, so destroy it only after the last launch through it.
 class LaunchContext {
@@ -49,8 +53,7 @@ class LaunchContext {
                                             std::initializer_list<const GPUArray*> arrays) {
     return Open(op, absl::MakeConstSpan(arrays.begin(), arrays.size()));
   }
-  /// A context on `device` over no arrays yet (work on raw addresses the caller keeps valid
-  /// and alive, e.g. a matmul problem; Use adds arrays).
+  /// A context on `device` over no arrays yet (Use adds the arrays the implementation picks).
   static absl::StatusOr<LaunchContext> OnDevice(absl::string_view op, Device device);
 
   LaunchContext(LaunchContext&&) = default;
@@ -65,10 +68,6 @@ class LaunchContext {
   /// Adds an array (an index array, a temporary) after opening: pinned, recorded on the
   /// stream and kept alive like the others; ValueError if it is on another device.
   absl::Status Use(const GPUArray& a);
-  /// Keeps `buffer` alive for the context's later CPU tasks without pinning it.
-  void Keep(std::shared_ptr<Buffer> buffer);
-  /// Bytes the context's CPU tasks keep alive (the CPU backend's backpressure counts them).
-  int64_t held_bytes() const { return held_bytes_; }
 
   // ---- CPU backend ----
   /// Queues `task` on the stream as kernel `kernel` (counted, traced, paced by the dispatcher);
@@ -107,7 +106,6 @@ class LaunchContext {
   LaunchContext(absl::string_view op, Device device, hal::Stream* stream)
       : op_(op), device_(device), stream_(stream) {}
   absl::Status QueueHost(absl::string_view kernel, std::function<void()> task, LaunchCost cost);
-  absl::Status Add(const GPUArray& a, bool pin);
 
   absl::string_view op_;
   Device device_;

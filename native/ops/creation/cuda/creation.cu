@@ -53,9 +53,5 @@ PGK_FOR_EACH_DTYPE(PGK_DEFINE_DTYPE_KERNELS)
   extern "C" __global__ void pgk_fill_##BYTES(ElementwiseParams p) { \
     PGK_GRID_STRIDE_LOOP(i, p.n) pk::FillElement<WORD>(p, i);        \
   }
-PGK_DEFINE_FILL(1, uint8_t)
-PGK_DEFINE_FILL(2, uint16_t)
-PGK_DEFINE_FILL(4, uint32_t)
-PGK_DEFINE_FILL(8, uint64_t)
-PGK_DEFINE_FILL(16, pygpukit::complex128)
+PGK_FOR_EACH_WORD(PGK_DEFINE_FILL)
 #undef PGK_DEFINE_FILL

@@ -1,5 +1,6 @@
 // CUDA kernels of the index family: pgk_gather_<itemsize> and pgk_scatter_<itemsize>, the
 // shared per-element bodies of ops/index/gather.h in a grid-stride loop over the output.
+#include "core/dtype_list.h"
 #include "ops/cuda/grid_stride.h"
 #include "ops/index/gather.h"
 
@@ -12,9 +13,5 @@ namespace pk = pygpukit::kernels;
   extern "C" __global__ void pgk_scatter_##BYTES(pk::GatherParams p) { \
     PGK_GRID_STRIDE_LOOP(i, p.n) pk::ScatterElement<WORD>(p, i);       \
   }
-PGK_DEFINE_GATHER(1, uint8_t)
-PGK_DEFINE_GATHER(2, uint16_t)
-PGK_DEFINE_GATHER(4, uint32_t)
-PGK_DEFINE_GATHER(8, uint64_t)
-PGK_DEFINE_GATHER(16, pygpukit::complex128)
+PGK_FOR_EACH_WORD(PGK_DEFINE_GATHER)
 #undef PGK_DEFINE_GATHER
