@@ -10,7 +10,7 @@
 #include "core/shape.h"
 #include "core/status.h"
 #include "ops/array.h"
-#include "ops/gemm_tune.h"
+#include "ops/gemm/gemm_tune.h"
 #include "ops/ops.h"
 #include "ops/random/random.h"
 #include "runtime/runtime.h"

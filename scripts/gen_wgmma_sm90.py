@@ -1,4 +1,4 @@
-"""Writes native/ops/cuda/wgmma_sm90.h: one inline-asm wrapper per wgmma shape and dtype.
+"""Writes native/ops/gemm/cuda/wgmma_sm90.h: one inline-asm wrapper per wgmma shape and dtype.
 
 Each wgmma instruction names all of its accumulator registers (64 for N = 128, 128 for N = 256),
 so the wrappers are generated rather than typed. Run: python3 scripts/gen_wgmma_sm90.py
@@ -76,7 +76,7 @@ def main():
             parts.append(wrapper(n, ptx_type, suffix))
         parts.append(wrapper_tf32(n))
     parts.append("\n}  // namespace pygpukit::sm90\n")
-    out = pathlib.Path(__file__).resolve().parent.parent / "native/ops/cuda/wgmma_sm90.h"
+    out = pathlib.Path(__file__).resolve().parent.parent / "native/ops/gemm/cuda/wgmma_sm90.h"
     out.write_text("".join(parts))
 
 

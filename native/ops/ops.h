@@ -343,7 +343,7 @@ enum class MatmulPrecision {
   kTF32,     // tensor-core TF32 inputs, FP32 accumulation (CUDA only; CPU stays FP32)
 };
 /// Which implementation serves a CUDA matmul: kAuto picks by arch, dtype, layout and shape
-/// (ops/gemm_select.h); the others force one kernel family and fail with NotImplementedError
+/// (ops/gemm/gemm_select.h); the others force one kernel family and fail with NotImplementedError
 /// where it cannot serve the problem (always on the CPU backend, which has one kernel).
 enum class MatmulBackend { kAuto, kCublasLt, kSm90, kSm80, kSimt };
 struct MatmulOptions {

@@ -47,19 +47,7 @@ struct DispatchStats {
 /// launch's outcome (user kernels, whose launch configuration we cannot vouch for).
 enum class LaunchMode { kQueued, kImmediate };
 
-/// How a task's preemptible kernels are told to yield (LaunchGate::preempt_signal): one flag,
-/// 1 while more urgent work runs, in two copies.
-struct PreemptSignal {
-  /// The host's copy: whether to launch (or relaunch) at all.
-  const std::atomic<uint32_t>* host = nullptr;
-  /// The device's copy, in device memory, which running kernels poll. It is written without a
-  /// kernel (hal::Backend::WriteWordAsync), set right after the host's copy and cleared before
-  /// it, so a kernel launched while the host's copy reads 0 never sees a stale 1. (Kernels
-  /// polling host memory instead ran 30x slower on an H200.)
-  const uint32_t* device = nullptr;
-  /// Where the device copy lives: only kernels on this device may poll it.
-  Device on;
-};
+class YieldHook;  // runtime/sched/yield_hook.h
 
 /// Pacing hook, consulted around every launch made by a thread that runs a scheduled task.
 class LaunchGate {
@@ -69,18 +57,9 @@ class LaunchGate {
   virtual absl::Status BeforeLaunch(hal::Stream& stream) = 0;
   /// After every launch that BeforeLaunch allowed; `launched` is the launch's outcome.
   virtual void AfterLaunch(hal::Stream& stream, const absl::Status& launched) = 0;
-  /// Largest launch, in FLOPs, ops should make (they split bigger work, e.g. a matmul by rows),
-  /// so that more urgent work waits for at most that much (kernels are not preemptible).
-  /// 0: no limit.
-  virtual int64_t max_launch_flops() const { return 0; }
-  /// The task's preemption signal, or null: while it is set, work of this task that can be
-  /// preempted (the sm90 matmul kernels) stops, saving its state, and resumes once it is clear
-  /// again, so that more urgent work gets the SMs within microseconds.
-  virtual const PreemptSignal* preempt_signal() const { return nullptr; }
-  /// Blocks (GIL released) until the preemption signal's host copy is clear.
-  virtual void AwaitResume() {}
-  /// Called after an op that ran on preemptible kernels, with the times it was preempted.
-  virtual void Preempted(int /*times*/) {}
+  /// What ops that can split or preempt their work ask of the running task (the scheduler's
+  /// policy), or null: no limit, no preemption.
+  virtual YieldHook* yield() { return nullptr; }
 };
 
 /// While alive, launches by this thread pass `gate`. Scopes nest; the innermost wins.

@@ -1,6 +1,6 @@
-// The GEMM kernel-family dispatch table (ops/gemm_select.h): pure logic, so every rule is
+// The GEMM kernel-family dispatch table (ops/gemm/gemm_select.h): pure logic, so every rule is
 // checked here without a GPU, for the targets of interest (SM 7.5, 8.0, 8.6, 8.9, 9.0, 10.0).
-#include "ops/gemm_select.h"
+#include "ops/gemm/gemm_select.h"
 
 #include <gtest/gtest.h>
 
@@ -24,6 +24,9 @@ constexpr MatmulBackend kForced[] = {MatmulBackend::kCublasLt, MatmulBackend::kS
 constexpr GemmFamily kFamilyOfForced[] = {GemmFamily::kCublasLt, GemmFamily::kSm90,
                                           GemmFamily::kSm80, GemmFamily::kSimt};
 
+// A problem's tune key and family fit (what selection reads) in one value.
+struct GemmSummary : TuneKey, GemmFit {};
+
 // A summary with every precondition of our kernels met; tests switch single fields off.
 GemmSummary Problem(DType in, int64_t m = 1024, bool fused = false) {
   GemmSummary s;
@@ -45,7 +48,7 @@ GemmSummary Tf32(int64_t m = 1024, bool fused = false) {
 }
 
 GemmFamily Auto(const GemmSummary& s, const GemmTarget& t) {
-  return SelectGemm(s, t, MatmulBackend::kAuto);
+  return SelectGemm(s, s, t, MatmulBackend::kAuto);
 }
 
 std::string Describe(const GemmSummary& s, const GemmTarget& t) {
@@ -85,7 +88,7 @@ TEST(GemmSelect, ForcedBackendsReturnTheirFamilyWhateverTheProblem) {
        {kHopper, kHopperNoSm90a, kAmpere, kAda, kTuring, kBlackwell, GemmTarget{}}) {
     for (const GemmSummary& s : problems) {
       for (int i = 0; i < 4; ++i) {
-        EXPECT_EQ(SelectGemm(s, t, kForced[i]), kFamilyOfForced[i])
+        EXPECT_EQ(SelectGemm(s, s, t, kForced[i]), kFamilyOfForced[i])
             << GemmFamilyName(kFamilyOfForced[i]) << " forced for " << Describe(s, t);
       }
     }

@@ -1,6 +1,6 @@
-// The sm90 launch plan (ops/gemm_sm90_plan.h): tile width, clusters and split-K for the shapes
+// The sm90 launch plan (ops/gemm/gemm_sm90_plan.h): tile width, clusters and split-K for the shapes
 // the benchmark covers, forced choices, refusals, and the invariants every plan keeps.
-#include "ops/gemm_sm90_plan.h"
+#include "ops/gemm/gemm_sm90_plan.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
-// The GEMM tune cache (ops/gemm_tune_cache.h) and the autotuning switch (ops/gemm_tune.h): key
+// The GEMM tune cache (ops/gemm/gemm_tune_cache.h) and the autotuning switch (ops/gemm/gemm_tune.h): key
 // and choice text forms, the cache file format and its invalidation, paths, atomic writes and
 // the thread-safe per-device cache. Pure logic and files: runs without a GPU.
-#include "ops/gemm_tune_cache.h"
+#include "ops/gemm/gemm_tune_cache.h"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "file_test_util.h"
-#include "ops/gemm_tune.h"
+#include "ops/gemm/gemm_tune.h"
 #include "runtime/jit/cache_files.h"
 #include "test_util.h"
 

@@ -231,7 +231,7 @@ TEST_F(JitTest, SharedScalarHeadersCompileUnderNvrtc) {
   JitSource s;
   s.name = "shared";
   s.source = R"(#include "ops/kernels/elementwise.h"
-#include "ops/kernels/gemm_epilogue.h"
+#include "ops/gemm/gemm_epilogue.h"
 using namespace pygpukit;
 using namespace pygpukit::kernels;
 template <typename A, typename B>

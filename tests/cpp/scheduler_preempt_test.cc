@@ -20,6 +20,7 @@
 #include "ops/random/random.h"
 #include "runtime/dispatcher.h"
 #include "runtime/sched/scheduler.h"
+#include "runtime/sched/yield_hook.h"
 #include "sched_test_util.h"
 #include "test_util.h"
 
@@ -51,8 +52,8 @@ std::unique_ptr<Scheduler> MakeWithTenants(bool preemption) {
 const PreemptSignal* GateSignal(Scheduler& s, const std::string& tenant) {
   std::atomic<const PreemptSignal*> seen{nullptr};
   auto task = s.Submit(tenant, [&] {
-    LaunchGate* g = LaunchGateScope::Current();
-    seen = g != nullptr ? g->preempt_signal() : nullptr;
+    YieldHook* y = CurrentYield();
+    seen = y != nullptr ? y->preempt_signal(TestDevice()) : nullptr;
     return absl::OkStatus();
   });
   EXPECT_TRUE(task.ok()) << task.status();

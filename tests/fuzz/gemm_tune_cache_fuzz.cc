@@ -8,7 +8,7 @@
 #include <string>
 
 #include "fuzz_input.h"
-#include "ops/gemm_tune_cache.h"
+#include "ops/gemm/gemm_tune_cache.h"
 
 namespace {
 

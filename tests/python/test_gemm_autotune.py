@@ -185,7 +185,7 @@ M, K, N = 257, 136, 200  # tails in every dim; 16-byte aligned rows for every dt
 
 
 def candidates(device, dtype, precision, epi):
-    """The configurations the tuner times (ops/cuda/gemm_autotune.h, TuneCandidates)."""
+    """The configurations the tuner times (ops/gemm/cuda/gemm_autotune_cuda.h, TuneCandidates)."""
     major = sm(device)[0]
     tf32 = dtype == "float32" and precision == "tf32"
     c = []

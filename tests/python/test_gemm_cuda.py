@@ -2,7 +2,7 @@
 selection on a grid of dtypes, tails, layouts (row-major, transposed A, transposed B), batches
 and epilogues against the float64 reference (gemm_ref.py), plus which kernel auto selection
 launches (gp.dispatch_stats). A forced family may refuse a problem with NotImplementedError only
-outside its documented preconditions (ops/cuda/gemm_cuda.h, modelled by `documented_support`);
+outside its documented preconditions (ops/gemm/cuda/gemm_cuda.h, modelled by `documented_support`);
 inside them a refusal fails the test. Needs a CUDA device: skipped where none exists."""
 
 import threading

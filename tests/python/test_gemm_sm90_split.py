@@ -1,5 +1,5 @@
-"""Split-K in the Hopper kernels (ops/gemm_sm90_plan.h): products whose tile grid would leave SMs
-idle (skinny M, few tiles with long K) cut K across CTAs; the last CTA of each tile adds the
+"""Split-K in the Hopper kernels (ops/gemm/gemm_sm90_plan.h): products whose tile grid would leave
+SMs idle (skinny M, few tiles with long K) cut K across CTAs; the last CTA of each tile adds the
 float32 partial sums in split order and runs the epilogue. Checked against the float64 reference
 for tails, layouts, batches, every epilogue and TF32; results must not depend on which CTA
 finishes last (bitwise-equal reruns). tests/cpp/gemm_sm90_plan_test.cc pins that these shapes

@@ -68,8 +68,14 @@ absl::Status LaunchContext::QueueHost(absl::string_view kernel, std::function<vo
 }
 
 absl::Status LaunchContext::Kernel(absl::string_view kernel, const hal::LaunchDims& dims,
-                                   void** args, LaunchCost cost) const {
-  return Runtime::Get().dispatcher().LaunchDevice(*stream_, kernel, dims, args, cost);
+                                   void** args, LaunchCost cost, LaunchMode mode) const {
+  return Runtime::Get().dispatcher().LaunchDevice(*stream_, kernel, dims, args, cost, mode);
+}
+
+absl::Status LaunchContext::Library(absl::string_view what,
+                                    const std::function<absl::Status()>& call,
+                                    LaunchCost cost) const {
+  return Runtime::Get().dispatcher().LaunchLibrary(*stream_, what, call, cost);
 }
 
 absl::Status LaunchContext::Function(absl::string_view kernel, void* function,

@@ -23,6 +23,7 @@
 #include "core/cpu/thread_pool.h"
 #include "core/hal/backend.h"
 #include "ops/array.h"
+#include "runtime/dispatcher.h"
 #include "runtime/memory/memory_pool.h"
 #include "runtime/trace/tracer.h"
 
@@ -95,12 +96,17 @@ class LaunchContext {
   // ---- CUDA backend ----
   /// Launches the embedded kernel `kernel` (an extern "C" symbol of the kernel images) with
   /// `args` (pointers to its parameters, as for cuLaunchKernel).
+  /// `mode` kImmediate returns the launch's own outcome (a caller that waits for the kernel).
   absl::Status Kernel(absl::string_view kernel, const hal::LaunchDims& dims, void** args,
-                      LaunchCost cost = {}) const;
+                      LaunchCost cost = {}, LaunchMode mode = LaunchMode::kQueued) const;
   /// Launches `function`, a CUfunction resolved elsewhere (a JIT-compiled kernel), counted as
   /// `kernel`.
   absl::Status Function(absl::string_view kernel, void* function, const hal::LaunchDims& dims,
                         void** args, LaunchCost cost = {}) const;
+  /// Runs `call`, which enqueues work on stream() through a vendor library (cuBLASLt) or the
+  /// driver (a memset), counted and traced as `what`.
+  absl::Status Library(absl::string_view what, const std::function<absl::Status()>& call,
+                       LaunchCost cost = {}) const;
 
  private:
   LaunchContext(absl::string_view op, Device device, hal::Stream* stream)

@@ -24,7 +24,7 @@
 //
 // Bit equality across compilers needs every floating operation rounded once, as written: on the
 // device the _rn intrinsics (which nvcc never contracts into an FMA), on the host plain
-// operators in a file compiled with -ffp-contract=off (ops/cpu/random_cpu.cc; only such files
+// operators in a file compiled with -ffp-contract=off (ops/random/cpu/random_cpu.cc; only such files
 // may call the floating functions, or the linker could keep another file's copy). log, sin and cos
 // are our own (libm and CUDA's differ in the last bit): log is fdlibm's e_log.c (< 1 ulp);
 // sin / cos of the angle are Taylor polynomials after an exact reduction of the integer angle

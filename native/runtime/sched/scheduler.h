@@ -35,6 +35,7 @@
 #include "runtime/dispatcher.h"
 #include "runtime/sched/admission.h"
 #include "runtime/sched/task_state.h"
+#include "runtime/sched/yield_hook.h"
 
 namespace pygpukit {
 

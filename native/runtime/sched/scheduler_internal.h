@@ -46,13 +46,15 @@ struct Scheduler::TenantRt {
 /// Paces launches of one running task of a paced tenant: waits while the tenant has its limit
 /// of kernels in flight (best-effort tenants get a lower limit while guaranteed work runs),
 /// on the oldest in-flight kernel's event, so the next launch follows its end at once.
-class Scheduler::Gate final : public LaunchGate {
+/// Also the task's YieldHook: the scheduler's policy for splitting and preempting its work.
+class Scheduler::Gate final : public LaunchGate, public YieldHook {
  public:
   Gate(Scheduler* s, std::shared_ptr<TenantRt> t) : scheduler_(s), tenant_(std::move(t)) {}
   absl::Status BeforeLaunch(hal::Stream& stream) override;
   void AfterLaunch(hal::Stream& stream, const absl::Status& launched) override;
+  YieldHook* yield() override { return this; }
   int64_t max_launch_flops() const override;
-  const PreemptSignal* preempt_signal() const override;
+  const PreemptSignal* preempt_signal(Device device) const override;
   void Preempted(int times) override;
   void AwaitResume() override;
 

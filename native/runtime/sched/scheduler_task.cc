@@ -144,9 +144,10 @@ int64_t Scheduler::Gate::max_launch_flops() const {
              : 0;
 }
 
-const PreemptSignal* Scheduler::Gate::preempt_signal() const {
+const PreemptSignal* Scheduler::Gate::preempt_signal(Device device) const {
+  // Only kernels on the signal's device can poll its device copy.
   return tenant_->options.qos == QosClass::kBestEffort && tenant_->sms == 0 &&
-                 scheduler_->options_.best_effort_preemption
+                 scheduler_->options_.best_effort_preemption && device == scheduler_->signal_.on
              ? &scheduler_->signal_
              : nullptr;
 }

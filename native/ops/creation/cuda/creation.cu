@@ -4,7 +4,7 @@
 // output index space.
 #include "core/dtype_list.h"
 #include "ops/creation/creation_elements.h"
-#include "ops/cuda/grid_stride.h"
+#include "ops/launch/grid_stride.h"
 
 namespace pk = pygpukit::kernels;
 using pk::ElementwiseParams;

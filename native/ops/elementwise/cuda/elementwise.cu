@@ -3,7 +3,7 @@
 // are the shared per-element functions of ops/kernels/elementwise.h; launches use a grid-stride
 // loop over the (coalesced) output index space, one element per thread per iteration.
 #include "core/dtype_list.h"
-#include "ops/cuda/grid_stride.h"
+#include "ops/launch/grid_stride.h"
 #include "ops/kernels/elementwise.h"
 
 namespace pk = pygpukit::kernels;

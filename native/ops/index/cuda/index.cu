@@ -1,7 +1,7 @@
 // CUDA kernels of the index family: pgk_gather_<itemsize> and pgk_scatter_<itemsize>, the
 // shared per-element bodies of ops/index/gather.h in a grid-stride loop over the output.
 #include "core/dtype_list.h"
-#include "ops/cuda/grid_stride.h"
+#include "ops/launch/grid_stride.h"
 #include "ops/index/gather.h"
 
 namespace pk = pygpukit::kernels;

@@ -1,7 +1,7 @@
 // CUDA random kernels: one thread per Philox block (ops/random/philox.h, shared with the CPU
 // loop) in a grid-stride loop; pgk_random_<dtype code> per real dtype.
 #include "core/dtype_list.h"
-#include "ops/cuda/grid_stride.h"
+#include "ops/launch/grid_stride.h"
 #include "ops/random/philox.h"
 
 namespace pk = pygpukit::kernels;

@@ -13,7 +13,7 @@
 // pgk_compact_count and pgk_compact_write (ranks from warp ballots).
 #include <cstdint>
 
-#include "ops/cuda/grid_stride.h"
+#include "ops/launch/grid_stride.h"
 #include "ops/sort/radix.h"
 
 namespace pk = pygpukit::kernels;

@@ -2,7 +2,7 @@
 // pgk_merge_<dtype code>, the shared per-element bodies of ops/sort/search.h in a grid-stride
 // loop.
 #include "core/dtype_list.h"
-#include "ops/cuda/grid_stride.h"
+#include "ops/launch/grid_stride.h"
 #include "ops/sort/search.h"
 
 namespace pk = pygpukit::kernels;

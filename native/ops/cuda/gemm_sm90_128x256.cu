@@ -1,4 +1,0 @@
-// Hopper GEMM kernels with 128 x 256 tiles, one CTA per cluster (see gemm_sm90_kernel.h).
-#include "ops/cuda/gemm_sm90_kernel.h"
-
-PGK_SM90_TYPES(256, 1, )

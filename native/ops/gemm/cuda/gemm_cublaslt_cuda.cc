@@ -1,0 +1,200 @@
+// GEMM on CUDA through cuBLASLt (loaded at run time). Row-major D = A @ B is issued as the
+// column-major product D^T = B^T A^T. The op layer guarantees each operand has a unit stride in
+// one of its two matrix dims (else it makes a copy) and that D is C-contiguous.
+#include <map>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "core/cuda/cublaslt_api.h"
+#include "core/cuda/cuda_backend.h"
+#include "core/status.h"
+#include "ops/gemm/cuda/gemm_cuda.h"
+#include "ops/gemm/gemm_accepts.h"
+#include "runtime/runtime.h"
+
+namespace pygpukit::ops::cuda_kernels {
+namespace {
+
+using cuda::CublasStatus;
+
+constexpr size_t kWorkspaceBytes = size_t{32} << 20;
+
+struct TypeConfig {
+  cudaDataType_t data;
+  cudaDataType_t scale;
+  cublasComputeType_t compute;
+};
+
+absl::StatusOr<TypeConfig> ConfigFor(DType dt, MatmulPrecision precision) {
+  bool tf32 = precision == MatmulPrecision::kTF32;
+  switch (dt) {
+    case DType::Float16:
+      return TypeConfig{CUDA_R_16F, CUDA_R_32F, CUBLAS_COMPUTE_32F};
+    case DType::BFloat16:
+      return TypeConfig{CUDA_R_16BF, CUDA_R_32F, CUBLAS_COMPUTE_32F};
+    case DType::Float32:
+      return TypeConfig{CUDA_R_32F, CUDA_R_32F,
+                        tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F};
+    case DType::Float64:
+      return TypeConfig{CUDA_R_64F, CUDA_R_64F, CUBLAS_COMPUTE_64F};
+    case DType::Complex64:
+      return TypeConfig{CUDA_C_32F, CUDA_C_32F,
+                        tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F};
+    case DType::Complex128:
+      return TypeConfig{CUDA_C_64F, CUDA_C_64F, CUBLAS_COMPUTE_64F};
+    default:
+      return TypeError(absl::StrCat("matmul: unsupported dtype ", DTypeName(dt)));
+  }
+}
+
+absl::StatusOr<cublasLtHandle_t> HandleFor(const cuda::CublasLtApi* lt, int device) {
+  static std::mutex mu;
+  static std::map<int, cublasLtHandle_t> handles;  // process lifetime
+  std::lock_guard<std::mutex> l(mu);
+  if (auto it = handles.find(device); it != handles.end()) return it->second;
+  cublasLtHandle_t h = nullptr;
+  PGK_RETURN_IF_ERROR(CublasStatus(lt->cublasLtCreate(&h), "matmul: cublasLtCreate"));
+  handles.emplace(device, h);
+  return h;
+}
+
+// RAII owners of the cuBLASLt descriptors of one call.
+struct Descriptors {
+  const cuda::CublasLtApi* lt;
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+  ~Descriptors() {
+    if (pref) lt->cublasLtMatmulPreferenceDestroy(pref);
+    if (c) lt->cublasLtMatrixLayoutDestroy(c);
+    if (b) lt->cublasLtMatrixLayoutDestroy(b);
+    if (a) lt->cublasLtMatrixLayoutDestroy(a);
+    if (op) lt->cublasLtMatmulDescDestroy(op);
+  }
+};
+
+// Column-major layout of one operand: (rows x cols, ld) plus whether it needs a transpose to
+// serve as the wanted (want_rows x want_cols) matrix. `row`/`col` are the operand's element
+// strides for the wanted orientation.
+absl::Status MakeLayout(const cuda::CublasLtApi* lt, cudaDataType_t type, int64_t want_rows,
+                        int64_t want_cols, int64_t row_stride, int64_t col_stride, int64_t batch,
+                        int64_t batch_stride, cublasLtMatrixLayout_t* out, cublasOperation_t* op) {
+  uint64_t rows, cols;
+  int64_t ld;
+  if (row_stride == 1) {  // column-major already
+    rows = want_rows;
+    cols = want_cols;
+    ld = col_stride;
+    *op = CUBLAS_OP_N;
+  } else if (col_stride == 1) {  // row-major: its transpose is column-major
+    rows = want_cols;
+    cols = want_rows;
+    ld = row_stride;
+    *op = CUBLAS_OP_T;
+  } else {
+    return RuntimeError("matmul: operand without a unit stride reached cuBLASLt");
+  }
+  ld = std::max<int64_t>({ld, static_cast<int64_t>(rows), 1});
+  PGK_RETURN_IF_ERROR(CublasStatus(lt->cublasLtMatrixLayoutCreate(out, type, rows, cols, ld),
+                                   "matmul: cublasLtMatrixLayoutCreate"));
+  if (batch > 1) {
+    int32_t count = static_cast<int32_t>(batch);
+    PGK_RETURN_IF_ERROR(
+        CublasStatus(lt->cublasLtMatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                                          &count, sizeof(count)),
+                     "matmul: batch count"));
+    PGK_RETURN_IF_ERROR(CublasStatus(
+        lt->cublasLtMatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                             &batch_stride, sizeof(batch_stride)),
+        "matmul: batch stride"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status GemmCublasLt(LaunchContext& ctx, const GemmProblem& p) {
+  hal::Stream& s = ctx.stream();
+  const Device device = ctx.device();
+  PGK_RETURN_IF_ERROR(GemmAccepts(GemmFamily::kCublasLt, p, GemmTarget{}));
+  PGK_ASSIGN_OR_RETURN(const cuda::CublasLtApi* lt, cuda::LoadCublasLt());
+  PGK_ASSIGN_OR_RETURN(TypeConfig cfg, ConfigFor(p.in, p.options.precision));
+  const cudaDataType_t out_type = p.out == p.in ? cfg.data : CUDA_R_32F;
+  Runtime& rt = Runtime::Get();
+  PGK_RETURN_IF_ERROR(rt.cuda_backend()->MakeCurrent(device.index));
+  PGK_ASSIGN_OR_RETURN(cublasLtHandle_t handle, HandleFor(lt, device.index));
+  if (p.batch > INT32_MAX) return ValueError("matmul: batch count exceeds 2^31-1");
+
+  Descriptors d{lt};
+  PGK_RETURN_IF_ERROR(CublasStatus(lt->cublasLtMatmulDescCreate(&d.op, cfg.compute, cfg.scale),
+                                   "matmul: cublasLtMatmulDescCreate"));
+  // Column-major problem: C^T (n x m) = B^T (n x k) * A^T (k x m).
+  cublasOperation_t op_first, op_second, op_c;
+  PGK_RETURN_IF_ERROR(
+      MakeLayout(lt, cfg.data, p.n, p.k, p.b.col, p.b.row, p.batch, p.b.batch, &d.b, &op_first));
+  PGK_RETURN_IF_ERROR(
+      MakeLayout(lt, cfg.data, p.k, p.m, p.a.col, p.a.row, p.batch, p.a.batch, &d.a, &op_second));
+  PGK_RETURN_IF_ERROR(
+      MakeLayout(lt, out_type, p.n, p.m, 1, p.d_row, p.batch, p.d_batch, &d.c, &op_c));
+  if (op_c != CUBLAS_OP_N) return RuntimeError("matmul: output must be C-contiguous");
+  PGK_RETURN_IF_ERROR(
+      CublasStatus(lt->cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_first,
+                                                      sizeof(op_first)),
+                   "matmul: transa"));
+  PGK_RETURN_IF_ERROR(
+      CublasStatus(lt->cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_second,
+                                                      sizeof(op_second)),
+                   "matmul: transb"));
+  if (s.sm_count() > 0) {  // a partitioned stream: plan for the SMs it has
+    const int32_t sms = s.sm_count();
+    PGK_RETURN_IF_ERROR(
+        CublasStatus(lt->cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET,
+                                                        &sms, sizeof(sms)),
+                     "matmul: SM count target"));
+  }
+
+  PGK_ASSIGN_OR_RETURN(MemoryPool * alloc, rt.pool(device));
+  // The workspace is the runtime's transient scratch, not the caller's data: it is not charged
+  // to the tenant's quota (a small quota would otherwise refuse every matmul).
+  std::shared_ptr<Buffer> workspace;
+  {
+    QuotaScope uncharged(nullptr);
+    PGK_ASSIGN_OR_RETURN(workspace, alloc->Allocate(kWorkspaceBytes, s));
+  }
+  size_t ws_bytes = workspace->size();
+  PGK_RETURN_IF_ERROR(CublasStatus(lt->cublasLtMatmulPreferenceCreate(&d.pref),
+                                   "matmul: cublasLtMatmulPreferenceCreate"));
+  PGK_RETURN_IF_ERROR(CublasStatus(
+      lt->cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                               &ws_bytes, sizeof(ws_bytes)),
+      "matmul: workspace preference"));
+  cublasLtMatmulHeuristicResult_t heuristic{};
+  int found = 0;
+  PGK_RETURN_IF_ERROR(
+      CublasStatus(lt->cublasLtMatmulAlgoGetHeuristic(handle, d.op, d.b, d.a, d.c, d.c, d.pref, 1,
+                                                      &heuristic, &found),
+                   "matmul: cublasLtMatmulAlgoGetHeuristic"));
+  if (found == 0) {
+    return NotImplementedError(absl::StrCat("matmul: cuBLASLt has no algorithm for ",
+                                            DTypeName(p.in), " (", p.m, "x", p.k, ") @ (", p.k, "x",
+                                            p.n, ")"));
+  }
+  // alpha = 1, beta = 0 in the scale type (complex scale types take (1, 0)).
+  double one[2] = {1.0, 0.0}, zero[2] = {0.0, 0.0};
+  float onef[2] = {1.0f, 0.0f}, zerof[2] = {0.0f, 0.0f};
+  bool dbl = cfg.scale == CUDA_R_64F || cfg.scale == CUDA_C_64F;
+  const void* alpha = dbl ? static_cast<const void*>(one) : onef;
+  const void* beta = dbl ? static_cast<const void*>(zero) : zerof;
+  auto stream = static_cast<cudaStream_t>(s.native_handle());
+  return ctx.Library(
+      "matmul_cublaslt",
+      [&]() -> absl::Status {
+        return CublasStatus(
+            lt->cublasLtMatmul(handle, d.op, alpha, p.b.ptr, d.b, p.a.ptr, d.a, beta, p.d, d.c, p.d,
+                               d.c, &heuristic.algo, workspace->data(), ws_bytes, stream),
+            "matmul: cublasLtMatmul");
+      },
+      GemmCost(p));
+}
+
+}  // namespace pygpukit::ops::cuda_kernels

@@ -1,0 +1,115 @@
+#include "ops/gemm/gemm_launch.h"
+
+#include <optional>
+
+#include "absl/strings/match.h"
+#include "core/status.h"
+#include "ops/gemm/gemm_kernels.h"
+#include "ops/gemm/gemm_plan.h"
+#include "ops/gemm/gemm_tune.h"
+#include "ops/ops.h"
+#include "runtime/embedded_kernels.h"
+#include "runtime/runtime.h"
+#include "runtime/sched/yield_hook.h"
+
+namespace pygpukit::ops {
+namespace {
+
+absl::StatusOr<GemmTarget> TargetOf(const LaunchContext& ctx) {
+  PGK_ASSIGN_OR_RETURN(hal::DeviceProperties props, Runtime::Get().properties(ctx.device()));
+  GemmTarget t;
+  t.sm_major = props.sm_major;
+  t.sm_minor = props.sm_minor;
+  t.sm90a_built = absl::StrContains(EmbeddedKernelArchs(), "90a");
+  t.partitioned = ctx.stream().sm_count() > 0;
+  return t;
+}
+
+// A product the chosen family refused at launch (auto mode): cuBLASLt serves it, fused if it
+// can, else as its plain product into a temporary plus the epilogue pass.
+absl::Status RunRefused(LaunchContext& ctx, const GemmProblem& p, const GemmTarget& t) {
+  const GemmChoice lt{GemmFamily::kCublasLt};
+  if (GemmAccepts(GemmFamily::kCublasLt, p, t).ok()) return kGemmProduct(ctx, p, lt);
+  const DType acc = GemmAccumulator(p);
+  PGK_ASSIGN_OR_RETURN(GPUArray tmp, Empty({p.batch, p.m, p.n}, acc, ctx.device()));
+  PGK_RETURN_IF_ERROR(ctx.Use(tmp));
+  const GemmProblem product = PlainInto(p, tmp.data(), acc);
+  PGK_RETURN_IF_ERROR(kGemmProduct(ctx, product, lt));
+  return kGemmEpilogue(ctx, p, product);
+}
+
+// `p` in row blocks of `rows` with `choice` (a block re-selected by the rules when it is a
+// proper slice, as its size may call for another family).
+absl::Status RunBlocks(LaunchContext& ctx, const GemmProblem& p, const GemmChoice& choice,
+                       int64_t rows, const GemmTarget& t) {
+  for (int64_t r0 = 0; r0 < p.m; r0 += rows) {
+    const bool sliced = rows < p.m;
+    const GemmProblem q = sliced ? RowSlice(p, r0, std::min(rows, p.m - r0)) : p;
+    GemmChoice c = choice;
+    if (sliced && p.options.backend == MatmulBackend::kAuto) c = RuleChoice(q, t).value_or(choice);
+    absl::Status st = kGemmProduct(ctx, q, c);
+    if (absl::IsUnimplemented(st) && p.options.backend == MatmulBackend::kAuto &&
+        c.family != GemmFamily::kCublasLt) {
+      st = RunRefused(ctx, q, t);
+    }
+    PGK_RETURN_IF_ERROR(st);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status LaunchGemm(LaunchContext& ctx, const GemmProblem& p) {
+  YieldHook* yield = CurrentYield();
+  const int64_t budget = yield != nullptr ? yield->max_launch_flops() : 0;
+  if (ctx.backend() == BackendKind::kCpu) {  // one kernel, which fuses everything (k == 0 too)
+    const int64_t rows = RowBlockRows(p, budget);
+    for (int64_t r0 = 0; r0 < p.m; r0 += rows) {
+      const GemmProblem q = rows < p.m ? RowSlice(p, r0, std::min(rows, p.m - r0)) : p;
+      PGK_RETURN_IF_ERROR(kGemmProduct(ctx, q, GemmChoice{}));
+    }
+    return absl::OkStatus();
+  }
+  PGK_ASSIGN_OR_RETURN(GemmTarget t, TargetOf(ctx));
+  // A task whose work yields to more urgent work runs its product on preemptible kernels where
+  // they serve it: they leave the SMs within microseconds when asked, so no splitting is needed.
+  if (const PreemptSignal* signal =
+          yield != nullptr ? yield->preempt_signal(ctx.device()) : nullptr;
+      signal != nullptr && GemmPreemptibleAccepts(p, t)) {
+    absl::StatusOr<int> preempted = kGemmPreemptible(ctx, p, *yield, *signal);
+    if (preempted.ok()) {
+      yield->Preempted(*preempted);
+      return absl::OkStatus();
+    }
+    if (!absl::IsUnimplemented(preempted.status())) return preempted.status();
+  }
+  // Otherwise a paced task's product is split into row blocks of at most its FLOP budget, so
+  // that more urgent work queued meanwhile waits for one block rather than the whole product.
+  const int64_t rows = RowBlockRows(p, budget);
+  // Tuned choices are the whole device's and the whole product's: a partitioned stream or a
+  // split product follows the rules.
+  const bool tune = p.options.backend == MatmulBackend::kAuto && rows == p.m && !t.partitioned &&
+                    GemmAutotuneEnabled() && kGemmTuned.has(ctx.backend());
+  auto choose = [&](const GemmProblem& q) -> std::optional<GemmChoice> {
+    if (tune) {
+      absl::StatusOr<std::optional<GemmChoice>> c = kGemmTuned(ctx, q, t);
+      if (c.ok() && c->has_value() && GemmAccepts((*c)->family, q, t).ok()) return **c;
+    }
+    return RuleChoice(q, t);
+  };
+  PGK_ASSIGN_OR_RETURN(GemmPlan plan, PlanGemm(p, t, choose));
+  if (plan.fused) return RunBlocks(ctx, p, plan.choice, rows, t);
+
+  const DType acc = GemmAccumulator(p);
+  PGK_ASSIGN_OR_RETURN(GPUArray tmp, plan.zero_product
+                                         ? Zeros({p.batch, p.m, p.n}, acc, ctx.device())
+                                         : Empty({p.batch, p.m, p.n}, acc, ctx.device()));
+  PGK_RETURN_IF_ERROR(ctx.Use(tmp));
+  const GemmProblem product = PlainInto(p, tmp.data(), acc);
+  if (!plan.zero_product) {
+    PGK_RETURN_IF_ERROR(RunBlocks(ctx, product, plan.choice, RowBlockRows(product, budget), t));
+  }
+  return kGemmEpilogue(ctx, p, product);
+}
+
+}  // namespace pygpukit::ops

@@ -1,0 +1,72 @@
+#include "ops/gemm/gemm_plan.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <numeric>
+
+namespace pygpukit::ops {
+DType GemmAccumulator(const GemmProblem& p) {
+  return p.out == DType::Float64 ? DType::Float64 : DType::Float32;
+}
+
+std::optional<GemmChoice> RuleChoice(const GemmProblem& p, const GemmTarget& t) {
+  // sm80_ok stays true: the table was measured that way, and sm80's own rules are checked below.
+  const GemmFit fit{GemmAccepts(GemmFamily::kSm90, p, t).ok(), true};
+  const GemmFamily f = SelectGemm(TuneKeyOf(p), fit, t, MatmulBackend::kAuto);
+  if (GemmAccepts(f, p, t).ok()) return GemmChoice{f};
+  if (f != GemmFamily::kCublasLt && GemmAccepts(GemmFamily::kCublasLt, p, t).ok()) {
+    return GemmChoice{GemmFamily::kCublasLt};
+  }
+  return std::nullopt;
+}
+
+absl::StatusOr<GemmPlan> PlanGemm(const GemmProblem& p, const GemmTarget& t, GemmChooser choose) {
+  GemmPlan plan;
+  if (p.k == 0) {  // nothing to multiply: the epilogue over zeros
+    plan.fused = false;
+    plan.zero_product = true;
+    return plan;
+  }
+  const GemmProblem plain = PlainInto(p, nullptr, GemmAccumulator(p));
+  if (p.options.backend != MatmulBackend::kAuto) {
+    const GemmFamily f = *ForcedFamily(p.options.backend);
+    absl::Status st = GemmAccepts(f, p, t);
+    if (st.ok()) {
+      plan.choice = GemmChoice{f};
+      return plan;
+    }
+    // cuBLASLt computes the product; the epilogue it does not fuse runs as a second pass.
+    if (f == GemmFamily::kCublasLt && !p.plain() &&
+        GemmAccepts(GemmFamily::kCublasLt, plain, t).ok()) {
+      plan.fused = false;
+      plan.choice = GemmChoice{f};
+      return plan;
+    }
+    return st;
+  }
+  if (std::optional<GemmChoice> c = choose(p)) {
+    plan.choice = *c;
+    return plan;
+  }
+  plan.fused = false;
+  plan.choice = choose(plain).value_or(GemmChoice{GemmFamily::kCublasLt});
+  return plan;
+}
+
+int64_t RowBlockRows(const GemmProblem& p, int64_t max_flops) {
+  const int64_t per_row = 2 * p.batch * p.n * p.k;
+  if (max_flops <= 0 || per_row <= 0 || p.m <= max_flops / per_row) return p.m;
+  int64_t rows = std::max<int64_t>(1, max_flops / per_row);
+  // A multiple of the rows after which both A's and D's offsets are 256-byte aligned; at least
+  // 128 rows when that many fit.
+  auto period = [](int64_t row_bytes) {
+    const int64_t bytes = std::abs(row_bytes);
+    return bytes == 0 ? int64_t{1} : 256 / std::gcd(int64_t{256}, bytes);
+  };
+  const int64_t pa = period(p.a.row * ItemSize(p.in)), pd = period(p.d_row * ItemSize(p.out));
+  int64_t align = pa / std::gcd(pa, pd) * pd;
+  if (rows >= 128) align = align / std::gcd(align, int64_t{128}) * 128;
+  return std::max(align, rows - rows % align);
+}
+
+}  // namespace pygpukit::ops
