@@ -1,3 +1,5 @@
+// Over 600 lines on purpose: a standalone benchmark program (arguments, loops, JSON) kept in one
+// file so that it can be read and run on its own.
 // Co-location benchmark of the scheduler from C++ (issue 4): benchmarks/scheduler.py's
 // guaranteed loop and best-effort load with no Python in the way (no GIL hand-offs, no
 // interpreter time), so that the two runs side by side tell the host's share of the latency

@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "array_bindings.h"
 #include "convert.h"
-#include "ops/raw_kernel.h"
+#include "ops/raw_kernel/raw_kernel.h"
 #include "runtime/jit/host_jit.h"
 #include "runtime/runtime.h"
 

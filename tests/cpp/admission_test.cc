@@ -1,3 +1,5 @@
+// Over 600 lines on purpose: the admission state machine's whole table of transitions in one
+// place, each case building on the same tenant fixtures.
 // AdmissionController: the pure, single-threaded admission state machine. Tenant validation,
 // memory fit per QoS class (Guaranteed within its request, Burstable borrowing unreserved
 // capacity up to its limit, Best-effort on what is left), immediate rejections, admission order

@@ -1,3 +1,5 @@
+// Over 600 lines on purpose: one suite for the Scheduler class, sharing its fixtures
+// (sched_test_util.h) and waiting helpers; preemption has its own file.
 // Scheduler on the test device: the task life cycle and its histories and listeners, per-tenant
 // streams and quotas, stream ordering with the default stream (worker and inline tasks),
 // failure isolation, cancellation of pending / admitted / running tasks, timeouts,

@@ -1,3 +1,5 @@
+# Over 600 lines on purpose: one suite per module, sharing its fixtures and reference helpers;
+# a topic moves to its own file once it needs none of them.
 """Conversions: astype (every dtype pair), host transfer (to_numpy / get), Python scalars
 (item / float / int / bool / complex / index), repr / str, devices (to_device, Device parsing)
 and the runtime introspection functions."""

@@ -1,3 +1,5 @@
+# Over 600 lines on purpose: one suite per module, sharing its fixtures and reference helpers;
+# a topic moves to its own file once it needs none of them.
 """The Array API elementwise functions (gp.sin, gp.add, gp.where, gp.clip, ...) against NumPy on
 random data with special values, for every dtype each accepts, on the default device; layouts
 (strided, negative strides, broadcast, 0-d, empty), out= and in-place forms, and bad input."""

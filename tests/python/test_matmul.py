@@ -1,3 +1,5 @@
+# Over 600 lines on purpose: one suite per module, sharing its fixtures and reference helpers;
+# a topic moves to its own file once it needs none of them.
 """matmul / `@` against a float64 (complex128) NumPy reference of the same rounded operands.
 
 Every result is checked elementwise against the error bound of a dot product,

@@ -1,3 +1,5 @@
+# Over 600 lines on purpose: one suite per module, sharing its fixtures and reference helpers;
+# a topic moves to its own file once it needs none of them.
 """Elementwise arithmetic: + - * / (and reflected forms), unary - and +, type promotion (array
 with array, NEP 50 weak Python scalars, the documented deviations), broadcasting and errors,
 against NumPy on random data."""

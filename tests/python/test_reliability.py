@@ -1,3 +1,5 @@
+# Over 600 lines on purpose: one suite per module, sharing its fixtures and reference helpers;
+# a topic moves to its own file once it needs none of them.
 """Crashes, hangs, wrong results and isolation holes a bad-input probe found (issue 31), one
 test each; cases that could crash or hang the interpreter run in a child process."""
 

@@ -1,3 +1,5 @@
+# Over 600 lines on purpose: one suite per module, sharing its fixtures and reference helpers;
+# a topic moves to its own file once it needs none of them.
 """pygpukit.scheduler: tenants and their validation, task futures (results, errors, states,
 history), admission control (memory fit, head of line, QoS order, priorities, deadlines,
 dependencies), cancellation, inline task blocks, asyncio, statistics, pacing, listeners,

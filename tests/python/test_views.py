@@ -1,3 +1,5 @@
+# Over 600 lines on purpose: one suite per module, sharing its fixtures and reference helpers;
+# a topic moves to its own file once it needs none of them.
 """Views and basic indexing: reshape, permute_dims, .T / .mT, broadcast_to, contiguous, copy,
 __getitem__ / __setitem__ with integers, slices, None and Ellipsis, and their errors. Every
 result is compared with NumPy on random data, and sharing is checked by writing through the

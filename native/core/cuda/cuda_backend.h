@@ -67,7 +67,7 @@ class CudaBackend final : public hal::Backend {
   /// waits, copies, frees, synchronization, handles given to other libraries) calls it first,
   /// still does its work when it fails (callers fall back on that work: a synchronize where a
   /// record failed) and returns the queue's error afterwards.
-  absl::Status Drain(int device);
+  absl::Status Drain(int device) override;
   /// Launches the device's launcher thread has made (0 when its launches are not queued).
   uint64_t QueuedLaunches(int device) const;
   /// Makes the device's primary context current on this thread (for libraries such as cuBLASLt).
@@ -75,15 +75,10 @@ class CudaBackend final : public hal::Backend {
 
   // Streams of other libraries (DLPack and CUDA array interface exchanges), as the integer
   // handles those protocols pass: a CUstream, or 1 / 2 for the legacy / per-thread default one.
-  /// The device ordinal the memory at `ptr` belongs to (NotFound for memory CUDA does not know).
-  absl::StatusOr<int> PointerDevice(uintptr_t ptr);
-  /// The integer handle of one of our streams.
-  uintptr_t NativeHandle(hal::Stream& stream) const;
-  /// Work queued later on `waiter` waits for the work queued on `external` so far (an event;
-  /// the host does not block).
-  absl::Status WaitForExternal(hal::Stream& waiter, uintptr_t external);
-  /// Work queued later on `external` waits for the work queued on `producer` so far.
-  absl::Status ExternalWaitsFor(uintptr_t external, hal::Stream& producer);
+  absl::StatusOr<int> PointerDevice(uintptr_t ptr) override;
+  absl::StatusOr<uintptr_t> ExternalHandle(hal::Stream& stream) override;
+  absl::Status WaitForExternal(hal::Stream& waiter, uintptr_t external) override;
+  absl::Status ExternalWaitsFor(uintptr_t external, hal::Stream& producer) override;
 
  private:
   struct DeviceState;

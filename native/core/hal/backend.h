@@ -130,6 +130,31 @@ class Backend {
   /// (CUDA: by the device's front end), so it lands while every SM is busy: how the host signals
   /// running kernels. NotImplementedError where the driver cannot.
   virtual absl::Status WriteWordAsync(uint32_t* dst, uint32_t value, Stream& stream) = 0;
+
+  // Exchanges with other libraries (DLPack, the array interfaces), whose streams travel as the
+  // integer handles those protocols pass. Backends without such streams keep the defaults.
+  /// Returns once every launch queued on `device` so far has been made (backends that queue
+  /// launches on a thread of their own), with the queue's error: before a pointer is handed over.
+  virtual absl::Status Drain(int /*device*/) { return absl::OkStatus(); }
+  /// The ordinal of the device the memory at `ptr` belongs to; NotFoundError for memory the
+  /// backend does not know.
+  virtual absl::StatusOr<int> PointerDevice(uintptr_t /*ptr*/) {
+    return absl::NotFoundError("memory of no device of this backend");
+  }
+  /// The protocol handle of one of our streams; NotImplementedError where streams have none.
+  virtual absl::StatusOr<uintptr_t> ExternalHandle(Stream& /*stream*/) {
+    return NotImplementedError("stream: this backend's streams have no external handle");
+  }
+  /// Work queued later on `waiter` waits for the work queued on the library stream `external`
+  /// so far (the host does not block).
+  virtual absl::Status WaitForExternal(Stream& /*waiter*/, uintptr_t /*external*/) {
+    return NotImplementedError("stream: this backend cannot wait for external streams");
+  }
+  /// Work queued later on the library stream `external` waits for the work queued on
+  /// `producer` so far.
+  virtual absl::Status ExternalWaitsFor(uintptr_t /*external*/, Stream& /*producer*/) {
+    return NotImplementedError("stream: this backend cannot order external streams");
+  }
 };
 
 }  // namespace pygpukit::hal

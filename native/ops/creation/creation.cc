@@ -8,8 +8,10 @@
 #include "absl/strings/str_format.h"
 #include "core/status.h"
 #include "ops/creation/creation_kernels.h"
-#include "ops/kernel_launch.h"
+#include "ops/creation/new_array.h"
 #include "ops/kernels/scalar_ops.h"
+#include "ops/launch/launch_context.h"
+#include "ops/launch/launch_cost.h"
 #include "ops/ops.h"
 #include "runtime/runtime.h"
 

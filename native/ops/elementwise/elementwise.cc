@@ -6,8 +6,10 @@
 #include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
+#include "ops/creation/new_array.h"
 #include "ops/elementwise/elementwise_kernels.h"
-#include "ops/kernel_launch.h"
+#include "ops/launch/launch_context.h"
+#include "ops/launch/launch_cost.h"
 #include "ops/ops.h"
 
 namespace pygpukit::ops {

@@ -1,6 +1,6 @@
 // Fused elementwise expressions (gp.fuse): each node typed as Elementwise would type it, one
 // generated body that keeps every intermediate in its result dtype, run as a user kernel
-// (ops/kernel_launch.h: NVRTC on CUDA, the host compiler on the CPU).
+// (NVRTC on CUDA, the host compiler on the CPU).
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -9,8 +9,10 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
+#include "ops/creation/new_array.h"
 #include "ops/elementwise/elementwise_kernels.h"
-#include "ops/kernel_launch.h"
+#include "ops/launch/launch_context.h"
+#include "ops/launch/launch_cost.h"
 #include "ops/ops.h"
 
 namespace pygpukit::ops {

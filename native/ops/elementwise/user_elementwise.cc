@@ -1,5 +1,5 @@
 // User elementwise kernels (gp.ElementwiseKernel): parameter lists, type placeholders bound from
-// the arguments, broadcasting, the output, and the launch (ops/kernel_launch.h).
+// the arguments, broadcasting, the output, and the launch (ops/launch/).
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -10,8 +10,10 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "core/status.h"
+#include "ops/creation/new_array.h"
 #include "ops/elementwise/elementwise_kernels.h"
-#include "ops/kernel_launch.h"
+#include "ops/launch/launch_context.h"
+#include "ops/launch/launch_cost.h"
 #include "ops/ops.h"
 
 namespace pygpukit::ops {

@@ -15,9 +15,6 @@
 #include "runtime/memory/memory_pool.h"
 #include "runtime/runtime.h"
 #include "runtime/sched/event_watcher.h"
-#if PGK_WITH_CUDA
-#include "core/cuda/cuda_backend.h"
-#endif
 
 namespace pygpukit::ops {
 namespace {
@@ -112,13 +109,10 @@ absl::StatusOr<DType> FromDLDataType(DLDataType t) {
 absl::StatusOr<std::unique_ptr<Exported>> Describe(const GPUArray& a, DLTensor& t) {
   auto ctx = std::make_unique<Exported>();
   PGK_RETURN_IF_ERROR(ctx->pin.Add(a.buffer()));  // resident (and alive) until the deleter
-#if PGK_WITH_CUDA
   // Whatever stream handshake the consumer asks for (none included), the launches that write
   // the array are with the driver when it gets the pointer: its own synchronization covers them.
-  if (a.device().is_cuda() && Runtime::Get().cuda_backend() != nullptr) {
-    PGK_RETURN_IF_ERROR(Runtime::Get().cuda_backend()->Drain(a.device().index));
-  }
-#endif
+  PGK_ASSIGN_OR_RETURN(hal::Backend * backend, Runtime::Get().backend(a.device().type));
+  PGK_RETURN_IF_ERROR(backend->Drain(a.device().index));
   ctx->shape.assign(a.shape().begin(), a.shape().end());
   ctx->strides.assign(a.strides().begin(), a.strides().end());
   // The first element's address (not the buffer's plus an offset), as PyTorch and CuPy do.
@@ -324,47 +318,54 @@ absl::StatusOr<GPUArray> FromForeignMemory(void* data, DType dtype, absl::Span<c
 }
 
 absl::StatusOr<Device> CudaDeviceOf(uintptr_t ptr) {
-#if PGK_WITH_CUDA
-  if (Runtime::Get().cuda_backend() != nullptr) {
-    absl::StatusOr<int> ordinal = Runtime::Get().cuda_backend()->PointerDevice(ptr);
-    if (!ordinal.ok()) return ValueError(ordinal.status().message());
-    return Device{DeviceType::kCUDA, *ordinal};
-  }
-#endif
-  (void)ptr;
-  return ValueError("CUDA memory: CUDA is not available");
+  absl::StatusOr<hal::Backend*> cuda = Runtime::Get().backend(DeviceType::kCUDA);
+  if (!cuda.ok()) return ValueError("CUDA memory: CUDA is not available");
+  absl::StatusOr<int> ordinal = (*cuda)->PointerDevice(ptr);
+  if (!ordinal.ok()) return ValueError(ordinal.status().message());
+  return Device{DeviceType::kCUDA, *ordinal};
 }
 
+namespace {
+
+// `device`'s backend and the thread's stream on it, or ValueError naming `what` where the
+// backend's streams have no handles to exchange (`call` Unimplemented: the CPU backend).
+const absl::Status& StatusOf(const absl::Status& s) { return s; }
+template <typename T>
+const absl::Status& StatusOf(const absl::StatusOr<T>& s) {
+  return s.status();
+}
+
+template <typename Call>
+auto WithExternalStream(Device device, absl::string_view what, Call call)
+    -> decltype(call(std::declval<hal::Backend&>(), std::declval<hal::Stream&>())) {
+  auto none = [&] {
+    return ValueError(absl::StrCat(what, ": ", device.ToString(), " has no CUDA stream"));
+  };
+  absl::StatusOr<hal::Backend*> backend = Runtime::Get().backend(device.type);
+  if (!backend.ok()) return none();
+  PGK_ASSIGN_OR_RETURN(hal::Stream * s, Runtime::Get().stream(device));
+  auto result = call(**backend, *s);
+  if (absl::IsUnimplemented(StatusOf(result))) return none();
+  return result;
+}
+
+}  // namespace
+
 absl::StatusOr<uintptr_t> StreamHandle(Device device) {
-#if PGK_WITH_CUDA
-  if (device.is_cuda() && Runtime::Get().cuda_backend() != nullptr) {
-    PGK_ASSIGN_OR_RETURN(hal::Stream * s, Runtime::Get().stream(device));
-    return Runtime::Get().cuda_backend()->NativeHandle(*s);
-  }
-#endif
-  return ValueError(absl::StrCat("stream handle: ", device.ToString(), " has no CUDA stream"));
+  return WithExternalStream(device, "stream handle",
+                            [](hal::Backend& b, hal::Stream& s) { return b.ExternalHandle(s); });
 }
 
 absl::Status WaitForExternalStream(Device device, uintptr_t external) {
-#if PGK_WITH_CUDA
-  if (device.is_cuda() && Runtime::Get().cuda_backend() != nullptr) {
-    PGK_ASSIGN_OR_RETURN(hal::Stream * s, Runtime::Get().stream(device));
-    return Runtime::Get().cuda_backend()->WaitForExternal(*s, external);
-  }
-#endif
-  (void)external;
-  return ValueError(absl::StrCat("stream wait: ", device.ToString(), " has no CUDA stream"));
+  return WithExternalStream(device, "stream wait", [&](hal::Backend& b, hal::Stream& s) {
+    return b.WaitForExternal(s, external);
+  });
 }
 
 absl::Status ExternalStreamWaits(Device device, uintptr_t external) {
-#if PGK_WITH_CUDA
-  if (device.is_cuda() && Runtime::Get().cuda_backend() != nullptr) {
-    PGK_ASSIGN_OR_RETURN(hal::Stream * s, Runtime::Get().stream(device));
-    return Runtime::Get().cuda_backend()->ExternalWaitsFor(external, *s);
-  }
-#endif
-  (void)external;
-  return ValueError(absl::StrCat("stream wait: ", device.ToString(), " has no CUDA stream"));
+  return WithExternalStream(device, "stream wait", [&](hal::Backend& b, hal::Stream& s) {
+    return b.ExternalWaitsFor(external, s);
+  });
 }
 
 }  // namespace pygpukit::ops

@@ -1,3 +1,5 @@
+// Over 600 lines on purpose: one header the JIT hands to NVRTC as a unit (PGK_JIT_HEADERS);
+// each function's real and complex forms stay side by side.
 // Scalar semantics of the Array API elementwise functions, defined once for both backends: the
 // CPU kernels (g++) instantiate these templates and the CUDA kernels are generated at run time
 // (NVRTC receives this header as source), so both compute with the same code. Functions from the

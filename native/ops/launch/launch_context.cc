@@ -1,5 +1,7 @@
 #include "ops/launch/launch_context.h"
 
+#include <optional>
+
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "runtime/dispatcher.h"
@@ -82,6 +84,29 @@ absl::Status LaunchContext::Function(absl::string_view kernel, void* function,
                                      const hal::LaunchDims& dims, void** args,
                                      LaunchCost cost) const {
   return Runtime::Get().dispatcher().LaunchFunction(*stream_, kernel, function, dims, args, cost);
+}
+
+absl::StatusOr<ResidencyPin> Resident(absl::Span<const GPUArray* const> arrays) {
+  ResidencyPin pin;
+  // The thread's current stream, looked up once per device (ops pass arrays of one device).
+  std::optional<Device> stream_device;
+  hal::Stream* s = nullptr;
+  for (size_t k = 0; k < arrays.size(); ++k) {
+    const GPUArray* a = arrays[k];
+    if (a == nullptr) continue;
+    // A buffer named twice (x + x, views of one array) is pinned and recorded once.
+    bool seen = false;
+    for (size_t j = 0; j < k && !seen; ++j) {
+      seen = arrays[j] != nullptr && arrays[j]->buffer() == a->buffer();
+    }
+    if (seen) continue;
+    if (stream_device != a->device()) {
+      PGK_ASSIGN_OR_RETURN(s, Runtime::Get().stream(a->device()));
+      stream_device = a->device();
+    }
+    PGK_RETURN_IF_ERROR(PinForStream(pin, a->buffer(), *s));
+  }
+  return pin;
 }
 
 }  // namespace pygpukit::ops

@@ -42,6 +42,14 @@ absl::string_view BackendKindName(BackendKind kind);
 /// own stream, ordering a page-in before `s`'s work: what every launch does per buffer.
 absl::Status PinForStream(ResidencyPin& pin, const std::shared_ptr<Buffer>& buf, hal::Stream& s);
 
+/// Holds the arrays' buffers resident (paging spilled ones back in) and records them on the
+/// thread's stream, for code that reads device addresses outside a LaunchContext (nulls
+/// skipped; one device per array's stream).
+absl::StatusOr<ResidencyPin> Resident(absl::Span<const GPUArray* const> arrays);
+inline absl::StatusOr<ResidencyPin> Resident(std::initializer_list<const GPUArray*> arrays) {
+  return Resident(absl::MakeConstSpan(arrays.begin(), arrays.size()));
+}
+
 /// One op's launches on one device (see the file comment). Move-only; the arrays stay pinned
 /// until it is destroyed, so destroy it only after the last launch through it.
 class LaunchContext {

@@ -6,7 +6,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/status.h"
-#include "ops/kernel_launch.h"
+#include "ops/creation/new_array.h"
+#include "ops/launch/launch_context.h"
+#include "ops/launch/launch_cost.h"
 #include "ops/ops.h"
 #include "ops/reduce/reduce_kernels.h"
 

@@ -9,7 +9,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
-#include "ops/kernel_launch.h"
+#include "ops/creation/new_array.h"
+#include "ops/launch/launch_context.h"
+#include "ops/launch/launch_cost.h"
 #include "ops/ops.h"
 #include "ops/sort/radix.h"
 #include "ops/sort/sort_kernels.h"

@@ -10,10 +10,13 @@
 #include "absl/strings/str_cat.h"
 #include "core/cpu/thread_pool.h"
 #include "core/status.h"
+#include "ops/creation/new_array.h"
 #include "ops/elementwise/elementwise_kernels.h"
-#include "ops/kernel_launch.h"
 #include "ops/kernels/complex_math.h"
 #include "ops/kernels/math_ops.h"
+#include "ops/kernels/params.h"
+#include "ops/launch/launch_context.h"
+#include "ops/launch/launch_cost.h"
 
 namespace pygpukit::ops {
 

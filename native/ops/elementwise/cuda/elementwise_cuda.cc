@@ -5,10 +5,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
+#include "ops/creation/new_array.h"
 #include "ops/elementwise/cuda/elementwise_jit.h"
 #include "ops/elementwise/elementwise_kernels.h"
-#include "ops/kernel_launch.h"
 #include "ops/launch/cuda_launch.h"
+#include "ops/launch/launch_context.h"
+#include "ops/launch/launch_cost.h"
 #include "ops/launch/layout.h"
 #include "ops/ops.h"
 #include "runtime/runtime.h"

@@ -9,10 +9,12 @@
 #include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
+#include "ops/creation/new_array.h"
 #include "ops/elementwise/cuda/elementwise_jit.h"
 #include "ops/elementwise/elementwise_codegen.h"
-#include "ops/kernel_launch.h"
+#include "ops/kernels/params.h"
 #include "ops/launch/jit_kernel_cache.h"
+#include "ops/launch/launch_context.h"
 #include "ops/launch/launch_cost.h"
 #include "runtime/runtime.h"
 

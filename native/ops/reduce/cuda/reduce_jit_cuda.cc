@@ -8,9 +8,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
-#include "ops/kernel_launch.h"
+#include "ops/creation/new_array.h"
 #include "ops/kernels/complex_math.h"
 #include "ops/launch/jit_kernel_cache.h"
+#include "ops/launch/launch_context.h"
 #include "ops/launch/launch_cost.h"
 #include "ops/reduce/reduce_codegen.h"
 #include "ops/reduce/reduce_kernels.h"

@@ -1,4 +1,4 @@
-#include "ops/raw_kernel.h"
+#include "ops/raw_kernel/raw_kernel.h"
 
 #include <cstring>
 #include <vector>
@@ -7,7 +7,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "core/status.h"
-#include "ops/kernel_launch.h"
+#include "ops/creation/new_array.h"
+#include "ops/launch/launch_context.h"
+#include "ops/launch/launch_cost.h"
 #include "runtime/runtime.h"
 
 namespace pygpukit::ops {
