@@ -2,7 +2,8 @@
 # One-call GPU run for the lent H100/H200 machines (see CONTRIBUTING.md): unpacks the carried
 # Abseil / GoogleTest .debs (the machine has no network), builds for sm_90a with -j16, runs the
 # C++ and Python suites (backend parity included) with PYGPUKIT_DEVICE=cuda, python -m pygpukit and the benchmarks.
-#   steps: any of "build test test-gemm sanitize-gemm selfcheck bench bench-gemm bench-jit
+#   steps: any of "build test test-gemm sanitize-gemm selfcheck bench bench-gemm
+#   bench-gemm-epilogue bench-jit
 #   bench-elementwise bench-sorting bench-rng bench-launch
 #   bench-memory bench-scheduler bench-suite"
 #   (default: build test selfcheck bench bench-memory bench-scheduler)
@@ -12,6 +13,8 @@
 #   suites, racecheck over reductions and sorting (each run capped at SANITIZE_LIMIT seconds;
 #   the lists in SANITIZE_CPP, SANITIZE_PY, SANITIZE_RACE, SANITIZE_GEMM=0 skips the GEMM cases)
 #   bench-gemm: benchmarks/gemm.py (JSON in $OUT); extra arguments in GEMM_ARGS
+#   bench-gemm-epilogue: benchmarks/gemm_epilogue.py (fused epilogues per family beside torch;
+#   JSON in $OUT); extra arguments in EPI_ARGS
 #   bench-jit: benchmarks/jit.py (compile / cache-hit latency, launch overhead; JSON in $OUT)
 #   bench-elementwise: benchmarks/elementwise.py (bandwidth, per-call overhead beside torch and
 #   CuPy; JSON in $OUT); extra arguments in EW_ARGS
@@ -145,6 +148,10 @@ fi
 if has bench-gemm; then
   PYGPUKIT_DEVICE=cuda $PY benchmarks/gemm.py --out "$OUTDIR" ${GEMM_ARGS:-} 2>&1 |
     tee "$OUTDIR/bench_gemm.log" || rc=1
+fi
+if has bench-gemm-epilogue; then
+  PYGPUKIT_DEVICE=cuda $PY benchmarks/gemm_epilogue.py --out "$OUTDIR" ${EPI_ARGS:-} 2>&1 |
+    tee "$OUTDIR/bench_gemm_epilogue.log" || rc=1
 fi
 if has bench-jit; then
   PYGPUKIT_DEVICE=cuda $PY benchmarks/jit.py --out "$OUTDIR" 2>&1 | tee "$OUTDIR/bench_jit.log" || rc=1

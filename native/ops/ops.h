@@ -364,7 +364,7 @@ absl::StatusOr<GPUArray> Tensordot(const GPUArray& a, const GPUArray& b,
 absl::StatusOr<GPUArray> Vecdot(const GPUArray& x1, const GPUArray& x2, int64_t axis = -1);
 
 /// Activation applied last by Gemm / Linear.
-enum class Activation { kNone, kRelu, kGelu, kSilu };
+enum class Activation { kNone, kRelu, kGelu, kSilu, kGeluTanh };
 /// The fused epilogue of Gemm: D = act(alpha * (A @ B) + beta * C + bias).
 struct GemmEpilogue {
   double alpha = 1.0, beta = 0.0;

@@ -100,8 +100,9 @@ ops::Activation ParseActivation(const pyb::handle& act, absl::string_view op) {
   if (name == "relu") return ops::Activation::kRelu;
   if (name == "gelu") return ops::Activation::kGelu;
   if (name == "silu") return ops::Activation::kSilu;
+  if (name == "gelu_tanh") return ops::Activation::kGeluTanh;
   throw pyb::value_error(absl::StrCat(op, ": unknown activation '", name,
-                                      "' (expected None, 'relu', 'gelu' or 'silu')"));
+                                      "' (expected None, 'relu', 'gelu', 'gelu_tanh' or 'silu')"));
 }
 
 pyb::object StrOrNone(const std::string& s) {
@@ -363,7 +364,8 @@ PYBIND11_MODULE(_core, m) {
       pyb::arg("precision") = "highest", pyb::arg("backend") = "auto",
       "activation(alpha * (a @ b) + beta * c + bias) in one kernel where the selected kernel "
       "family fuses it. beta defaults to 1 when c is given, else 0; bias is 1-D of length N; "
-      "activation is None, 'relu', 'gelu' (erf form) or 'silu'; out_dtype may be float32 for "
+      "activation is None, 'relu', 'gelu' (erf form), 'gelu_tanh' (tanh approximation) or 'silu'; "
+      "out_dtype may be float32 for "
       "float16 / bfloat16 operands. Real floating dtypes only.");
   m.def(
       "linear",

@@ -140,10 +140,11 @@ TEST(GemmPlan, SmallMFusedGoesToSm80OnHopper) {
 }
 
 // The rules pick sm80 for a fused bf16 product on Ampere, but its kernels need a row-major A;
-// cuBLASLt cannot fuse a bias: the plain product runs (on cuBLASLt, into float32) and the
-// epilogue follows as its own pass. Decided here, before any launch.
+// cuBLASLt has no SiLU: the plain product runs (on cuBLASLt, into float32) and the epilogue
+// follows as its own pass. Decided here, before any launch.
 TEST(GemmPlan, AnEpilogueNoFamilyFusesRunsUnfused) {
   GemmProblem p = WithBias(Dense(DType::BFloat16, 256, 256, 256));
+  p.act = kernels::kActSilu;
   p.a = {Addr(0x100000), 256 * 256, 1, 256};  // M-major A
   EXPECT_FALSE(GemmAccepts(GemmFamily::kSm80, p, kAmpere).ok());
   EXPECT_FALSE(RuleChoice(p, kAmpere).has_value());
@@ -153,6 +154,51 @@ TEST(GemmPlan, AnEpilogueNoFamilyFusesRunsUnfused) {
   EXPECT_FALSE(plan->zero_product);
   EXPECT_EQ(plan->choice.family, GemmFamily::kCublasLt);
   EXPECT_EQ(GemmAccumulator(p), DType::Float32);
+}
+
+// The same product with a bias and GELU's tanh form: cuBLASLt fuses those itself.
+TEST(GemmPlan, CublasLtFusesItsOwnEpiloguesWhereOursCannot) {
+  GemmProblem p = WithBias(Dense(DType::BFloat16, 256, 256, 256));
+  p.act = kernels::kActGeluTanh;
+  p.a = {Addr(0x100000), 256 * 256, 1, 256};  // M-major A
+  absl::StatusOr<GemmPlan> plan = PlanGemm(p, kAmpere, Rules(kAmpere));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(plan->fused);
+  EXPECT_EQ(plan->choice.family, GemmFamily::kCublasLt);
+}
+
+TEST(GemmAccepts, CublasLtEpiloguesAreBiasReluGeluTanhAlphaAndRowMajorC) {
+  auto lt = [](const GemmProblem& p) { return GemmAccepts(GemmFamily::kCublasLt, p, kHopper); };
+  for (DType t : {DType::BFloat16, DType::Float16, DType::Float32}) {
+    GemmProblem p = WithBias(Dense(t, 64, 48, 32));
+    EXPECT_TRUE(lt(p).ok()) << DTypeName(t);
+    for (auto act : {kernels::kActRelu, kernels::kActGeluTanh}) {
+      p.act = act;
+      EXPECT_TRUE(lt(p).ok()) << DTypeName(t) << " act " << act;
+    }
+    for (auto act : {kernels::kActGelu, kernels::kActSilu}) {
+      p.act = act;
+      EXPECT_TRUE(absl::IsUnimplemented(lt(p))) << DTypeName(t) << " act " << act;
+    }
+    GemmProblem c = Dense(t, 64, 48, 32);
+    c.alpha = 0.5;
+    c.beta = 2.0;
+    c.c = {Addr(0xE00000), 64 * 48, 48, 1};
+    EXPECT_TRUE(lt(c).ok());
+    c.c = {Addr(0xE00000), 64 * 48, 1, 64};  // column-major C
+    EXPECT_FALSE(lt(c).ok());
+    c.c = {Addr(0xE00000), 0, 0, 1};  // one row broadcast over M
+    EXPECT_FALSE(lt(c).ok());
+  }
+  GemmProblem h = WithBias(Dense(DType::BFloat16, 64, 48, 32));
+  h.out = DType::Float32;
+  EXPECT_TRUE(lt(h).ok());
+  h.out = DType::Float16;
+  EXPECT_FALSE(lt(h).ok());
+  GemmProblem d = Dense(DType::Float64, 64, 48, 32);
+  EXPECT_TRUE(lt(d).ok());
+  d.alpha = 2.0;  // no epilogues for float64 (nor complex)
+  EXPECT_FALSE(lt(d).ok());
 }
 
 TEST(GemmPlan, TheChooserIsAskedForTheProblemThenItsPlainProduct) {
@@ -173,17 +219,18 @@ TEST(GemmPlan, TheChooserIsAskedForTheProblemThenItsPlainProduct) {
   EXPECT_EQ(asked[1].out, DType::Float64);
 }
 
-TEST(GemmPlan, ForcedCublasLtServesAnEpilogueUnfused) {
+TEST(GemmPlan, ForcedCublasLtServesOtherEpiloguesUnfused) {
   GemmProblem p = WithBias(Dense(DType::Float32, 128, 128, 128));
   p.options.backend = MatmulBackend::kCublasLt;
   absl::StatusOr<GemmPlan> plan = PlanGemm(p, kHopper, Rules(kHopper));
   ASSERT_TRUE(plan.ok()) << plan.status();
-  EXPECT_FALSE(plan->fused);
+  EXPECT_TRUE(plan->fused);  // a bias is cuBLASLt's own epilogue
   EXPECT_EQ(plan->choice.family, GemmFamily::kCublasLt);
-  p.bias = nullptr;
+  p.act = kernels::kActSilu;
   plan = PlanGemm(p, kHopper, Rules(kHopper));
   ASSERT_TRUE(plan.ok()) << plan.status();
-  EXPECT_TRUE(plan->fused);
+  EXPECT_FALSE(plan->fused);
+  EXPECT_EQ(plan->choice.family, GemmFamily::kCublasLt);
 }
 
 TEST(GemmPlan, AForcedFamilyThatCannotServeSaysWhy) {

@@ -18,12 +18,12 @@ from helpers import UNIT_ROUNDOFF, cmp, gpdt, host, npdt
 import pygpukit as gp
 
 HALF = ("float16", "bfloat16")
-ACTS = (None, "relu", "gelu", "silu")
+ACTS = (None, "relu", "gelu", "gelu_tanh", "silu")
 TF32_ROUNDOFF = 2.0**-11  # 10 explicit mantissa bits
 # Smallest subnormal of each dtype: the absolute error a result near zero may carry.
 TINY = {"float16": 2.0**-24, "bfloat16": 2.0**-133, "float32": 2.0**-149, "float64": 5e-324}
 # max |act'(x)|: an error in the pre-activation value grows by at most this much.
-LIPSCHITZ = {None: 1.0, "relu": 1.0, "gelu": 1.13, "silu": 1.1}
+LIPSCHITZ = {None: 1.0, "relu": 1.0, "gelu": 1.13, "gelu_tanh": 1.13, "silu": 1.1}
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
@@ -33,7 +33,8 @@ def f64(x):
 
 
 def activate(x, act):
-    """The activations in float64: ReLU (NaN stays NaN), GELU in its exact erf form, SiLU."""
+    """The activations in float64: ReLU (NaN stays NaN), GELU in its exact erf form and in its
+    tanh approximation, SiLU."""
     x = np.asarray(x, np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
         if act is None:
@@ -44,6 +45,9 @@ def activate(x, act):
             return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
         if act == "silu":
             return x / (1.0 + np.exp(-x))
+        if act == "gelu_tanh":
+            u = math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)
+            return 0.5 * x * (1.0 + np.tanh(u))
     raise AssertionError(act)
 
 
@@ -82,7 +86,7 @@ def bound(dtype, out, k, ref, mag, activation=None, *, extra=0.0):
         acc = 2 * acc  # the float64 reference carries an error of the same size
     aref = np.abs(np.nan_to_num(ref, nan=0.0, posinf=0.0, neginf=0.0))
     err = LIPSCHITZ[activation] * acc
-    if activation in ("gelu", "silu"):  # erf / exp in the accumulator's precision
+    if activation in ("gelu", "gelu_tanh", "silu"):  # erf / tanh / exp in the accumulator's
         err = err + 16 * u_acc * (aref + mag)
     u_out = UNIT_ROUNDOFF[out]
     return err + u_out * (aref + err) + 2 * TINY[out]

@@ -195,7 +195,7 @@ def candidates(device, dtype, precision, epi):
         c.append("sm80")
     if dtype in ("float32", "float64") and not tf32 and epi != "out32":
         c.append("simt")
-    if epi == "plain":
+    if epi in ("plain", "out32"):  # cuBLASLt fuses bias + ReLU itself, not GELU's erf form
         c.append("cublaslt")
     return c
 

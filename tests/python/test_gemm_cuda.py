@@ -194,8 +194,8 @@ def test_family_grid(rng, cuda, family, dtype, precision, shape, layout, epi):
     launched = ran()
     if family in ("sm90", "sm80", "simt"):  # that family alone, its epilogue fused
         assert launched & {"sm90", "sm80", "simt", "cublaslt", "epilogue"} == {family}, launched
-    elif family == "cublaslt":  # epilogues cuBLASLt does not fuse run as a second kernel
-        want = {"cublaslt"} if epi == "plain" else {"cublaslt", "epilogue"}
+    elif family == "cublaslt":  # its own epilogues (bias + ReLU) fuse; GELU's erf form does not
+        want = {"cublaslt"} if epi in ("plain", "out32") else {"cublaslt", "epilogue"}
         assert launched & {"sm90", "sm80", "simt", "cublaslt", "epilogue"} == want, launched
 
 
@@ -357,6 +357,57 @@ def test_forced_cublaslt_runs_unfused_epilogue(rng, cuda):
     )
     assert launched == {"cublaslt", "epilogue"}, launched
     spot_check(x, a, b, "bfloat16", bias=bias, activation="silu")
+
+
+CUBLASLT_EPILOGUES = {  # gemm keywords (NumPy values) -> whether cuBLASLt fuses them itself
+    "bias": ({"bias": True}, True),
+    "bias_relu": ({"bias": True, "activation": "relu"}, True),
+    "bias_gelu_tanh": ({"bias": True, "activation": "gelu_tanh"}, True),
+    "gelu_tanh": ({"activation": "gelu_tanh"}, True),
+    "alpha_beta_c": ({"alpha": 0.5, "beta": -1.0, "c": "row"}, True),
+    "all_tanh": (
+        {"alpha": 2.0, "beta": 0.5, "c": "row", "bias": True, "activation": "gelu_tanh"},
+        True,
+    ),
+    "c_column_major": ({"beta": 1.0, "c": "col"}, False),
+    "c_broadcast_row": ({"beta": 1.0, "c": "bcast"}, False),
+    "bias_gelu_erf": ({"bias": True, "activation": "gelu"}, False),
+}
+
+
+@pytest.mark.parametrize("out", ["same", "float32"])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
+@pytest.mark.parametrize("name", list(CUBLASLT_EPILOGUES))
+def test_forced_cublaslt_fuses_its_own_epilogues(rng, cuda, name, dtype, out):
+    if out == "float32" and dtype not in HALF:
+        pytest.skip("float32 output is for 16-bit operands")
+    spec, fused = CUBLASLT_EPILOGUES[name]
+    out = dtype if out == "same" else out
+    m, k, n = 96, 64, 80
+    a, b = randn(rng, (m, k), dtype), randn(rng, (k, n), dtype)
+    kw, gkw = {}, {"out_dtype": gpdt(out)}
+    for key, v in spec.items():
+        if key == "bias":
+            kw["bias"] = randn(rng, (n,), out, np.sqrt(k))
+            gkw["bias"] = gp.asarray(kw["bias"], device=cuda)
+        elif key == "c":
+            full = randn(rng, (m, n), out, np.sqrt(k))
+            if v == "row":
+                kw["c"], gkw["c"] = full, gp.asarray(full, device=cuda)
+            elif v == "col":  # a transposed view: unit stride along M
+                kw["c"], gkw["c"] = full, gp.asarray(np.ascontiguousarray(full.T), device=cuda).T
+            else:  # one row broadcast over M: row stride 0
+                kw["c"], gkw["c"] = (
+                    np.broadcast_to(full[0], (m, n)),
+                    gp.asarray(full[0], device=cuda),
+                )
+        else:
+            kw[key] = gkw[key] = v
+    ga, gb = gp.asarray(a, device=cuda), gp.asarray(b, device=cuda)
+    x, launched = launched_by(lambda: gp.gemm(ga, gb, **gkw, backend="cublaslt"), cuda)
+    assert launched == ({"cublaslt"} if fused else {"cublaslt", "epilogue"}), (name, launched)
+    # float32 results tell GELU's two forms apart (bfloat16 rounding would hide the difference).
+    check_values(host(x), a, b, dtype=dtype, out=out, **kw)
 
 
 @pytest.mark.parametrize("backend", ["auto", "sm90", "sm80", "simt", "cublaslt"])

@@ -1,5 +1,6 @@
 #include "ops/gemm/gemm_accepts.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -119,9 +120,22 @@ absl::Status CublasLtAccepts(const GemmProblem& p) {
     default:
       return NotImplementedError(absl::StrCat("matmul: unsupported dtype ", DTypeName(p.in)));
   }
+  const absl::Status unfused =
+      NotImplementedError("matmul: the cuBLASLt path does not fuse this epilogue");
   // cuBLASLt writes the inputs' dtype, or float32 for 16-bit inputs (their scale type).
-  if (!p.plain() || (p.out != p.in && !(p.out == DType::Float32 && IsHalf(p.in)))) {
-    return NotImplementedError("matmul: the cuBLASLt path does not fuse this epilogue");
+  if (p.out != p.in && !(p.out == DType::Float32 && IsHalf(p.in))) return unfused;
+  if (p.plain()) return absl::OkStatus();
+  // Its own epilogues (real 16- and 32-bit inputs): alpha, beta * C with C laid out like a
+  // row-major matrix, a bias over N shared by the batch, then ReLU or GELU's tanh form.
+  if (!IsHalf(p.in) && p.in != DType::Float32) return unfused;
+  if (p.act != kernels::kActNone && p.act != kernels::kActRelu && p.act != kernels::kActGeluTanh) {
+    return unfused;
+  }
+  if (p.bias != nullptr && p.bias_batch != 0 && p.batch > 1) return unfused;
+  if (p.c.ptr != nullptr && p.beta != 0.0) {
+    const bool rows_ok = p.m == 1 || p.c.row >= std::max<int64_t>(p.n, 1);
+    const bool batch_ok = p.batch == 1 || p.c.batch >= 0;
+    if (p.c.col != 1 || !rows_ok || !batch_ok) return unfused;
   }
   return absl::OkStatus();
 }

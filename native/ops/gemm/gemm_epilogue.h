@@ -9,8 +9,8 @@
 
 namespace pygpukit::kernels {
 
-/// act(x) for GemmActivation `act`. GELU is the exact erf form (torch's default), SiLU is
-/// x * sigmoid(x).
+/// act(x) for GemmActivation `act`. GELU is the exact erf form (torch's default), GELU-tanh its
+/// tanh approximation, SiLU is x * sigmoid(x).
 template <typename Acc>
 PGK_HD Acc GemmActivate(Acc x, int32_t act) {
   switch (act) {
@@ -20,6 +20,9 @@ PGK_HD Acc GemmActivate(Acc x, int32_t act) {
       return Acc(0.5) * x * (Acc(1) + erf(x * Acc(0.70710678118654752440)));
     case kActSilu:
       return x / (Acc(1) + exp(-x));
+    case kActGeluTanh:  // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
+      return Acc(0.5) * x *
+             (Acc(1) + tanh(Acc(0.79788456080286535588) * (x + Acc(0.044715) * x * x * x)));
     default:
       return x;
   }

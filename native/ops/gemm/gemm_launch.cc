@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "ops/gemm/gemm_kernels.h"
 #include "ops/gemm/gemm_plan.h"
@@ -25,11 +26,20 @@ absl::StatusOr<GemmTarget> TargetOf(const LaunchContext& ctx) {
   return t;
 }
 
-// A product the chosen family refused at launch (auto mode): cuBLASLt serves it, fused if it
-// can, else as its plain product into a temporary plus the epilogue pass.
-absl::Status RunRefused(LaunchContext& ctx, const GemmProblem& p, const GemmTarget& t) {
+// A product `refused` refused at launch (a tensor map TMA cannot encode, no cuBLASLt algorithm
+// for an epilogue): cuBLASLt serves it, fused if it can, else as its plain product into a
+// temporary plus the epilogue pass.
+absl::Status RunRefused(LaunchContext& ctx, const GemmProblem& p, const GemmTarget& t,
+                        GemmFamily refused) {
   const GemmChoice lt{GemmFamily::kCublasLt};
-  if (GemmAccepts(GemmFamily::kCublasLt, p, t).ok()) return kGemmProduct(ctx, p, lt);
+  if (refused != GemmFamily::kCublasLt && GemmAccepts(GemmFamily::kCublasLt, p, t).ok()) {
+    absl::Status st = kGemmProduct(ctx, p, lt);
+    if (!absl::IsUnimplemented(st) || p.plain()) return st;
+  }
+  if (p.plain()) {
+    return NotImplementedError(absl::StrCat("matmul: no kernel family serves ", DTypeName(p.in),
+                                            " (", p.m, "x", p.k, ") @ (", p.k, "x", p.n, ")"));
+  }
   const DType acc = GemmAccumulator(p);
   PGK_ASSIGN_OR_RETURN(GPUArray tmp, Empty({p.batch, p.m, p.n}, acc, ctx.device()));
   PGK_RETURN_IF_ERROR(ctx.Use(tmp));
@@ -48,10 +58,10 @@ absl::Status RunBlocks(LaunchContext& ctx, const GemmProblem& p, const GemmChoic
     GemmChoice c = choice;
     if (sliced && p.options.backend == MatmulBackend::kAuto) c = RuleChoice(q, t).value_or(choice);
     absl::Status st = kGemmProduct(ctx, q, c);
-    if (absl::IsUnimplemented(st) && p.options.backend == MatmulBackend::kAuto &&
-        c.family != GemmFamily::kCublasLt) {
-      st = RunRefused(ctx, q, t);
-    }
+    // In auto mode any refusal falls back; a forced cuBLASLt may still run its epilogue apart.
+    const bool fall_back = p.options.backend == MatmulBackend::kAuto ||
+                           (p.options.backend == MatmulBackend::kCublasLt && !q.plain());
+    if (absl::IsUnimplemented(st) && fall_back) st = RunRefused(ctx, q, t, c.family);
     PGK_RETURN_IF_ERROR(st);
   }
   return absl::OkStatus();

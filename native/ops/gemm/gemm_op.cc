@@ -206,6 +206,8 @@ kernels::GemmActivation ToKernel(Activation a) {
       return kernels::kActGelu;
     case Activation::kSilu:
       return kernels::kActSilu;
+    case Activation::kGeluTanh:
+      return kernels::kActGeluTanh;
     case Activation::kNone:
       break;
   }

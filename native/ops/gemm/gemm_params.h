@@ -10,7 +10,13 @@
 namespace pygpukit::kernels {
 
 /// Activation applied last in the GEMM epilogue.
-enum GemmActivation : int32_t { kActNone = 0, kActRelu = 1, kActGelu = 2, kActSilu = 3 };
+enum GemmActivation : int32_t {
+  kActNone = 0,
+  kActRelu = 1,
+  kActGelu = 2,  // exact erf form
+  kActSilu = 3,
+  kActGeluTanh = 4,  // tanh approximation (torch's approximate="tanh", cuBLASLt's GELU)
+};
 
 /// One (strided-batched) GEMM. Element (b, i, j) of an operand X lives at
 /// x + b * x_batch + i * x_row + j * x_col (element strides; a zero batch stride broadcasts).

@@ -119,7 +119,7 @@ std::vector<GemmChoice> TuneCandidates(const GemmProblem& p, const GemmTarget& t
   if (((p.in == DType::Float32 && !p.tf32()) || p.in == DType::Float64) && p.out == p.in) {
     c.push_back({GemmFamily::kSimt, 0, 0});
   }
-  if (p.plain()) c.push_back({GemmFamily::kCublasLt, 0, 0});
+  if (GemmAccepts(GemmFamily::kCublasLt, p, t).ok()) c.push_back({GemmFamily::kCublasLt, 0, 0});
   return c;
 }
 

@@ -13,8 +13,9 @@ namespace pygpukit::ops::cuda_kernels {
 
 /// The configurations worth timing for `p` on a device of `props` (target `t`), in order of
 /// preference on equal times: sm90 (three tile / cluster shapes) on SM 9.x with sm_90a kernels
-/// built, sm80 for 16-bit and TF32 inputs, simt for exact float32 / float64, cuBLASLt for plain
-/// products. Each may still decline the problem when launched.
+/// built, sm80 for 16-bit and TF32 inputs, simt for exact float32 / float64, cuBLASLt where its
+/// epilogues serve the problem (plain products included). Each may still decline the problem when
+/// launched.
 std::vector<GemmChoice> TuneCandidates(const GemmProblem& p, const GemmTarget& t,
                                        const hal::DeviceProperties& props);
 

@@ -63,9 +63,11 @@ struct Descriptors {
   const cuda::CublasLtApi* lt;
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatrixLayout_t addend = nullptr;  // the input C of beta * C (D's layout when none)
   cublasLtMatmulPreference_t pref = nullptr;
   ~Descriptors() {
     if (pref) lt->cublasLtMatmulPreferenceDestroy(pref);
+    if (addend) lt->cublasLtMatrixLayoutDestroy(addend);
     if (c) lt->cublasLtMatrixLayoutDestroy(c);
     if (b) lt->cublasLtMatrixLayoutDestroy(b);
     if (a) lt->cublasLtMatrixLayoutDestroy(a);
@@ -145,6 +147,34 @@ absl::Status GemmCublasLt(LaunchContext& ctx, const GemmProblem& p) {
       CublasStatus(lt->cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_second,
                                                       sizeof(op_second)),
                    "matmul: transb"));
+  // The epilogue (GemmAccepts admits only what cuBLASLt has): the bias over N is a bias over
+  // the rows of the column-major D^T; ReLU or GELU's tanh form after it.
+  const bool has_c = p.c.ptr != nullptr && p.beta != 0.0;
+  if (has_c) {
+    cublasOperation_t op_addend;
+    PGK_RETURN_IF_ERROR(MakeLayout(lt, out_type, p.n, p.m, p.c.col, p.c.row, p.batch, p.c.batch,
+                                   &d.addend, &op_addend));
+    if (op_addend != CUBLAS_OP_N) return RuntimeError("matmul: C must be row-major for cuBLASLt");
+  }
+  if (p.bias != nullptr || p.act != kernels::kActNone) {
+    const bool bias = p.bias != nullptr;
+    cublasLtEpilogue_t epilogue = bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+    if (p.act == kernels::kActRelu) {
+      epilogue = bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+    } else if (p.act == kernels::kActGeluTanh) {
+      epilogue = bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+    }
+    PGK_RETURN_IF_ERROR(
+        CublasStatus(lt->cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                                        &epilogue, sizeof(epilogue)),
+                     "matmul: epilogue"));
+    if (bias) {
+      PGK_RETURN_IF_ERROR(
+          CublasStatus(lt->cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                          &p.bias, sizeof(p.bias)),
+                       "matmul: bias pointer"));
+    }
+  }
   if (s.sm_count() > 0) {  // a partitioned stream: plan for the SMs it has
     const int32_t sms = s.sm_count();
     PGK_RETURN_IF_ERROR(
@@ -170,28 +200,33 @@ absl::Status GemmCublasLt(LaunchContext& ctx, const GemmProblem& p) {
       "matmul: workspace preference"));
   cublasLtMatmulHeuristicResult_t heuristic{};
   int found = 0;
-  PGK_RETURN_IF_ERROR(
-      CublasStatus(lt->cublasLtMatmulAlgoGetHeuristic(handle, d.op, d.b, d.a, d.c, d.c, d.pref, 1,
-                                                      &heuristic, &found),
-                   "matmul: cublasLtMatmulAlgoGetHeuristic"));
+  PGK_RETURN_IF_ERROR(CublasStatus(
+      lt->cublasLtMatmulAlgoGetHeuristic(handle, d.op, d.b, d.a, has_c ? d.addend : d.c, d.c,
+                                         d.pref, 1, &heuristic, &found),
+      "matmul: cublasLtMatmulAlgoGetHeuristic"));
   if (found == 0) {
     return NotImplementedError(absl::StrCat("matmul: cuBLASLt has no algorithm for ",
                                             DTypeName(p.in), " (", p.m, "x", p.k, ") @ (", p.k, "x",
                                             p.n, ")"));
   }
-  // alpha = 1, beta = 0 in the scale type (complex scale types take (1, 0)).
-  double one[2] = {1.0, 0.0}, zero[2] = {0.0, 0.0};
-  float onef[2] = {1.0f, 0.0f}, zerof[2] = {0.0f, 0.0f};
+  // alpha and beta in the scale type (complex scale types take (alpha, 0); only plain products,
+  // alpha 1 and beta 0, reach cuBLASLt with complex or float64 scales).
+  const double beta_value = has_c ? p.beta : 0.0;
+  double alpha64[2] = {p.alpha, 0.0}, beta64[2] = {beta_value, 0.0};
+  float alpha32[2] = {static_cast<float>(p.alpha), 0.0f};
+  float beta32[2] = {static_cast<float>(beta_value), 0.0f};
   bool dbl = cfg.scale == CUDA_R_64F || cfg.scale == CUDA_C_64F;
-  const void* alpha = dbl ? static_cast<const void*>(one) : onef;
-  const void* beta = dbl ? static_cast<const void*>(zero) : zerof;
+  const void* alpha = dbl ? static_cast<const void*>(alpha64) : alpha32;
+  const void* beta = dbl ? static_cast<const void*>(beta64) : beta32;
+  const void* addend = has_c ? p.c.ptr : p.d;
   auto stream = static_cast<cudaStream_t>(s.native_handle());
   return ctx.Library(
       "matmul_cublaslt",
       [&]() -> absl::Status {
         return CublasStatus(
-            lt->cublasLtMatmul(handle, d.op, alpha, p.b.ptr, d.b, p.a.ptr, d.a, beta, p.d, d.c, p.d,
-                               d.c, &heuristic.algo, workspace->data(), ws_bytes, stream),
+            lt->cublasLtMatmul(handle, d.op, alpha, p.b.ptr, d.b, p.a.ptr, d.a, beta, addend,
+                               has_c ? d.addend : d.c, p.d, d.c, &heuristic.algo, workspace->data(),
+                               ws_bytes, stream),
             "matmul: cublasLtMatmul");
       },
       GemmCost(p));

@@ -1,0 +1,242 @@
+"""Fused GEMM epilogues: gp.gemm with a bias and an activation beside the same product forced
+onto each kernel family (sm90, cuBLASLt with its own epilogues where it has them, else its plain
+product plus our epilogue pass) and torch (F.linear / addmm, then the activation), same process,
+same input values. Writes benchmarks/results/<gpu>-sm<XY>-gemm-epilogue[-quick].json.
+
+Cases: bf16 / fp16, B = W.T (a linear layer's weight, "kk": both operands K-major) or B
+row-major ("kn"); epilogues none, bias, bias + relu, bias + gelu (erf), bias + gelu_tanh.
+
+Timing is interleaved (benchmarks/gemm.py's `interleaved`): each round times one batch of
+back-to-back calls of every candidate in turn between two device events, so clock and power
+drift hit all alike; medians per call over the rounds, and each candidate's spread (max / min
+batch time over the rounds) is reported beside it.
+
+    python benchmarks/gemm_epilogue.py [--quick] [--dtypes bf16,fp16] [--layouts kk,kn]
+    python benchmarks/gemm_epilogue.py --device cpu     # tiny smoke run of the pipeline
+"""
+
+import argparse
+import math
+import platform
+import statistics
+import sys
+
+import numpy as np
+from gemm import batch_seconds, pilot
+from results_file import write_result
+
+import pygpukit as gp
+
+DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
+SHAPES = ((2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192), (2048, 14336, 4096))
+QUICK_SHAPES = ((2048, 2048, 2048), (4096, 4096, 4096), (2048, 14336, 4096))
+SMOKE_SHAPES = ((33, 40, 24),)
+EPILOGUES = {  # name -> (bias, activation)
+    "none": (False, None),
+    "bias": (True, None),
+    "bias_relu": (True, "relu"),
+    "bias_gelu": (True, "gelu"),
+    "bias_gelu_tanh": (True, "gelu_tanh"),
+}
+FAMILIES = ("auto", "sm90", "cublaslt")
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="three shapes")
+    p.add_argument("--dtypes", default="bf16", help="comma list of bf16, fp16")
+    p.add_argument("--layouts", default="kk,kn", help="comma list of kk (B = W.T), kn")
+    p.add_argument("--epilogues", default=",".join(EPILOGUES))
+    p.add_argument("--device", default=None)
+    p.add_argument("--reps", type=int, default=None, help="interleaved rounds (default 7)")
+    p.add_argument("--batch-ms", type=float, default=None, help="batch length (default 2 ms)")
+    p.add_argument("--no-torch", action="store_true")
+    p.add_argument("--out", default=None, help="output folder (default benchmarks/results)")
+    p.add_argument("--seed", type=int, default=0)
+    return p.parse_args()
+
+
+def interleaved(cands, reps, batch_ms):
+    """{key: (fn, event factory)} -> {key: (median s per call, spread max/min, iters)}; one batch
+    of each in turn per round (torch's work is timed with torch's events, on its stream)."""
+    setup = {k: (fn, ev, pilot(fn, ev, None, batch_ms), []) for k, (fn, ev) in cands.items()}
+    for _ in range(reps):
+        for fn, ev, iters, samples in setup.values():
+            samples.append(batch_seconds(fn, ev, iters))
+    return {k: (statistics.median(v[3]), max(v[3]) / min(v[3]), v[2]) for k, v in setup.items()}
+
+
+def torch_fn(torch, x, w_nk, b_kn, bias, act, layout):
+    """torch's unfused form of the same product: F.linear / addmm (its cuBLASLt bias epilogue),
+    then the activation as its own kernel."""
+    F = torch.nn.functional
+    acts = {
+        None: lambda y: y,
+        "relu": F.relu,
+        "gelu": F.gelu,
+        "gelu_tanh": lambda y: F.gelu(y, approximate="tanh"),
+    }
+    a = acts[act]
+    if layout == "kk":
+        return lambda: a(F.linear(x, w_nk, bias))
+    if bias is None:
+        return lambda: a(torch.matmul(x, b_kn))
+    return lambda: a(torch.addmm(bias, x, b_kn))
+
+
+def max_rel_err(got, ref, bound):
+    g = np.asarray(gp.to_numpy(got.astype(gp.float32)), np.float64)
+    return float(np.max(np.abs(g - ref) / bound))
+
+
+def measure(args, dev, torch, dt, layout, m, n, k, epi, host):
+    storage = DTYPES[dt]
+    x32, w32, bias32 = host
+    bias_on, act = EPILOGUES[epi]
+    gdt = getattr(gp, storage)
+    x = gp.asarray(x32, device=dev).astype(gdt)
+    w = gp.asarray(w32, device=dev).astype(gdt)  # (N, K)
+    b = gp.matrix_transpose(w) if layout == "kk" else gp.matrix_transpose(w).copy()
+    bias = gp.asarray(bias32, device=dev).astype(gdt) if bias_on else None
+    # float64 reference of 16 rows, from the operands as stored
+    rows = np.linspace(0, m - 1, min(m, 16)).astype(np.int64)
+    xa = np.asarray(gp.to_numpy(x.astype(gp.float32)), np.float64)[rows]
+    wb = np.asarray(gp.to_numpy(b.astype(gp.float32)), np.float64)
+    pre = xa @ wb
+    mag = np.abs(xa) @ np.abs(wb) + 1e-30
+    if bias_on:
+        bb = np.asarray(gp.to_numpy(bias.astype(gp.float32)), np.float64)
+        pre, mag = pre + bb, mag + np.abs(bb)
+    ref = {
+        None: pre,
+        "relu": np.maximum(pre, 0),
+        "gelu": 0.5 * pre * (1 + np.vectorize(math.erf)(pre / math.sqrt(2))),
+        "gelu_tanh": 0.5 * pre * (1 + np.tanh(math.sqrt(2 / math.pi) * (pre + 0.044715 * pre**3))),
+    }[act]
+    row = {"dtype": dt, "layout": layout, "m": m, "n": n, "k": k, "epilogue": epi}
+    row["flops"] = 2.0 * m * n * k
+    cands, errs, kernels = {}, {}, {}
+    for fam in FAMILIES:
+
+        def run(fam=fam):
+            return gp.gemm(x, b, bias=bias, activation=act, backend=fam)
+
+        try:
+            out = run()
+        except NotImplementedError as e:
+            row[f"{fam}_status"] = f"n/a: {str(e)[:160]}"
+            continue
+        gp.synchronize(dev)
+        gp.reset_dispatch_stats()
+        run()
+        gp.synchronize(dev)
+        kernels[fam] = sorted(k for k in gp.dispatch_stats()["per_kernel"] if k != "copy")
+        errs[fam] = max_rel_err(out[rows], ref, mag)
+        cands[fam] = (run, lambda: gp.Event(dev))
+    if torch is not None:
+        tdt = getattr(torch, storage)
+        tx = torch.from_numpy(x32).to(tdt).cuda()
+        tw = torch.from_numpy(w32).to(tdt).cuda()
+        tb = tw.t().contiguous()
+        tbias = torch.from_numpy(bias32).to(tdt).cuda() if bias_on else None
+        cands["torch"] = (
+            torch_fn(torch, tx, tw, tb, tbias, act, layout),
+            lambda: torch.cuda.Event(enable_timing=True),
+        )
+    batch_ms = args.batch_ms or (0.2 if dev.type == "cpu" else 2.0)
+    times = interleaved(cands, args.reps or 7, batch_ms)
+    for key, (t, spread, iters) in times.items():
+        row[key] = {"us": t * 1e6, "tflops": row["flops"] / t / 1e12, "spread": spread}
+        row[key]["iters"] = iters
+        if key in errs:
+            row[key]["max_rel_err"] = errs[key]
+            row[key]["kernels"] = kernels[key]
+    best_peer = [row[k]["us"] for k in ("cublaslt", "torch") if k in row]
+    if "auto" in row and best_peer:
+        row["auto_vs_best_peer"] = min(best_peer) / row["auto"]["us"]
+    return row
+
+
+def main():
+    args = parse_args()
+    dev = gp.Device(args.device) if args.device else gp.default_device()
+    cpu = dev.type == "cpu"
+    if cpu and args.device is None:
+        print("gemm_epilogue: no CUDA device (pass --device cpu for a smoke run)", file=sys.stderr)
+        return 1
+    torch = None
+    if not cpu and not args.no_torch:
+        try:
+            import torch
+
+            if not torch.cuda.is_available():
+                torch = None
+        except ImportError:
+            torch = None
+    props = gp.device_properties(dev)
+    shapes = SMOKE_SHAPES if cpu else QUICK_SHAPES if args.quick else SHAPES
+    if cpu:  # no torch on the CPU smoke run: its events are CUDA events
+        torch = None
+    epis = [e for e in args.epilogues.split(",") if e]
+    print(
+        f"pygpukit {gp.__version__} on {dev} ({props['name']}); torch "
+        f"{torch.__version__ if torch else 'no'}",
+        flush=True,
+    )
+    cols = [*FAMILIES, "torch"]
+    print(f"{'case':44s} " + " ".join(f"{c + ' us':>14s}" for c in cols) + "  auto/best")
+    results = []
+    for dt in args.dtypes.split(","):
+        for m, n, k in shapes:
+            rng = np.random.default_rng([args.seed, m, n, k])
+            host = (
+                rng.standard_normal((m, k), dtype=np.float32),
+                rng.standard_normal((n, k), dtype=np.float32) / np.float32(math.sqrt(k)),
+                rng.standard_normal((n,), dtype=np.float32),
+            )
+            for layout in args.layouts.split(","):
+                for epi in epis:
+                    r = measure(args, dev, torch, dt, layout, m, n, k, epi, host)
+                    results.append(r)
+                    name = f"{dt} {layout} {m}x{n}x{k} {epi}"
+                    cells = []
+                    for c in cols:
+                        v = r.get(c)
+                        cells.append(
+                            f"{v['us']:9.1f} ±{(v['spread'] - 1) * 100:2.0f}%"
+                            if v
+                            else f"{'-':>14s}"
+                        )
+                    ratio = r.get("auto_vs_best_peer")
+                    print(
+                        f"{name:44s} " + " ".join(cells) + (f"  {ratio:5.2f}x" if ratio else ""),
+                        flush=True,
+                    )
+    result = {
+        "gpu": props["name"],
+        "sm": props["sm"],
+        "device": str(dev),
+        "versions": {
+            "pygpukit": gp.__version__,
+            "torch": torch.__version__ if torch else None,
+            "numpy": np.__version__,
+            "python": platform.python_version(),
+        },
+        "timing": "interleaved rounds: one batch of back-to-back calls of every candidate in "
+        "turn between device events; median per call; spread = max / min batch over rounds",
+        "settings": {"quick": args.quick, "reps": args.reps or 7, "seed": args.seed},
+        "results": results,
+    }
+    write_result(
+        result,
+        args.out,
+        props,
+        "gemm-epilogue",
+        cuda=not cpu,
+        suffix="-quick" if args.quick else "",
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
