@@ -36,6 +36,7 @@ import statistics
 import sys
 
 import numpy as np
+from peers import cuda_torch
 from results_file import write_result
 
 import pygpukit as gp
@@ -406,15 +407,7 @@ def main():
         print("gemm benchmark: no CUDA device (pass --device cpu for a smoke run)", file=sys.stderr)
         return 1
     props, info = gp.device_properties(dev), gp.runtime_info()
-    torch = None
-    if not cpu and not args.no_torch:
-        try:
-            import torch
-
-            if not torch.cuda.is_available():
-                torch = None
-        except ImportError:
-            torch = None
+    torch = None if cpu or args.no_torch else cuda_torch()
     lt_ok = not cpu and info.get("cublaslt_available", False)
     ctx = Ctx(args, dev, torch, lt_ok, props.get("l2_cache_bytes", 0))
     l2 = f"cold (operands rotated over >= {ctx.cold_bytes >> 20} MiB)" if args.cold_l2 else "warm"

@@ -23,6 +23,7 @@ import sys
 
 import numpy as np
 from gemm import batch_seconds, pilot
+from peers import cuda_torch
 from results_file import write_result
 
 import pygpukit as gp
@@ -164,15 +165,7 @@ def main():
     if cpu and args.device is None:
         print("gemm_epilogue: no CUDA device (pass --device cpu for a smoke run)", file=sys.stderr)
         return 1
-    torch = None
-    if not cpu and not args.no_torch:
-        try:
-            import torch
-
-            if not torch.cuda.is_available():
-                torch = None
-        except ImportError:
-            torch = None
+    torch = None if cpu or args.no_torch else cuda_torch()
     props = gp.device_properties(dev)
     shapes = SMOKE_SHAPES if cpu else QUICK_SHAPES if args.quick else SHAPES
     if cpu:  # no torch on the CPU smoke run: its events are CUDA events

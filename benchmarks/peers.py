@@ -67,6 +67,15 @@ class Lib:
             self.m.cuda.Device().synchronize()
 
 
+def cuda_torch():
+    """torch when it is importable and sees a CUDA device, else None."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch if torch.cuda.is_available() else None
+
+
 def load(dev):
     """Lib objects for ours and every peer importable here, and their versions."""
     libs = [Lib("ours", dev)]

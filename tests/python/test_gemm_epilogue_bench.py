@@ -1,0 +1,36 @@
+"""benchmarks/gemm_epilogue.py end to end on the CPU backend: every case runs, writes its JSON
+row, and the error column reflects the result (a fused product within a few bf16 roundings of
+the float64 reference, for every epilogue including both GELU forms)."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def test_smoke_run_writes_every_case(tmp_path):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "gemm_epilogue.py"), "--device", "cpu"]
+        + ["--reps", "1", "--batch-ms", "0.05", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    [path] = tmp_path.glob("cpu-gemm-epilogue.json")
+    rows = json.loads(path.read_text())["results"]
+    cases = {(x["layout"], x["epilogue"]) for x in rows}
+    epis = {"none", "bias", "bias_relu", "bias_gelu", "bias_gelu_tanh"}
+    assert cases == {(lay, e) for lay in ("kk", "kn") for e in epis}
+    for x in rows:
+        auto = x["auto"]
+        assert auto["us"] > 0 and auto["iters"] >= 1 and auto["spread"] >= 1.0, x
+        assert auto["max_rel_err"] < 2**-6, x  # bf16 output: a few roundings
+        assert auto["kernels"] == ["matmul"], x  # the CPU backend's one kernel, fused
+        for fam in ("sm90", "cublaslt"):  # forced CUDA families refuse arrays on the CPU
+            assert x[f"{fam}_status"].startswith("n/a: gemm: backend="), x
