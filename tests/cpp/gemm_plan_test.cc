@@ -190,6 +190,10 @@ TEST(GemmAccepts, CublasLtEpiloguesAreBiasReluGeluTanhAlphaAndRowMajorC) {
     c.c = {Addr(0xE00000), 0, 0, 1};  // one row broadcast over M
     EXPECT_FALSE(lt(c).ok());
   }
+  GemmProblem u = WithBias(Dense(DType::BFloat16, 64, 48, 33));  // 33-element rows: unaligned
+  EXPECT_FALSE(lt(u).ok());
+  u.bias = nullptr;
+  EXPECT_TRUE(lt(u).ok()) << "plain products need no alignment";
   GemmProblem h = WithBias(Dense(DType::BFloat16, 64, 48, 32));
   h.out = DType::Float32;
   EXPECT_TRUE(lt(h).ok());

@@ -141,6 +141,27 @@ TEST(GemmSelect, HalfOnHopperUsesSm90AboveSixtyFourRows) {
   }
 }
 
+TEST(GemmSelect, LargeFusedHalfOnHopperGoesToCublasLt) {
+  for (DType d : {DType::BFloat16, DType::Float16}) {
+    GemmSummary s = Problem(d, 2048, true);
+    s.n = s.k = 2048;  // 2048^3 MACs: measured, cuBLASLt ahead
+    EXPECT_EQ(Auto(s, kHopper), GemmFamily::kCublasLt);
+    s.out = DType::Float32;
+    EXPECT_EQ(Auto(s, kHopper), GemmFamily::kCublasLt) << "float32 output counts as fused";
+    s.k = 2047;  // below: not measured, stays on the fused sm90 kernels
+    EXPECT_EQ(Auto(s, kHopper), GemmFamily::kSm90);
+    s.k = 1024;
+    s.batch = 4;  // the batch counts toward the size
+    EXPECT_EQ(Auto(s, kHopper), GemmFamily::kCublasLt);
+    EXPECT_EQ(Auto(s, GemmTarget{9, 0, true, true}), GemmFamily::kSm90) << "an SM partition";
+    s.fused = false;
+    EXPECT_EQ(Auto(s, kHopper), GemmFamily::kCublasLt) << "plain: the size rule";
+  }
+  GemmSummary tf32 = Tf32(4096, true);  // TF32 fused keeps its own rule
+  tf32.n = tf32.k = 4096;
+  EXPECT_EQ(Auto(tf32, kHopper), GemmFamily::kSm90);
+}
+
 TEST(GemmSelect, LargePlainHalfOnHopperGoesToCublasLtFusedStaysOnSm90) {
   for (DType d : {DType::BFloat16, DType::Float16}) {
     GemmSummary s = Problem(d, 1024);  // 1024^3: 64 tiles of 128 x 128

@@ -266,7 +266,10 @@ def test_auto_bf16_on_hopper_picks_by_measured_size(rng, cuda):
     y, launched = launched_by(
         lambda: gp.gemm(ga, gb, bias=gbias, activation="gelu", out_dtype=gp.float32), cuda
     )
-    assert launched == ({"sm90"} if sm90_built() else {"sm80"}), launched
+    # From 2048^3 up a fused 16-bit epilogue goes to cuBLASLt: GELU's erf form is not one of its
+    # own, so its plain product runs and our epilogue pass follows.
+    want = {"cublaslt", "epilogue"} if sm90_built() else {"sm80"}
+    assert launched == want, launched
     spot_check(y, a, b, "bfloat16", "float32", bias=bias, activation="gelu")
 
 

@@ -17,7 +17,8 @@ namespace pygpukit::ops {
 
 /// OK when `family` serves `p` on `t`; otherwise NotImplementedError saying which rule fails
 /// (naming the problem). cuBLASLt serves plain products of every inexact dtype and, for 16- and
-/// 32-bit real inputs, its own epilogues: alpha, beta * C, bias, ReLU and GELU's tanh form.
+/// 32-bit real inputs with 16-byte aligned operands, its own epilogues: alpha, beta * C, bias,
+/// ReLU and GELU's tanh form.
 absl::Status GemmAccepts(GemmFamily family, const GemmProblem& p, const GemmTarget& t);
 
 /// Whether the preemptible sm90 kernels serve `p` on `t` (16-bit inputs, an unpartitioned

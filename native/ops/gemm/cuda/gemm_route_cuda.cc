@@ -1,5 +1,7 @@
 // The CUDA backend's GEMM entry points: the one switch over the kernel families, the unfused
 // epilogue pass and the preemptible product, registered in the family's kernel slots.
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "ops/gemm/cuda/gemm_cuda.h"
@@ -25,19 +27,22 @@ absl::Status GemmProductCuda(LaunchContext& ctx, const GemmProblem& p, const Gem
 
 namespace {
 
-// out = epilogue(product) elementwise over the whole output (a grid-stride kernel).
+// out = epilogue(product) elementwise: blocks over the output's rows (up to 2^16 of them,
+// grid-stride beyond), threads over a row's columns (a warp for narrow rows).
 absl::Status GemmEpilogueCuda(LaunchContext& ctx, const GemmProblem& p,
                               const GemmProblem& product) {
-  const int64_t n = p.batch * p.m * p.n;
-  if (n == 0) return absl::OkStatus();
+  const int64_t rows = p.batch * p.m;
+  if (rows == 0 || p.n == 0) return absl::OkStatus();
   kernels::GemmParams params = ParamsOf(p);
   params.a = product.d;
   params.a_batch = product.d_batch;
   params.a_row = product.d_row;
   params.a_col = 1;
-  return LaunchGridStride(
-      ctx, absl::StrCat("pgk_gemm_epilogue_", DTypeCode(product.out), "_", DTypeCode(p.out)), n,
-      params, GemmEpilogueCost(p, product.out));
+  const unsigned threads =
+      static_cast<unsigned>(std::clamp<int64_t>((p.n + 31) / 32 * 32, 32, 256));
+  return LaunchBlocks(
+      ctx, absl::StrCat("pgk_gemm_epilogue_", DTypeCode(product.out), "_", DTypeCode(p.out)),
+      std::min<int64_t>(rows, int64_t{1} << 16), threads, params, GemmEpilogueCost(p, product.out));
 }
 
 }  // namespace
