@@ -2,8 +2,10 @@
 and torch.matmul, same process, same input values. Writes
 benchmarks/results/<gpu>-sm<XY>-gemm[-quick][-cold-l2].json.
 
-Sections: "square" (M = N = K in 256 ... 8192) and "llm" (M in 1, 16, 128, 2048, 8192 times
-(K, N) in (4096, 4096), (4096, 14336), (14336, 4096), (8192, 8192)); A is M x K, B is K x N,
+Sections: "square" (M = N = K in 256 ... 8192), "llm" (M in 1, 16, 128, 2048, 8192 times
+(K, N) in (4096, 4096), (4096, 14336), (14336, 4096), (8192, 28672), (28672, 8192),
+(4096, 128256), (8192, 8192)) and "tails" (no dim a multiple of a tile: 1000^3,
+1531x777x2049, 4095x1023x4097, 2000x3000x1500; not in --quick runs); A is M x K, B is K x N,
 both row-major. Dtypes: bf16, fp16, tf32 (float32 operands, precision="tf32") and fp32 (true
 FP32, precision="highest"); torch gets allow_tf32 set to match (restored afterwards).
 
@@ -50,8 +52,23 @@ DTYPES = {  # name -> (storage dtype, precision)
 ALIASES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
 SQUARE = (256, 512, 1024, 2048, 4096, 8192)
 LLM_M = (1, 16, 128, 2048, 8192)
-LLM_KN = ((4096, 4096), (4096, 14336), (14336, 4096), (8192, 8192))
+# (K, N) of LLM projections: 4096-wide attention / MLP, 8192-wide MLP, a 128k vocabulary head,
+# and the square 8192 of earlier runs.
+LLM_KN = (
+    (4096, 4096),
+    (4096, 14336),
+    (14336, 4096),
+    (8192, 28672),
+    (28672, 8192),
+    (4096, 128256),
+    (8192, 8192),
+)
+QUICK_KN = ((4096, 4096), (8192, 8192))
+# (M, K, N) with tails in every dim (no multiple of a tile), large enough to fill the GPU.
+TAILS = ((1000, 1000, 1000), (1531, 777, 2049), (4095, 1023, 4097), (2000, 3000, 1500))
 SMOKE_SQUARE, SMOKE_M, SMOKE_KN = (16, 33), (1, 5, 16), ((33, 16), (16, 48))
+SMOKE_TAILS = ((17, 9, 23),)
+SECTIONS = ("square", "llm", "tails")
 SKINNY_M = 128
 FLAG_RATIO = 0.8
 COLD_L2_BYTES = 128 << 20
@@ -62,7 +79,9 @@ def parse_args():
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--device", default=None, help="'cpu' for a tiny smoke run (default: cuda)")
-    p.add_argument("--sections", default="square,llm")
+    p.add_argument(
+        "--sections", default=None, help="square,llm,tails (default: all; --quick: square,llm)"
+    )
     p.add_argument("--dtypes", default="bf16,fp16,tf32,fp32")
     p.add_argument("--sizes", default=None, help="square sizes, e.g. 1024,4096")
     p.add_argument("--llm-m", default=None, help="M values of the llm section, e.g. 1,16")
@@ -101,9 +120,13 @@ def plan(args, cpu):
     ms, kns = (SMOKE_M, SMOKE_KN) if cpu else (LLM_M, LLM_KN)
     quick = args.quick and not cpu
     rows = []
-    for sec in (s for s in args.sections.split(",") if s):
-        if sec not in ("square", "llm"):
-            raise SystemExit(f"unknown section {sec!r} (square, llm)")
+    for sec in sections(args):
+        if sec not in SECTIONS:
+            raise SystemExit(f"unknown section {sec!r} ({', '.join(SECTIONS)})")
+        if sec == "tails":
+            for d in dtypes:
+                rows += [(sec, m, k, n, d) for m, k, n in (SMOKE_TAILS if cpu else TAILS)]
+            continue
         for d in dtypes:
             lite = quick and d in ("tf32", "fp32")  # quick: fp32 types only at 4096^3
             if sec == "square":
@@ -113,10 +136,17 @@ def plan(args, cpu):
                 rows += [(sec, n, n, n, d) for n in sizes]
             elif not lite:
                 m_list = ints(args.llm_m) if args.llm_m else ((16, 2048) if quick else ms)
-                kn = ((4096, 4096), (8192, 8192)) if quick else kns
+                kn = QUICK_KN if quick else kns
                 rows += [(sec, m, k, n, d) for m in m_list for k, n in kn]
     order = {d: i for i, d in enumerate(DTYPES)}
-    return sorted(rows, key=lambda r: (r[0] != "square", r[1:4], order[r[4]]))
+    return sorted(rows, key=lambda r: (SECTIONS.index(r[0]), r[1:4], order[r[4]]))
+
+
+def sections(args):
+    """The sections asked for: --sections, else all (quick runs: square and llm, so that quick
+    rows stay the same from run to run)."""
+    given = args.sections or ("square,llm" if args.quick else ",".join(SECTIONS))
+    return [s for s in given.split(",") if s]
 
 
 def pilot(fn, event, iters, batch_ms):
@@ -447,7 +477,7 @@ def main():
             "python": platform.python_version(),
         },
         "settings": {
-            "sections": args.sections.split(","),
+            "sections": sections(args),
             "quick": args.quick,
             "b_layout": args.b_layout,
             "l2": "cold" if args.cold_l2 else "warm",
