@@ -4,14 +4,17 @@ product plus our epilogue pass) and torch (F.linear / addmm, then the activation
 same input values. Writes benchmarks/results/<gpu>-sm<XY>-gemm-epilogue[-quick].json.
 
 Cases: bf16 / fp16, B = W.T (a linear layer's weight, "kk": both operands K-major) or B
-row-major ("kn"); epilogues none, bias, bias + relu, bias + gelu (erf), bias + gelu_tanh.
+row-major ("kn"); epilogues none, bias, bias + relu, bias + gelu (erf), bias + gelu_tanh; shapes
+2048^3 ... 8192^3 and 2048 x 14336 x 4096, or with --grid llm the LLM projections (M 16 ...
+8192 times (N, K) up to the 128k-vocabulary head; file suffix -llm).
 
-Timing is interleaved (benchmarks/gemm.py's `interleaved`): each round times one batch of
+Timing is interleaved (as in benchmarks/gemm.py): each round times one batch of
 back-to-back calls of every candidate in turn between two device events, so clock and power
 drift hit all alike; medians per call over the rounds, and each candidate's spread (max / min
 batch time over the rounds) is reported beside it.
 
     python benchmarks/gemm_epilogue.py [--quick] [--dtypes bf16,fp16] [--layouts kk,kn]
+    python benchmarks/gemm_epilogue.py --grid llm --layouts kk   # LLM projections, M 16 ... 8192
     python benchmarks/gemm_epilogue.py --device cpu     # tiny smoke run of the pipeline
 """
 
@@ -30,6 +33,9 @@ import pygpukit as gp
 
 DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
 SHAPES = ((2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192), (2048, 14336, 4096))
+# --grid llm: the LLM projections of benchmarks/gemm.py's llm section, as (M, N, K).
+LLM_M = (16, 128, 2048, 8192)
+LLM_NK = ((4096, 4096), (14336, 4096), (4096, 14336), (28672, 8192), (8192, 28672), (128256, 4096))
 QUICK_SHAPES = ((2048, 2048, 2048), (4096, 4096, 4096), (2048, 14336, 4096))
 SMOKE_SHAPES = ((33, 40, 24),)
 EPILOGUES = {  # name -> (bias, activation)
@@ -45,6 +51,9 @@ FAMILIES = ("auto", "sm90", "cublaslt")
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="three shapes")
+    p.add_argument(
+        "--grid", choices=("square", "llm"), default="square", help="shapes (default square)"
+    )
     p.add_argument("--dtypes", default="bf16", help="comma list of bf16, fp16")
     p.add_argument("--layouts", default="kk,kn", help="comma list of kk (B = W.T), kn")
     p.add_argument("--epilogues", default=",".join(EPILOGUES))
@@ -167,7 +176,12 @@ def main():
         return 1
     torch = None if cpu or args.no_torch else cuda_torch()
     props = gp.device_properties(dev)
-    shapes = SMOKE_SHAPES if cpu else QUICK_SHAPES if args.quick else SHAPES
+    if cpu:
+        shapes = SMOKE_SHAPES
+    elif args.grid == "llm":
+        shapes = [(m, n, k) for m in LLM_M for n, k in LLM_NK]
+    else:
+        shapes = QUICK_SHAPES if args.quick else SHAPES
     if cpu:  # no torch on the CPU smoke run: its events are CUDA events
         torch = None
     epis = [e for e in args.epilogues.split(",") if e]
@@ -217,7 +231,12 @@ def main():
         },
         "timing": "interleaved rounds: one batch of back-to-back calls of every candidate in "
         "turn between device events; median per call; spread = max / min batch over rounds",
-        "settings": {"quick": args.quick, "reps": args.reps or 7, "seed": args.seed},
+        "settings": {
+            "quick": args.quick,
+            "grid": args.grid,
+            "reps": args.reps or 7,
+            "seed": args.seed,
+        },
         "results": results,
     }
     write_result(
@@ -226,7 +245,7 @@ def main():
         props,
         "gemm-epilogue",
         cuda=not cpu,
-        suffix="-quick" if args.quick else "",
+        suffix=("-llm" if args.grid == "llm" else "") + ("-quick" if args.quick else ""),
     )
     return 0
 
