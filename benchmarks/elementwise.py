@@ -6,8 +6,10 @@ float32), add, mul, exp, sin, cos for float32 and bfloat16 (CuPy has no bfloat16
 transposed operand (strided), with a row vector (broadcast) and with a column vector
 (broadcast-column). GB/s counts the bytes each op must read and write once (a broadcast operand
 once).
-Each library is timed with its own CUDA events around `--iters` back-to-back calls after warm-up;
-the median of `--reps` such runs is reported. Inputs are random.
+Timing is interleaved (peers.interleaved_ms): each of `--reps` rounds runs `--iters` back-to-back
+calls of every library in turn, each timed with its own CUDA events after warm-up; the median per
+library is reported, its spread (max / min round) beside it. Inputs are random. `--device cpu`:
+a smoke run of ours alone.
 
 Overhead: host wall time per call of `a + b` on 16-element float32 arrays in a loop (no
 synchronization), median of repetitions.
@@ -23,7 +25,7 @@ import sys
 import tempfile
 
 import numpy as np
-from peers import header, host_us_per_call, start
+from peers import header, host_us_per_call, interleaved_ms, start
 from results_file import write_result
 
 import pygpukit as gp
@@ -84,8 +86,9 @@ def host_data(rng, n, which):
     return _HOST[(n, which)]
 
 
-def bandwidth(lib, op, layout, dtype, n, iters, reps, rng):
-    """GB/s of `op` on n elements (layout: contiguous, strided, broadcast)."""
+def prepare(lib, op, layout, dtype, n, rng):
+    """(warmed-up call, bytes it moves) of `op` on n elements (layout: contiguous, strided,
+    broadcast)."""
     side = int(round(n**0.5))
     itemsize = 2 if dtype == "bfloat16" else 4
     if layout == "contiguous":
@@ -112,8 +115,7 @@ def bandwidth(lib, op, layout, dtype, n, iters, reps, rng):
     for _ in range(3):
         call()
     lib.sync()
-    ms = statistics.median(lib.time_ms(call, iters) for _ in range(reps))
-    return bytes_moved / (ms * 1e-3) / 1e9
+    return call, bytes_moved
 
 
 def overhead_us(call, iters, reps, sync):
@@ -193,13 +195,16 @@ def main():
     cases += [("add", "strided"), ("add", "broadcast"), ("add", "broadcast-column")]
     for dtype in ("float32", "bfloat16"):
         for op, layout in cases:
-            row = {"op": op, "layout": layout, "dtype": dtype, "n": n, "gbps": {}}
+            row = {"op": op, "layout": layout, "dtype": dtype, "n": n, "gbps": {}, "spread": {}}
+            calls, nbytes = {}, {}
             for lib in libs:
                 if lib.name == "cupy" and dtype == "bfloat16":
                     continue
-                row["gbps"][lib.name] = bandwidth(
-                    lib, op, layout, dtype, n, args.iters, args.reps, rng
-                )
+                call, nbytes[lib.name] = prepare(lib, op, layout, dtype, n, rng)
+                calls[lib.name] = (lib, call)
+            for name, t in interleaved_ms(calls, args.iters, args.reps).items():
+                row["gbps"][name] = nbytes[name] / (t["ms"] * 1e-3) / 1e9
+                row["spread"][name] = t["spread"]
             rows.append(row)
             g = row["gbps"]
             print(
@@ -210,6 +215,7 @@ def main():
 
     fusion = {}
     fn_elems = n // 4
+    calls = {}
     for lib in libs:
         x = lib.array(host_data(rng, fn_elems, "a"), "float32")
         for kind, f in zip(("unfused", "fused"), gelu_fns(lib)):
@@ -219,20 +225,23 @@ def main():
             for _ in range(3):
                 call()
             lib.sync()
-            ms = statistics.median(lib.time_ms(call, args.iters) for _ in range(args.reps))
-            fusion[f"{lib.name} {kind}"] = {"ms": ms, "gbps": fn_elems * 8 / (ms * 1e-3) / 1e9}
-        lib.sync()
+            calls[f"{lib.name} {kind}"] = (lib, call)
+    for name, t in interleaved_ms(calls, args.iters, args.reps).items():
+        fusion[name] = {"ms": t["ms"], "gbps": fn_elems * 8 / (t["ms"] * 1e-3) / 1e9}
+        fusion[name]["spread"] = t["spread"]
     print(
         f"tanh-GELU on {fn_elems} float32 (GB/s of one read + one write): "
         + ", ".join(f"{k} {v['ms']:.3f} ms ({v['gbps']:.0f})" for k, v in fusion.items())
     )
 
-    cache_dir = tempfile.mkdtemp(prefix="pgk-ew-bench-")
-    compile_ms, disk_ms = first_call_ms("tanh", cache_dir)
-    print(
-        f"first call of a new kernel: compile {compile_ms:.1f} ms, disk hit {disk_ms:.1f} ms "
-        "(fresh processes, including import-time JIT setup)"
-    )
+    compile_ms = disk_ms = None
+    if dev.type == "cuda":  # the NVRTC compile; a CPU smoke run skips it
+        cache_dir = tempfile.mkdtemp(prefix="pgk-ew-bench-")
+        compile_ms, disk_ms = first_call_ms("tanh", cache_dir)
+        print(
+            f"first call of a new kernel: compile {compile_ms:.1f} ms, disk hit {disk_ms:.1f} ms "
+            "(fresh processes, including import-time JIT setup)"
+        )
 
     result = {
         **header(props, versions, args),
@@ -242,13 +251,14 @@ def main():
         "overhead_ratio_to_peer": ratio,
         "gelu_fusion": fusion,
         "first_call_ms": {"compile": compile_ms, "disk_hit_fresh_process": disk_ms},
-        "timing": "CUDA events of each library around back-to-back calls, median of reps; "
+        "timing": "interleaved rounds: each library's batch of back-to-back calls in turn, its "
+        "own CUDA events; median of the rounds, spread = max / min round; "
         "GB/s = bytes read + written once / time. Overhead: host wall time per call in a loop of "
         "5000 calls then a synchronize, median of reps per round, best of --overhead-rounds "
         "rounds taken in turn by the libraries; overhead_ratio_to_peer: median over rounds of "
         "ours / the peer's same round.",
     }
-    write_result(result, args.out, props, "elementwise", cuda=True)
+    write_result(result, args.out, props, "elementwise", cuda=dev.type == "cuda")
 
 
 if __name__ == "__main__":

@@ -67,6 +67,33 @@ class Lib:
             self.m.cuda.Device().synchronize()
 
 
+def interleaved_ms(calls, iters, reps):
+    """Times each library's call in rounds: every round runs one batch of `iters` back-to-back
+    calls of each in turn, timed with that library's own events, so clock and power drift
+    between rounds hit all alike (no library is timed in a block of its own). `calls` maps a
+    name to (Lib, warmed-up call). Returns name -> {"ms": median per call, "spread": max / min
+    batch over the rounds}, or {"error": message} for a call that raised (dropped from later
+    rounds)."""
+    samples = {name: [] for name in calls}
+    errors = {}
+    for _ in range(reps):
+        for name, (lib, call) in calls.items():
+            if name in errors:
+                continue
+            try:
+                samples[name].append(lib.time_ms(call, iters))
+            except Exception as e:  # noqa: BLE001 - one library's failure must not end the run
+                errors[name] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                lib.sync()
+    out = {}
+    for name, v in samples.items():
+        if name in errors:
+            out[name] = {"error": errors[name]}
+        else:
+            out[name] = {"ms": statistics.median(v), "spread": max(v) / min(v)}
+    return out
+
+
 def cuda_torch():
     """torch when it is importable and sees a CUDA device, else None."""
     try:
@@ -90,22 +117,26 @@ def load(dev):
 
 
 def start(doc, iters, add_arguments=None):
-    """The bandwidth scripts' common start: parses --log2n / --iters / --reps / --out (and what
-    add_arguments(parser) adds), exits without a CUDA device, and returns (args, device, its
-    properties, libs, versions)."""
+    """The bandwidth scripts' common start: parses --log2n / --iters / --reps / --out / --device
+    (and what add_arguments(parser) adds), exits without a CUDA device unless --device cpu asks
+    for a smoke run of ours alone, and returns (args, device, its properties, libs, versions)."""
     p = argparse.ArgumentParser(description=doc.split("\n")[0])
     p.add_argument("--log2n", type=int, default=28)
     p.add_argument("--iters", type=int, default=iters)
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--out", default=None, help="JSON folder (default benchmarks/results)")
+    p.add_argument("--device", default="cuda:0", help="'cpu': a smoke run of ours alone")
     if add_arguments is not None:
         add_arguments(p)
     args = p.parse_args()
-    info = gp.runtime_info()
-    if not info["cuda_available"]:
-        sys.exit(f"needs a CUDA device: {info['cuda_status']}")
-    dev = gp.Device("cuda:0")
-    libs, versions = load(dev)
+    dev = gp.Device(args.device)
+    if dev.type == "cpu":
+        libs, versions = [Lib("ours", dev)], {"pygpukit": gp.__version__}
+    else:
+        info = gp.runtime_info()
+        if not info["cuda_available"]:
+            sys.exit(f"needs a CUDA device: {info['cuda_status']}")
+        libs, versions = load(dev)
     versions["numpy"] = np.__version__
     return args, dev, gp.device_properties(dev), libs, versions
 

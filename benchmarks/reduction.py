@@ -6,18 +6,17 @@ Cases (n elements, default 2^28 = 1 GiB of float32): sum / max / mean / argmax o
 ("columns"), over the last axis of a transposed view ("transposed") and of a broadcast row
 ("broadcast"), and cumulative_sum of a 1-D array; float32 and bfloat16 (CuPy has no bfloat16).
 GB/s counts the bytes each op must read and write (for the broadcast case, the logical input:
-the row itself is tiny and stays in cache). Each library is timed
-with its own CUDA events around `--iters` back-to-back calls after warm-up; the median of
-`--reps` runs is reported. Inputs are random normal.
+the row itself is tiny and stays in cache). Timing is interleaved (peers.interleaved_ms): each
+of `--reps` rounds runs `--iters` back-to-back calls of every library in turn, each timed with
+its own CUDA events after warm-up; the median per library is reported, its spread (max / min
+round) beside it. Inputs are random normal.
 
 Accuracy: the relative error of the full float32 sum of each library against a float64 sum of
 the same data on the host. Results go to <out>/<gpu>-sm<XY>-reduction.json.
 """
 
-import statistics
-
 import numpy as np
-from peers import header, start
+from peers import header, interleaved_ms, start
 from results_file import write_result
 
 import pygpukit as gp
@@ -110,7 +109,8 @@ def case_input(lib, layout, dtype, n, rng):
     raise ValueError(layout)
 
 
-def bandwidth(lib, op, layout, dtype, n, iters, reps, rng):
+def prepare(lib, op, layout, dtype, n, rng):
+    """(warmed-up call, bytes it moves) of `op` on `layout` in `lib`."""
     a, axis, elems_read, outputs = case_input(lib, layout, dtype, n, rng)
     itemsize = 2 if dtype == "bfloat16" else 4
     out_size = 8 if op == "argmax" else itemsize
@@ -122,8 +122,7 @@ def bandwidth(lib, op, layout, dtype, n, iters, reps, rng):
     for _ in range(3):
         call()
     lib.sync()
-    ms = statistics.median(lib.time_ms(call, iters) for _ in range(reps))
-    return (elems_read * itemsize + written) / (ms * 1e-3) / 1e9
+    return call, elems_read * itemsize + written
 
 
 def sum_errors(libs, n, rng):
@@ -151,13 +150,16 @@ def main():
     rows = []
     for dtype in ("float32", "bfloat16"):
         for op, layout in cases:
-            row = {"op": op, "layout": layout, "dtype": dtype, "n": n, "gbps": {}}
+            row = {"op": op, "layout": layout, "dtype": dtype, "n": n, "gbps": {}, "spread": {}}
+            calls, nbytes = {}, {}
             for lib in libs:
                 if lib.name == "cupy" and dtype == "bfloat16":
                     continue
-                row["gbps"][lib.name] = bandwidth(
-                    lib, op, layout, dtype, n, args.iters, args.reps, rng
-                )
+                call, nbytes[lib.name] = prepare(lib, op, layout, dtype, n, rng)
+                calls[lib.name] = (lib, call)
+            for name, t in interleaved_ms(calls, args.iters, args.reps).items():
+                row["gbps"][name] = nbytes[name] / (t["ms"] * 1e-3) / 1e9
+                row["spread"][name] = t["spread"]
                 lib.sync()
             rows.append(row)
             g = row["gbps"]
@@ -176,10 +178,11 @@ def main():
         **header(props, versions, args),
         "bandwidth": rows,
         "float32_sum_relative_error": errors,
-        "timing": "CUDA events of each library around back-to-back calls, median of reps; "
+        "timing": "interleaved rounds: each library's batch of back-to-back calls in turn, its "
+        "own CUDA events; median of the rounds, spread = max / min round; "
         "GB/s = bytes read + written once / time.",
     }
-    write_result(result, args.out, props, "reduction", cuda=True)
+    write_result(result, args.out, props, "reduction", cuda=dev.type == "cuda")
 
 
 if __name__ == "__main__":

@@ -4,16 +4,16 @@ default generators in the same process.
 Cases (n = 2^log2n outputs, default 2^26): uniform float32 and float64 (`random`), normal
 float32, int64 integers in [0, 1000), and a permutation of 2^24. Peers: torch.rand / randn /
 randint / randperm (Philox4x32 on CUDA) and cupy.random's Generator (XORWOW by default).
-GB/s counts the bytes written; each library is timed with its own CUDA events around `--iters`
-back-to-back calls after warm-up, the median of `--reps` runs. The generators differ (ours gives
-the same bits on the CPU and NumPy's Philox stream), so only the speed compares.
+GB/s counts the bytes written. Timing is interleaved (peers.interleaved_ms): each of `--reps`
+rounds runs `--iters` back-to-back calls of every library in turn, each with its own CUDA events
+after warm-up; the median per library, its spread (max / min round) beside it. The generators
+differ (ours gives the same bits on the CPU and NumPy's Philox stream), so only the speed
+compares.
 Results go to <out>/<gpu>-sm<XY>-rng.json.
 """
 
-import statistics
-
 import numpy as np
-from peers import header, start
+from peers import header, interleaved_ms, start
 from results_file import write_result
 
 import pygpukit as gp
@@ -53,17 +53,29 @@ def main():
     args, dev, props, libs, versions = start(__doc__, iters=10)
     n = 1 << (args.log2n if args.log2n != 28 else 26)
     rows = {}
+    by_case = {}  # case -> library -> (lib, warmed-up call, bytes)
     for lib in libs:
         for case, (call, nbytes) in make_calls(lib, n, dev).items():
             try:
                 for _ in range(2):
                     call()
                 lib.sync()
-                ms = statistics.median(lib.time_ms(call, args.iters) for _ in range(args.reps))
-                rows.setdefault(case, {})[lib.name] = {"ms": ms, "gbps": nbytes / ms / 1e6}
+                by_case.setdefault(case, {})[lib.name] = (lib, call, nbytes)
             except Exception as e:  # a peer without the function: recorded, not fatal
                 rows.setdefault(case, {})[lib.name] = {"error": str(e).split("\n")[0]}
             lib.sync()
+    for case, entries in by_case.items():
+        calls = {name: (lib, call) for name, (lib, call, _) in entries.items()}
+        for name, t in interleaved_ms(calls, args.iters, args.reps).items():
+            if "error" in t:
+                rows.setdefault(case, {})[name] = {"error": t["error"]}
+                continue
+            nbytes = entries[name][2]
+            rows.setdefault(case, {})[name] = {
+                "ms": t["ms"],
+                "gbps": nbytes / t["ms"] / 1e6,
+                "spread": t["spread"],
+            }
     for case, by_lib in rows.items():
         cells = [
             f"{k} {v['ms']:7.3f} ms {v['gbps']:7.1f} GB/s" if "ms" in v else f"{k} n/a"
@@ -80,10 +92,11 @@ def main():
         **header(props, versions, args),
         "n": n,
         "cases": rows,
-        "timing": "CUDA events of each library around back-to-back calls, median of reps; "
+        "timing": "interleaved rounds: each library's batch of back-to-back calls in turn, its "
+        "own CUDA events; median of the rounds, spread = max / min round; "
         "GB/s = bytes written / time; ours/peer = peer time / our time.",
     }
-    write_result(result, args.out, props, "rng", cuda=True)
+    write_result(result, args.out, props, "rng", cuda=dev.type == "cuda")
 
 
 if __name__ == "__main__":

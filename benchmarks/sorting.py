@@ -13,18 +13,19 @@ sort / argsort / unique / nonzero / searchsorted. A peer that lacks an op or rai
 Metric: ms per call and Melem/s = n / time, where n is the input element count (the number of
 queries for searchsorted); speedup = peer time / our time. unique and nonzero have
 data-dependent output sizes, so every library reads a count back to the host inside the timed
-loop. Each library is timed with its own CUDA events around `--iters` back-to-back calls after
-warm-up; the median of `--reps` runs is reported. `ok` says that our result equals NumPy's
-exactly (argsort: np.argsort(kind="stable"); ours is always stable). --log2n is not used.
+loop. Timing is interleaved (peers.interleaved_ms): each of `--reps` rounds runs `--iters`
+back-to-back calls of every library in turn, each with its own CUDA events after warm-up; the
+median per library is reported, its spread (max / min round) beside it. `ok` says that our
+result equals NumPy's exactly (argsort: np.argsort(kind="stable"); ours is always stable).
+--log2n is not used.
 Results go to <out>/<gpu>-sm<XY>-sorting.json; the exit status is 1 if any check fails.
 """
 
 import argparse
-import statistics
 import sys
 
 import numpy as np
-from peers import header, start
+from peers import header, interleaved_ms, start
 from results_file import write_result
 
 import pygpukit as gp
@@ -116,8 +117,8 @@ def cases(sizes, rng):
     return out
 
 
-def time_case(lib, op, dtype, hosts, iters, reps):
-    """(ms per call, the first result) of `op` in `lib`."""
+def prepare(lib, op, dtype, hosts):
+    """(warmed-up call, its first result) of `op` in `lib`."""
     arrays = [lib.array(h, dtype) for h in hosts]
     f = op_fn(lib, op)
     call = lambda: f(*arrays)  # noqa: E731
@@ -125,8 +126,7 @@ def time_case(lib, op, dtype, hosts, iters, reps):
     for _ in range(2):
         call()
     lib.sync()
-    ms = statistics.median(lib.time_ms(call, iters) for _ in range(reps))
-    return ms, first
+    return call, first
 
 
 def run_case(libs, case, args):
@@ -137,18 +137,27 @@ def run_case(libs, case, args):
         row["sorted_n"] = hosts[0].size
     row.update(ms={}, errors={})
     ok = False
+    calls = {}
     for lib in libs:
         try:
-            ms, first = time_case(lib, op, dtype, hosts, args.iters, args.reps)
+            call, first = prepare(lib, op, dtype, hosts)
             if lib.name == "ours":
                 ok = same(first, reference(op, hosts))
             del first
+            calls[lib.name] = (lib, call)
         except Exception as e:  # one library's failure (or missing op) must not end the run
-            ms = None
+            row["ms"][lib.name] = None
             row["errors"][lib.name] = f"{type(e).__name__}: {e}"
-        row["ms"][lib.name] = ms
         lib.sync()
-    ms = row["ms"]
+    row["spread"] = {}
+    for name, t in interleaved_ms(calls, args.iters, args.reps).items():
+        row["ms"][name] = t.get("ms")
+        if "error" in t:
+            row["errors"][name] = t["error"]
+        else:
+            row["spread"][name] = t["spread"]
+    ms = {lib.name: row["ms"].get(lib.name) for lib in libs}  # in the libraries' order
+    row["ms"] = ms
     row["melem_per_s"] = {k: None if v is None else n / v / 1e3 for k, v in ms.items()}
     row["speedup"] = {
         k: None if v is None or ms["ours"] is None else v / ms["ours"]
@@ -191,11 +200,12 @@ def main():
         **header(props, versions, args),
         "sizes": sizes,
         "cases": rows,
-        "timing": "CUDA events of each library around back-to-back calls, median of reps; "
+        "timing": "interleaved rounds: each library's batch of back-to-back calls in turn, its "
+        "own CUDA events; median of the rounds, spread = max / min round; "
         "Melem/s = input elements (queries for searchsorted) / time; speedup = peer ms / our ms; "
         "ok = our result equals NumPy's exactly.",
     }
-    write_result(result, args.out, props, "sorting", cuda=True)
+    write_result(result, args.out, props, "sorting", cuda=dev.type == "cuda")
     bad = [f"{r['op']} {r['dtype']} {r['shape']}" for r in rows if not r["ok"]]
     if bad:
         sys.exit("results differ from NumPy: " + "; ".join(bad))
