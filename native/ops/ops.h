@@ -383,6 +383,12 @@ absl::StatusOr<GPUArray> Linear(const GPUArray& x, const GPUArray& w,
                                 const std::optional<GPUArray>& bias = std::nullopt,
                                 Activation activation = Activation::kNone,
                                 const MatmulOptions& options = {});
+/// Grouped product (mixture-of-experts): rows [offsets[g-1], offsets[g]) of `a` (total_rows, K)
+/// times `b[g]` (b is (groups, K, N)) into the same rows of the (total_rows, N) result.
+/// `offsets` are the groups' end rows: non-decreasing, one per group, the last = total_rows.
+absl::StatusOr<GPUArray> GroupedMatmul(const GPUArray& a, const GPUArray& b,
+                                       absl::Span<const int64_t> offsets,
+                                       const MatmulOptions& options = {});
 
 // ---- utilities ----
 /// The scalar value of a one-element array (copied to the host).

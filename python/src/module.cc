@@ -382,6 +382,28 @@ PYBIND11_MODULE(_core, m) {
       "Linear layer: activation(x @ weight.T + bias) with weight of shape (out_features, "
       "in_features), read without a copy; x may have leading batch dims.");
   m.def(
+      "grouped_matmul",
+      [](const pyb::handle& a, const pyb::handle& b, const pyb::handle& offsets,
+         const pyb::handle& precision, const pyb::handle& backend) {
+        std::vector<int64_t> offs;
+        try {
+          offs = offsets.cast<std::vector<int64_t>>();
+        } catch (const pyb::cast_error&) {
+          throw pyb::type_error(
+              absl::StrCat("grouped_matmul: offsets must be a sequence of integers, got ",
+                           std::string(pyb::str(pyb::type::of(offsets).attr("__name__")))));
+        }
+        return Unwrap(ops::GroupedMatmul(AsArray(a, "grouped_matmul"), AsArray(b, "grouped_matmul"),
+                                         offs,
+                                         ParseMatmulOptions(precision, backend, "grouped_matmul")));
+      },
+      pyb::arg("a"), pyb::arg("b"), pyb::arg("offsets"), pyb::kw_only(),
+      pyb::arg("precision") = "highest", pyb::arg("backend") = "auto",
+      "Grouped product (mixture-of-experts): rows [offsets[g-1], offsets[g]) of a (rows, K) "
+      "times b[g] (b of shape (groups, K, N)) into the same rows of the (rows, N) result. "
+      "offsets: the groups' end rows, non-decreasing, one per group, the last = rows (a "
+      "sequence or a host array of integers).");
+  m.def(
       "set_gemm_autotune",
       [](const pyb::handle& enabled) {
         ops::SetGemmAutotune(BoolArg(enabled, "enabled", "set_gemm_autotune"));

@@ -351,4 +351,80 @@ absl::StatusOr<GPUArray> Linear(const GPUArray& x, const GPUArray& w,
   return y;
 }
 
+absl::StatusOr<GPUArray> GroupedMatmul(const GPUArray& a_in, const GPUArray& b_in,
+                                       absl::Span<const int64_t> offsets,
+                                       const MatmulOptions& options) {
+  constexpr absl::string_view op = "grouped_matmul";
+  PGK_RETURN_IF_ERROR(CheckBackend(options, a_in.device(), op));
+  if (a_in.device() != b_in.device()) {
+    return ValueError(absl::StrCat(op, ": operands are on different devices (",
+                                   a_in.device().ToString(), " and ", b_in.device().ToString(),
+                                   ")"));
+  }
+  if (a_in.ndim() != 2 || b_in.ndim() != 3) {
+    return ValueError(absl::StrCat(op,
+                                   ": a must be 2-D (rows, K) and b 3-D (groups, K, N), got "
+                                   "shapes ",
+                                   ShapeToString(a_in.shape()), " and ",
+                                   ShapeToString(b_in.shape())));
+  }
+  const int64_t m = a_in.shape()[0], k = a_in.shape()[1];
+  const int64_t groups = b_in.shape()[0], n = b_in.shape()[2];
+  if (b_in.shape()[1] != k) {
+    return ValueError(absl::StrCat(op, ": shapes ", ShapeToString(a_in.shape()), " and ",
+                                   ShapeToString(b_in.shape()), " are not aligned (K ", k, " and ",
+                                   b_in.shape()[1], " differ)"));
+  }
+  if (static_cast<int64_t>(offsets.size()) != groups) {
+    return ValueError(absl::StrCat(op, ": ", offsets.size(), " offsets for ", groups,
+                                   " groups (b of shape ", ShapeToString(b_in.shape()), ")"));
+  }
+  int64_t prev = 0;
+  for (size_t g = 0; g < offsets.size(); ++g) {
+    if (offsets[g] < prev || offsets[g] > m) {
+      return ValueError(absl::StrCat(op, ": offsets must be non-decreasing group end rows in [0, ",
+                                     m, "]; offsets[", g, "] = ", offsets[g], " after ", prev));
+    }
+    prev = offsets[g];
+  }
+  if (prev != m) {
+    return ValueError(absl::StrCat(op, ": the groups cover rows [0, ", prev, ") of a, which has ",
+                                   m, " rows (the last offset must be ", m, ")"));
+  }
+  const DType dtype = PromoteTypes(a_in.dtype(), b_in.dtype());
+  if (!IsInexact(dtype)) {
+    return TypeError(absl::StrCat(op, ": unsupported ", DTypesOf(a_in, b_in),
+                                  " (supported: floating and complex dtypes)"));
+  }
+  PGK_ASSIGN_OR_RETURN(GPUArray a, AsType(a_in, dtype, false));
+  PGK_ASSIGN_OR_RETURN(GPUArray b, AsType(b_in, dtype, false));
+  if (k == 0) return Zeros({m, n}, dtype, a.device());
+  PGK_ASSIGN_OR_RETURN(GPUArray d, Empty({m, n}, dtype, a.device()));
+  if (m == 0 || n == 0) return d;
+  PGK_ASSIGN_OR_RETURN(Mat A, Prepare(a, 0, true));
+  PGK_ASSIGN_OR_RETURN(Mat B, Prepare(b, 1, true));
+  PGK_ASSIGN_OR_RETURN(LaunchContext ctx, LaunchContext::Open(op, {&A.arr, &B.arr, &d}));
+  // One product per non-empty group, each planned on its own (a group's size picks its family).
+  const int64_t itemsize = ItemSize(dtype);
+  for (size_t g = 0; g < offsets.size(); ++g) {
+    const int64_t r0 = g == 0 ? 0 : offsets[g - 1], rows = offsets[g] - r0;
+    if (rows == 0) continue;
+    GemmProblem p;
+    p.in = p.out = dtype;
+    p.options = options;
+    p.m = rows;
+    p.n = n;
+    p.k = k;
+    p.a = {static_cast<const char*>(A.arr.data()) + r0 * A.row * itemsize, 0, A.row, A.col};
+    p.b = {static_cast<const char*>(B.arr.data()) +
+               static_cast<int64_t>(g) * B.batch_stride * itemsize,
+           0, B.row, B.col};
+    p.d = static_cast<char*>(d.data()) + r0 * n * itemsize;
+    p.d_batch = rows * n;
+    p.d_row = n;
+    PGK_RETURN_IF_ERROR(LaunchGemm(ctx, p));
+  }
+  return d;
+}
+
 }  // namespace pygpukit::ops
