@@ -404,24 +404,25 @@ absl::StatusOr<GPUArray> GroupedMatmul(const GPUArray& a_in, const GPUArray& b_i
   PGK_ASSIGN_OR_RETURN(Mat A, Prepare(a, 0, true));
   PGK_ASSIGN_OR_RETURN(Mat B, Prepare(b, 1, true));
   PGK_ASSIGN_OR_RETURN(LaunchContext ctx, LaunchContext::Open(op, {&A.arr, &B.arr, &d}));
-  // One product per non-empty group, each planned on its own (a group's size picks its family).
-  const int64_t itemsize = ItemSize(dtype);
+  // Every row of a against b[0]; group g is its rows of that (RowSlice) against b[g], one
+  // product per non-empty group, each planned on its own (its size picks its family).
+  GemmProblem all;
+  all.in = all.out = dtype;
+  all.options = options;
+  all.m = m;
+  all.n = n;
+  all.k = k;
+  all.a = {A.arr.data(), 0, A.row, A.col};
+  all.b = {B.arr.data(), 0, B.row, B.col};
+  all.d = d.data();
+  all.d_batch = m * n;
+  all.d_row = n;
   for (size_t g = 0; g < offsets.size(); ++g) {
     const int64_t r0 = g == 0 ? 0 : offsets[g - 1], rows = offsets[g] - r0;
     if (rows == 0) continue;
-    GemmProblem p;
-    p.in = p.out = dtype;
-    p.options = options;
-    p.m = rows;
-    p.n = n;
-    p.k = k;
-    p.a = {static_cast<const char*>(A.arr.data()) + r0 * A.row * itemsize, 0, A.row, A.col};
-    p.b = {static_cast<const char*>(B.arr.data()) +
-               static_cast<int64_t>(g) * B.batch_stride * itemsize,
-           0, B.row, B.col};
-    p.d = static_cast<char*>(d.data()) + r0 * n * itemsize;
-    p.d_batch = rows * n;
-    p.d_row = n;
+    GemmProblem p = RowSlice(all, r0, rows);
+    p.b.ptr = static_cast<const char*>(B.arr.data()) +
+              static_cast<int64_t>(g) * B.batch_stride * ItemSize(dtype);
     PGK_RETURN_IF_ERROR(LaunchGemm(ctx, p));
   }
   return d;
