@@ -21,12 +21,11 @@ batch time over the rounds) is reported beside it.
 import argparse
 import math
 import platform
-import statistics
 import sys
 
 import numpy as np
 from gemm import batch_seconds, pilot
-from peers import cuda_torch
+from peers import cuda_torch, interleaved_ms
 from results_file import write_result
 
 import pygpukit as gp
@@ -66,14 +65,29 @@ def parse_args():
     return p.parse_args()
 
 
+class EventTimer:
+    """peers.interleaved_ms's timer for a call timed with `event` (a factory of gp or torch
+    events: torch's work is timed on its stream)."""
+
+    def __init__(self, event):
+        self.event = event
+
+    def time_ms(self, call, iters):
+        return batch_seconds(call, self.event, iters) * 1e3
+
+    def sync(self):
+        pass
+
+
 def interleaved(cands, reps, batch_ms):
-    """{key: (fn, event factory)} -> {key: (median s per call, spread max/min, iters)}; one batch
-    of each in turn per round (torch's work is timed with torch's events, on its stream)."""
-    setup = {k: (fn, ev, pilot(fn, ev, None, batch_ms), []) for k, (fn, ev) in cands.items()}
-    for _ in range(reps):
-        for fn, ev, iters, samples in setup.values():
-            samples.append(batch_seconds(fn, ev, iters))
-    return {k: (statistics.median(v[3]), max(v[3]) / min(v[3]), v[2]) for k, v in setup.items()}
+    """{key: (fn, event factory)} -> peers.interleaved_ms's result, plus each key's "iters"
+    (sized so that a batch takes >= batch_ms)."""
+    iters = {k: pilot(fn, ev, None, batch_ms) for k, (fn, ev) in cands.items()}
+    calls = {k: (EventTimer(ev), fn) for k, (fn, ev) in cands.items()}
+    out = interleaved_ms(calls, iters, reps)
+    for k, t in out.items():
+        t["iters"] = iters[k]
+    return out
 
 
 def torch_fn(torch, x, w_nk, b_kn, bias, act, layout):
@@ -155,9 +169,13 @@ def measure(args, dev, torch, dt, layout, m, n, k, epi, host):
         )
     batch_ms = args.batch_ms or (0.2 if dev.type == "cpu" else 2.0)
     times = interleaved(cands, args.reps or 7, batch_ms)
-    for key, (t, spread, iters) in times.items():
-        row[key] = {"us": t * 1e6, "tflops": row["flops"] / t / 1e12, "spread": spread}
-        row[key]["iters"] = iters
+    for key, t in times.items():
+        if "error" in t:
+            row[f"{key}_status"] = f"failed: {t['error'][:160]}"
+            continue
+        s = t["ms"] * 1e-3
+        row[key] = {"us": s * 1e6, "tflops": row["flops"] / s / 1e12, "spread": t["spread"]}
+        row[key]["iters"] = t["iters"]
         if key in errs:
             row[key]["max_rel_err"] = errs[key]
             row[key]["kernels"] = kernels[key]

@@ -71,17 +71,19 @@ def interleaved_ms(calls, iters, reps):
     """Times each library's call in rounds: every round runs one batch of `iters` back-to-back
     calls of each in turn, timed with that library's own events, so clock and power drift
     between rounds hit all alike (no library is timed in a block of its own). `calls` maps a
-    name to (Lib, warmed-up call). Returns name -> {"ms": median per call, "spread": max / min
-    batch over the rounds}, or {"error": message} for a call that raised (dropped from later
-    rounds)."""
+    name to (timer, warmed-up call): a Lib, or anything with time_ms(call, iters) and sync();
+    `iters` is one count for all or a count per name. Returns name -> {"ms": median per call,
+    "spread": max / min batch over the rounds}, or {"error": message} for a call that raised
+    (dropped from later rounds)."""
     samples = {name: [] for name in calls}
     errors = {}
     for _ in range(reps):
         for name, (lib, call) in calls.items():
             if name in errors:
                 continue
+            n = iters[name] if isinstance(iters, dict) else iters
             try:
-                samples[name].append(lib.time_ms(call, iters))
+                samples[name].append(lib.time_ms(call, n))
             except Exception as e:  # noqa: BLE001 - one library's failure must not end the run
                 errors[name] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
                 lib.sync()
