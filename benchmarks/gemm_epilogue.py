@@ -4,9 +4,9 @@ product plus our epilogue pass) and torch (F.linear / addmm, then the activation
 same input values. Writes benchmarks/results/<gpu>-sm<XY>-gemm-epilogue[-quick].json.
 
 Cases: bf16 / fp16, B = W.T (a linear layer's weight, "kk": both operands K-major) or B
-row-major ("kn"); epilogues none, bias, bias + relu, bias + gelu (erf), bias + gelu_tanh; shapes
-2048^3 ... 8192^3 and 2048 x 14336 x 4096, or with --grid llm the LLM projections (M 16 ...
-8192 times (N, K) up to the 128k-vocabulary head; file suffix -llm).
+row-major ("kn"); epilogues none, bias, bias + relu, bias + gelu (erf), bias + gelu_tanh,
+bias + silu; shapes 2048^3 ... 8192^3 and 2048 x 14336 x 4096, or with --grid llm the LLM
+projections (M 16 ... 8192 times (N, K) up to the 128k-vocabulary head; file suffix -llm).
 
 Timing is interleaved (as in benchmarks/gemm.py): each round times one batch of
 back-to-back calls of every candidate in turn between two device events, so clock and power
@@ -43,6 +43,7 @@ EPILOGUES = {  # name -> (bias, activation)
     "bias_relu": (True, "relu"),
     "bias_gelu": (True, "gelu"),
     "bias_gelu_tanh": (True, "gelu_tanh"),
+    "bias_silu": (True, "silu"),
 }
 FAMILIES = ("auto", "sm90", "cublaslt")
 
@@ -99,6 +100,7 @@ def torch_fn(torch, x, w_nk, b_kn, bias, act, layout):
         "relu": F.relu,
         "gelu": F.gelu,
         "gelu_tanh": lambda y: F.gelu(y, approximate="tanh"),
+        "silu": F.silu,
     }
     a = acts[act]
     if layout == "kk":
@@ -136,6 +138,7 @@ def measure(args, dev, torch, dt, layout, m, n, k, epi, host):
         "relu": np.maximum(pre, 0),
         "gelu": 0.5 * pre * (1 + np.vectorize(math.erf)(pre / math.sqrt(2))),
         "gelu_tanh": 0.5 * pre * (1 + np.tanh(math.sqrt(2 / math.pi) * (pre + 0.044715 * pre**3))),
+        "silu": pre / (1 + np.exp(-pre)),
     }[act]
     row = {"dtype": dt, "layout": layout, "m": m, "n": n, "k": k, "epilogue": epi}
     row["flops"] = 2.0 * m * n * k

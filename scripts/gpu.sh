@@ -3,7 +3,7 @@
 # Abseil / GoogleTest .debs (the machine has no network), builds for sm_90a with -j16, runs the
 # C++ and Python suites (backend parity included) with PYGPUKIT_DEVICE=cuda, python -m pygpukit and the benchmarks.
 #   steps: any of "build test test-gemm sanitize-gemm selfcheck bench bench-gemm
-#   bench-gemm-epilogue bench-jit
+#   bench-gemm-epilogue bench-scaled-matmul bench-jit
 #   bench-elementwise bench-sorting bench-rng bench-launch
 #   bench-memory bench-scheduler bench-suite"
 #   (default: build test selfcheck bench bench-memory bench-scheduler)
@@ -15,6 +15,8 @@
 #   bench-gemm: benchmarks/gemm.py (JSON in $OUT); extra arguments in GEMM_ARGS
 #   bench-gemm-epilogue: benchmarks/gemm_epilogue.py (fused epilogues per family beside torch;
 #   JSON in $OUT); extra arguments in EPI_ARGS
+#   bench-scaled-matmul: benchmarks/scaled_matmul.py (FP8 scaled products beside
+#   torch._scaled_mm; JSON in $OUT); extra arguments in SCALED_ARGS
 #   bench-jit: benchmarks/jit.py (compile / cache-hit latency, launch overhead; JSON in $OUT)
 #   bench-elementwise: benchmarks/elementwise.py (bandwidth, per-call overhead beside torch and
 #   CuPy; JSON in $OUT); extra arguments in EW_ARGS
@@ -152,6 +154,10 @@ fi
 if has bench-gemm-epilogue; then
   PYGPUKIT_DEVICE=cuda $PY benchmarks/gemm_epilogue.py --out "$OUTDIR" ${EPI_ARGS:-} 2>&1 |
     tee "$OUTDIR/bench_gemm_epilogue.log" || rc=1
+fi
+if has bench-scaled-matmul; then
+  PYGPUKIT_DEVICE=cuda $PY benchmarks/scaled_matmul.py --out "$OUTDIR" ${SCALED_ARGS:-} 2>&1 |
+    tee "$OUTDIR/bench_scaled_matmul.log" || rc=1
 fi
 if has bench-jit; then
   PYGPUKIT_DEVICE=cuda $PY benchmarks/jit.py --out "$OUTDIR" 2>&1 | tee "$OUTDIR/bench_jit.log" || rc=1

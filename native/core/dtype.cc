@@ -16,8 +16,9 @@ struct Info {
 
 constexpr absl::string_view NameFor(DType dt) {
   constexpr std::array<absl::string_view, kNumDTypes> names = {
-      "bool",   "int8",    "int16",    "int32",   "int64",   "uint8",     "uint16",    "uint32",
-      "uint64", "float16", "bfloat16", "float32", "float64", "complex64", "complex128"};
+      "bool",    "int8",      "int16",      "int32",         "int64",      "uint8",
+      "uint16",  "uint32",    "uint64",     "float16",       "bfloat16",   "float32",
+      "float64", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2"};
   return names[static_cast<int>(dt)];
 }
 
@@ -50,12 +51,16 @@ DType FloatForInt(DType dt) {
   }
 }
 
+// The smallest float dtype holding every value of both exactly.
 DType PromoteFloats(DType a, DType b) {
   if (a == b) return a;
   // float16 and bfloat16 have no common 16-bit supertype.
   if ((a == DType::Float16 && b == DType::BFloat16) ||
       (a == DType::BFloat16 && b == DType::Float16))
     return DType::Float32;
+  // Both 8-bit floats are exact in float16 (e5m2 is float16 with the low mantissa bits cut off),
+  // and in bfloat16: an 8-bit float meets a 16-bit one in the 16-bit one.
+  if (IsFloat8(a) && IsFloat8(b)) return DType::Float16;
   return ItemSize(a) >= ItemSize(b) ? a : b;
 }
 
@@ -120,8 +125,9 @@ DType PromoteTypes(DType a, DType b) {
   if (kb == DTypeKind::Float) {
     if (ka == DTypeKind::Float) return PromoteFloats(a, b);
     DType fa = FloatForInt(a);
-    // An 8-bit integer fits bfloat16 exactly as well as float16.
-    if (b == DType::BFloat16 && fa == DType::Float16) return DType::BFloat16;
+    // An 8-bit integer fits bfloat16 exactly as well as float16; with an 8-bit float it keeps the
+    // float's dtype (ml_dtypes' rule, as bfloat16 does).
+    if ((b == DType::BFloat16 || IsFloat8(b)) && fa == DType::Float16) return b;
     return PromoteFloats(fa, b);
   }
   if (ka == kb) return IntBits(a) >= IntBits(b) ? a : b;

@@ -22,7 +22,11 @@ enum class DType : uint8_t {
 };
 
 /// Number of dtypes in PGK_FOR_EACH_DTYPE.
-inline constexpr int kNumDTypes = static_cast<int>(DType::Complex128) + 1;
+inline constexpr int kNumDTypes = 0
+#define PGK_DTYPE_COUNT(E, T, C) +1
+    PGK_FOR_EACH_DTYPE(PGK_DTYPE_COUNT)
+#undef PGK_DTYPE_COUNT
+    ;
 
 /// Broad category of a dtype, in promotion order.
 enum class DTypeKind : uint8_t { Bool, Signed, Unsigned, Float, Complex };
@@ -58,10 +62,14 @@ constexpr DTypeKind KindOf(DType dt) {
     case DType::BFloat16:
     case DType::Float32:
     case DType::Float64:
+    case DType::Float8E4M3Fn:
+    case DType::Float8E5M2:
       return DTypeKind::Float;
-    default:
+    case DType::Complex64:
+    case DType::Complex128:
       return DTypeKind::Complex;
   }
+  return DTypeKind::Complex;
 }
 /// NumPy-style name: "float32", "bfloat16", "bool", ...
 absl::string_view DTypeName(DType dt);
@@ -75,6 +83,8 @@ inline bool IsComplex(DType dt) { return KindOf(dt) == DTypeKind::Complex; }
 inline bool IsInteger(DType dt) {
   return KindOf(dt) == DTypeKind::Signed || KindOf(dt) == DTypeKind::Unsigned;
 }
+/// One of the 8-bit floats (float8_e4m3fn, float8_e5m2).
+inline bool IsFloat8(DType dt) { return dt == DType::Float8E4M3Fn || dt == DType::Float8E5M2; }
 /// Float or complex.
 inline bool IsInexact(DType dt) { return IsFloating(dt) || IsComplex(dt); }
 

@@ -139,6 +139,52 @@ PGK_HD uint16_t NonNanToBFloat16Bits(float f) {
   return FloatToBFloat16Bits(f);
 #endif
 }
+
+// FP8 from binary32, round to nearest even. kExp / kMan: exponent and mantissa bits; kFn: the
+// "finite" layout of e4m3fn (no infinity, one NaN pattern per sign: all exponent and mantissa
+// bits set) instead of the IEEE one of e5m2 (exponent all ones: infinity or NaN). Values beyond
+// the largest finite one become infinity (IEEE layout) or NaN (fn layout) as in ml_dtypes, or the
+// largest finite value when `saturate` (NaN stays NaN).
+template <int kExp, int kMan, bool kFn>
+PGK_HD uint8_t FloatToFp8Bits(float f, bool saturate) {
+  constexpr int kBias = (1 << (kExp - 1)) - 1;
+  constexpr uint32_t kMaxFinite = kFn ? 0x7eu : ((((1u << kExp) - 1u) << kMan) - 1u);
+  constexpr uint32_t kInfOrNan = kFn ? 0x7fu : 0x7cu;
+  constexpr uint32_t kNan = kFn ? 0x7fu : 0x7eu;
+  const uint32_t x = FloatBits(f);
+  const uint32_t sign = (x >> 24) & 0x80u;
+  uint32_t a = x & 0x7fffffffu;
+  if (a > 0x7f800000u) return static_cast<uint8_t>(sign | kNan);
+  const uint32_t overflow = sign | (saturate ? kMaxFinite : kInfOrNan);
+  if (a == 0x7f800000u) return static_cast<uint8_t>(overflow);
+  constexpr uint32_t kMinNormal = static_cast<uint32_t>(127 + 1 - kBias) << 23;
+  if (a < kMinNormal) {
+    // Subnormal or zero: adding 2^(23 + emin - kMan), whose ulp is the subnormal step, lets the
+    // float addition round to nearest even; the low bits are then the code.
+    constexpr uint32_t kMagic = static_cast<uint32_t>(127 + 1 - kBias - kMan + 23) << 23;
+    return static_cast<uint8_t>(sign | (FloatBits(BitsFloat(a) + BitsFloat(kMagic)) - kMagic));
+  }
+  const uint32_t odd = (a >> (23 - kMan)) & 1u;
+  a += (1u << (22 - kMan)) - 1u + odd;  // round half to even at the kept mantissa bits
+  a -= static_cast<uint32_t>(127 - kBias) << 23;
+  const uint32_t r = a >> (23 - kMan);
+  return static_cast<uint8_t>(r > kMaxFinite ? overflow : (sign | r));
+}
+
+PGK_HD float Fp8E4M3FnBitsToFloat(uint8_t b) {
+  const uint32_t sign = static_cast<uint32_t>(b & 0x80u) << 24;
+  const uint32_t exp = (b >> 3) & 0xfu, man = b & 0x7u;
+  if ((b & 0x7fu) == 0x7fu) return BitsFloat(sign | 0x7fc00000u);
+  if (exp == 0) {  // zero or subnormal: man * 2^-9
+    const float v = static_cast<float>(man) * 0.001953125f;
+    return sign ? -v : v;
+  }
+  return BitsFloat(sign | ((exp + 120u) << 23) | (man << 20));
+}
+// e5m2 is binary16 with the low 8 mantissa bits cut off.
+PGK_HD float Fp8E5M2BitsToFloat(uint8_t b) {
+  return HalfBitsToFloat(static_cast<uint16_t>(b << 8));
+}
 }  // namespace detail
 
 // 16-bit IEEE half precision storage type; arithmetic goes through float.
@@ -169,6 +215,41 @@ struct bfloat16 {
   }
   /// From a float that is not NaN (the caller knows): as the constructor, cheaper on the GPU.
   PGK_HD static bfloat16 FromNonNan(float f) { return FromBits(detail::NonNanToBFloat16Bits(f)); }
+};
+
+// FP8 storage types (OCP 8-bit floating point): e4m3fn (4 exponent bits, 3 mantissa bits, no
+// infinity, largest finite 448) and e5m2 (IEEE-like, largest finite 57344). Arithmetic goes
+// through float; the conversion from float rounds to nearest even with ml_dtypes' overflow rules
+// (FromFloat(f, /*saturate=*/true) clamps to the largest finite value instead).
+struct float8_e4m3fn {
+  uint8_t bits;
+  float8_e4m3fn() = default;
+  PGK_HD explicit float8_e4m3fn(float f) : bits(detail::FloatToFp8Bits<4, 3, true>(f, false)) {}
+  PGK_HD explicit operator float() const { return detail::Fp8E4M3FnBitsToFloat(bits); }
+  PGK_HD static float8_e4m3fn FromBits(uint8_t b) {
+    float8_e4m3fn h;
+    h.bits = b;
+    return h;
+  }
+  PGK_HD static float8_e4m3fn FromFloat(float f, bool saturate) {
+    return FromBits(detail::FloatToFp8Bits<4, 3, true>(f, saturate));
+  }
+  PGK_HD static float8_e4m3fn FromNonNan(float f) { return float8_e4m3fn(f); }
+};
+struct float8_e5m2 {
+  uint8_t bits;
+  float8_e5m2() = default;
+  PGK_HD explicit float8_e5m2(float f) : bits(detail::FloatToFp8Bits<5, 2, false>(f, false)) {}
+  PGK_HD explicit operator float() const { return detail::Fp8E5M2BitsToFloat(bits); }
+  PGK_HD static float8_e5m2 FromBits(uint8_t b) {
+    float8_e5m2 h;
+    h.bits = b;
+    return h;
+  }
+  PGK_HD static float8_e5m2 FromFloat(float f, bool saturate) {
+    return FromBits(detail::FloatToFp8Bits<5, 2, false>(f, saturate));
+  }
+  PGK_HD static float8_e5m2 FromNonNan(float f) { return float8_e5m2(f); }
 };
 
 // Complex number with the memory layout of std::complex / cuComplex (real, imag).

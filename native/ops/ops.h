@@ -390,6 +390,24 @@ absl::StatusOr<GPUArray> GroupedMatmul(const GPUArray& a, const GPUArray& b,
                                        absl::Span<const int64_t> offsets,
                                        const MatmulOptions& options = {});
 
+/// Options of ScaledMatmul: the result's dtype and the fused bias and activation.
+struct ScaledMatmulOptions {
+  DType out_dtype = DType::BFloat16;  // bfloat16, float16 or float32
+  std::optional<GPUArray> bias;       // 1-D of length N, any real float dtype
+  Activation activation = Activation::kNone;
+};
+/// The scaled product of 8-bit float matrices: act(dequant(a) @ dequant(b) + bias) in
+/// out_dtype, products accumulated in float32. a is (M, K) and b (K, N), each float8_e4m3fn or
+/// float8_e5m2; scale_a and scale_b are float32, and their shapes say how they cover the
+/// operand: () or (1, 1) one scale for the whole operand; (M, 1) for scale_a / (1, N) for
+/// scale_b one per row of a / column of b; (M, ceil(K / 128)) / (ceil(K / 128), N) one per 128
+/// elements along K (1x128 groups of a, 128x1 of b); (ceil(M / 128), ceil(K / 128)) /
+/// (ceil(K / 128), ceil(N / 128)) one per 128x128 block (the DeepSeek-V3 recipe pairs 1x128
+/// for a with 128x128 for b). dequant(x) multiplies each element by its scale.
+absl::StatusOr<GPUArray> ScaledMatmul(const GPUArray& a, const GPUArray& b, const GPUArray& scale_a,
+                                      const GPUArray& scale_b,
+                                      const ScaledMatmulOptions& options = {});
+
 // ---- utilities ----
 /// The scalar value of a one-element array (copied to the host).
 absl::StatusOr<Scalar> Item(const GPUArray& a);

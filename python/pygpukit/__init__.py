@@ -129,6 +129,7 @@ from ._core import (
     roll,
     round,
     runtime_info,
+    scaled_matmul,
     searchsorted,
     set_gemm_autotune,
     sign,
@@ -182,6 +183,7 @@ int8, int16, int32, int64 = _core.int8, _core.int16, _core.int32, _core.int64
 uint8, uint16, uint32, uint64 = _core.uint8, _core.uint16, _core.uint32, _core.uint64
 float16, bfloat16, float32, float64 = _core.float16, _core.bfloat16, _core.float32, _core.float64
 complex64, complex128 = _core.complex64, _core.complex128
+float8_e4m3fn, float8_e5m2 = _core.float8_e4m3fn, _core.float8_e5m2
 
 # The Array API standard this namespace implements, and its constants.
 __array_api_version__ = "2024.12"
@@ -427,6 +429,8 @@ __all__ = [
     "float16",
     "float32",
     "float64",
+    "float8_e4m3fn",
+    "float8_e5m2",
     "floor",
     "floor_divide",
     "from_dlpack",
@@ -502,6 +506,7 @@ __all__ = [
     "roll",
     "round",
     "runtime_info",
+    "scaled_matmul",
     "scheduler",
     "searchsorted",
     "set_gemm_autotune",

@@ -6,8 +6,9 @@ from . import _core
 
 
 def _host(x):
-    # NumPy cannot format bfloat16 without ml_dtypes; float32 holds every bfloat16 exactly.
-    if x.dtype == _core.bfloat16:
+    # NumPy cannot format bfloat16 or the 8-bit floats without ml_dtypes; float32 holds all of
+    # their values exactly.
+    if x.dtype in (_core.bfloat16, _core.float8_e4m3fn, _core.float8_e5m2):
         x = x.astype(_core.float32)
     return _core.to_numpy(x)
 

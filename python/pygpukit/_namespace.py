@@ -33,7 +33,7 @@ _ALL_DTYPES = (
     "float64",
     "complex64",
     "complex128",
-)
+)  # the 8-bit floats are storage formats outside the Array API's set: not listed
 
 
 @dataclass(frozen=True)

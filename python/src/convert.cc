@@ -227,14 +227,15 @@ Scalar ToScalar(const pyb::handle& obj) {
 
 pyb::object NumpyDType(DType dt) {
   pyb::module_ np = pyb::module_::import("numpy");
-  if (dt == DType::BFloat16) {
+  if (dt == DType::BFloat16 || IsFloat8(dt)) {
+    const std::string name(DTypeName(dt));
     try {
-      return np.attr("dtype")(pyb::module_::import("ml_dtypes").attr("bfloat16"));
+      return np.attr("dtype")(pyb::module_::import("ml_dtypes").attr(name.c_str()));
     } catch (pyb::error_already_set&) {
       PyErr_Clear();
-      throw pyb::type_error(
-          "to_numpy: NumPy has no bfloat16; install ml_dtypes or convert with "
-          ".astype(pygpukit.float32) first");
+      throw pyb::type_error(absl::StrCat("to_numpy: NumPy has no ", name,
+                                         "; install ml_dtypes or convert with "
+                                         ".astype(pygpukit.float32) first"));
     }
   }
   return np.attr("dtype")(std::string(DTypeName(dt)));

@@ -42,9 +42,14 @@ PyDType ResultType(const pyb::args& args) {
   return PyDType{*dt};
 }
 
-// Mantissa bits and largest exponent of each floating format (IEEE-style, bfloat16 included).
+// Mantissa bits and largest exponent of each floating format (IEEE-style, bfloat16 included;
+// float8_e4m3fn's largest value is its own, as it has no infinity).
 std::pair<int, int> FloatFormat(DType real) {
   switch (real) {
+    case DType::Float8E4M3Fn:
+      return {3, 8};
+    case DType::Float8E5M2:
+      return {2, 15};
     case DType::Float16:
       return {10, 15};
     case DType::BFloat16:
@@ -67,9 +72,12 @@ pyb::dict FInfo(const pyb::handle& obj) {
   pyb::dict d;
   d["bits"] = ItemSize(real) * 8;
   d["eps"] = std::ldexp(1.0, -mant);
-  d["max"] = std::ldexp(2.0 - std::ldexp(1.0, -mant), emax);
-  d["min"] = -std::ldexp(2.0 - std::ldexp(1.0, -mant), emax);
-  d["smallest_normal"] = std::ldexp(1.0, 1 - emax);
+  // float8_e4m3fn: the all-ones mantissa of the top exponent is NaN, so 1.75 * 2^8 = 448.
+  const double top = real == DType::Float8E4M3Fn ? 1.75 : 2.0 - std::ldexp(1.0, -mant);
+  const int emin = real == DType::Float8E4M3Fn ? -6 : 1 - emax;
+  d["max"] = std::ldexp(top, emax);
+  d["min"] = -std::ldexp(top, emax);
+  d["smallest_normal"] = std::ldexp(1.0, emin);
   d["dtype"] = PyDType{real};
   return d;
 }

@@ -11,17 +11,18 @@
 namespace pygpukit {
 namespace {
 
-constexpr DType kAll[] = {DType::Bool,    DType::Int8,      DType::Int16,     DType::Int32,
-                          DType::Int64,   DType::UInt8,     DType::UInt16,    DType::UInt32,
-                          DType::UInt64,  DType::Float16,   DType::BFloat16,  DType::Float32,
-                          DType::Float64, DType::Complex64, DType::Complex128};
+constexpr DType kAll[] = {
+    DType::Bool,         DType::Int8,      DType::Int16,   DType::Int32,     DType::Int64,
+    DType::UInt8,        DType::UInt16,    DType::UInt32,  DType::UInt64,    DType::Float16,
+    DType::BFloat16,     DType::Float32,   DType::Float64, DType::Complex64, DType::Complex128,
+    DType::Float8E4M3Fn, DType::Float8E5M2};
 static_assert(sizeof(kAll) / sizeof(kAll[0]) == kNumDTypes);
 
 TEST(DType, ItemSizes) {
   EXPECT_EQ(ItemSize(DType::Bool), 1);
   EXPECT_EQ(ItemSize(DType::BFloat16), 2);
   EXPECT_EQ(ItemSize(DType::Complex128), 16);
-  const int expected[] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8, 8, 16};
+  const int expected[] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8, 8, 16, 1, 1};
   for (int i = 0; i < kNumDTypes; ++i) {
     EXPECT_EQ(ItemSize(kAll[i]), expected[i]) << DTypeName(kAll[i]);
   }
@@ -29,9 +30,9 @@ TEST(DType, ItemSizes) {
 
 TEST(DType, Kinds) {
   using K = DTypeKind;
-  const K expected[] = {K::Bool,     K::Signed,   K::Signed,   K::Signed,   K::Signed,
-                        K::Unsigned, K::Unsigned, K::Unsigned, K::Unsigned, K::Float,
-                        K::Float,    K::Float,    K::Float,    K::Complex,  K::Complex};
+  const K expected[] = {K::Bool,     K::Signed,   K::Signed,   K::Signed, K::Signed, K::Unsigned,
+                        K::Unsigned, K::Unsigned, K::Unsigned, K::Float,  K::Float,  K::Float,
+                        K::Float,    K::Complex,  K::Complex,  K::Float,  K::Float};
   for (int i = 0; i < kNumDTypes; ++i) {
     EXPECT_EQ(KindOf(kAll[i]), expected[i]) << DTypeName(kAll[i]);
   }
@@ -47,11 +48,12 @@ TEST(DType, Kinds) {
 }
 
 TEST(DType, NamesAndCodes) {
-  const char* names[] = {"bool",     "int8",    "int16",   "int32",     "int64",
-                         "uint8",    "uint16",  "uint32",  "uint64",    "float16",
-                         "bfloat16", "float32", "float64", "complex64", "complex128"};
-  const char* codes[] = {"b1", "i1", "i2",  "i4", "i8", "u1", "u2", "u4",
-                         "u8", "f2", "bf2", "f4", "f8", "c8", "c16"};
+  const char* names[] = {"bool",          "int8",       "int16",   "int32",     "int64",
+                         "uint8",         "uint16",     "uint32",  "uint64",    "float16",
+                         "bfloat16",      "float32",    "float64", "complex64", "complex128",
+                         "float8_e4m3fn", "float8_e5m2"};
+  const char* codes[] = {"b1", "i1",  "i2", "i4", "i8", "u1",  "u2",   "u4",  "u8",
+                         "f2", "bf2", "f4", "f8", "c8", "c16", "e4m3", "e5m2"};
   for (int i = 0; i < kNumDTypes; ++i) {
     EXPECT_EQ(DTypeName(kAll[i]), names[i]);
     EXPECT_EQ(DTypeCode(kAll[i]), codes[i]);
@@ -126,24 +128,29 @@ TEST(DType, PromoteTypesFullTable) {
                   i8 = DType::Int64, u1 = DType::UInt8, u2 = DType::UInt16, u4 = DType::UInt32,
                   u8 = DType::UInt64, f2 = DType::Float16, bf = DType::BFloat16,
                   f4 = DType::Float32, f8 = DType::Float64, c8 = DType::Complex64,
-                  c16 = DType::Complex128;
-  // Rows / columns in kAll order: b i1 i2 i4 i8 u1 u2 u4 u8 f2 bf f4 f8 c8 c16.
+                  c16 = DType::Complex128, e4 = DType::Float8E4M3Fn, e5 = DType::Float8E5M2;
+  // Rows / columns in kAll order: b i1 i2 i4 i8 u1 u2 u4 u8 f2 bf f4 f8 c8 c16 e4 e5. The 8-bit
+  // floats: kept with 8-bit integers (ml_dtypes' rule, as bfloat16), met in a wider float, and
+  // float16 for the two together (it holds both exactly).
   const DType table[kNumDTypes][kNumDTypes] = {
-      /* b  */ {b, i1, i2, i4, i8, u1, u2, u4, u8, f2, bf, f4, f8, c8, c16},
-      /* i1 */ {i1, i1, i2, i4, i8, i2, i4, i8, f8, f2, bf, f4, f8, c8, c16},
-      /* i2 */ {i2, i2, i2, i4, i8, i2, i4, i8, f8, f4, f4, f4, f8, c8, c16},
-      /* i4 */ {i4, i4, i4, i4, i8, i4, i4, i8, f8, f8, f8, f8, f8, c16, c16},
-      /* i8 */ {i8, i8, i8, i8, i8, i8, i8, i8, f8, f8, f8, f8, f8, c16, c16},
-      /* u1 */ {u1, i2, i2, i4, i8, u1, u2, u4, u8, f2, bf, f4, f8, c8, c16},
-      /* u2 */ {u2, i4, i4, i4, i8, u2, u2, u4, u8, f4, f4, f4, f8, c8, c16},
-      /* u4 */ {u4, i8, i8, i8, i8, u4, u4, u4, u8, f8, f8, f8, f8, c16, c16},
-      /* u8 */ {u8, f8, f8, f8, f8, u8, u8, u8, u8, f8, f8, f8, f8, c16, c16},
-      /* f2 */ {f2, f2, f4, f8, f8, f2, f4, f8, f8, f2, f4, f4, f8, c8, c16},
-      /* bf */ {bf, bf, f4, f8, f8, bf, f4, f8, f8, f4, bf, f4, f8, c8, c16},
-      /* f4 */ {f4, f4, f4, f8, f8, f4, f4, f8, f8, f4, f4, f4, f8, c8, c16},
-      /* f8 */ {f8, f8, f8, f8, f8, f8, f8, f8, f8, f8, f8, f8, f8, c16, c16},
-      /* c8 */ {c8, c8, c8, c16, c16, c8, c8, c16, c16, c8, c8, c8, c16, c8, c16},
-      /* c16*/ {c16, c16, c16, c16, c16, c16, c16, c16, c16, c16, c16, c16, c16, c16, c16},
+      /* b  */ {b, i1, i2, i4, i8, u1, u2, u4, u8, f2, bf, f4, f8, c8, c16, e4, e5},
+      /* i1 */ {i1, i1, i2, i4, i8, i2, i4, i8, f8, f2, bf, f4, f8, c8, c16, e4, e5},
+      /* i2 */ {i2, i2, i2, i4, i8, i2, i4, i8, f8, f4, f4, f4, f8, c8, c16, f4, f4},
+      /* i4 */ {i4, i4, i4, i4, i8, i4, i4, i8, f8, f8, f8, f8, f8, c16, c16, f8, f8},
+      /* i8 */ {i8, i8, i8, i8, i8, i8, i8, i8, f8, f8, f8, f8, f8, c16, c16, f8, f8},
+      /* u1 */ {u1, i2, i2, i4, i8, u1, u2, u4, u8, f2, bf, f4, f8, c8, c16, e4, e5},
+      /* u2 */ {u2, i4, i4, i4, i8, u2, u2, u4, u8, f4, f4, f4, f8, c8, c16, f4, f4},
+      /* u4 */ {u4, i8, i8, i8, i8, u4, u4, u4, u8, f8, f8, f8, f8, c16, c16, f8, f8},
+      /* u8 */ {u8, f8, f8, f8, f8, u8, u8, u8, u8, f8, f8, f8, f8, c16, c16, f8, f8},
+      /* f2 */ {f2, f2, f4, f8, f8, f2, f4, f8, f8, f2, f4, f4, f8, c8, c16, f2, f2},
+      /* bf */ {bf, bf, f4, f8, f8, bf, f4, f8, f8, f4, bf, f4, f8, c8, c16, bf, bf},
+      /* f4 */ {f4, f4, f4, f8, f8, f4, f4, f8, f8, f4, f4, f4, f8, c8, c16, f4, f4},
+      /* f8 */ {f8, f8, f8, f8, f8, f8, f8, f8, f8, f8, f8, f8, f8, c16, c16, f8, f8},
+      /* c8 */ {c8, c8, c8, c16, c16, c8, c8, c16, c16, c8, c8, c8, c16, c8, c16, c8, c8},
+      /* c16*/
+      {c16, c16, c16, c16, c16, c16, c16, c16, c16, c16, c16, c16, c16, c16, c16, c16, c16},
+      /* e4 */ {e4, e4, f4, f8, f8, e4, f4, f8, f8, f2, bf, f4, f8, c8, c16, e4, f2},
+      /* e5 */ {e5, e5, f4, f8, f8, e5, f4, f8, f8, f2, bf, f4, f8, c8, c16, f2, e5},
   };
   for (int i = 0; i < kNumDTypes; ++i) {
     for (int j = 0; j < kNumDTypes; ++j) {
@@ -252,7 +259,8 @@ TEST(DType, VisitDTypeMapsEveryDTypeToItsScalarType) {
     bool is_float = VisitDType(dt, [](auto tag) {
       using T = typename decltype(tag)::type;
       return std::is_floating_point_v<T> || std::is_same_v<T, float16> ||
-             std::is_same_v<T, bfloat16>;
+             std::is_same_v<T, bfloat16> || std::is_same_v<T, float8_e4m3fn> ||
+             std::is_same_v<T, float8_e5m2>;
     });
     EXPECT_EQ(is_float, IsFloating(dt)) << DTypeName(dt);
   }

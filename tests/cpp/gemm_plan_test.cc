@@ -153,7 +153,102 @@ TEST(GemmPlan, AnEpilogueNoFamilyFusesRunsUnfused) {
   EXPECT_FALSE(plan->fused);
   EXPECT_FALSE(plan->zero_product);
   EXPECT_EQ(plan->choice.family, GemmFamily::kCublasLt);
+  // cuBLASLt fuses the bias: it writes D, and SiLU follows over D in place.
+  EXPECT_TRUE(plan->activation_after);
   EXPECT_EQ(GemmAccumulator(p), DType::Float32);
+}
+
+// With no family for the problem without its activation either, the plain product goes to the
+// temporary: the chooser is asked for the problem, then without the activation, then plain.
+TEST(GemmPlan, WithoutAFamilyForThePreActivationTheProductRunsPlain) {
+  GemmProblem p = WithBias(Dense(DType::BFloat16, 32, 32, 32));
+  p.act = kernels::kActGelu;
+  std::vector<GemmProblem> asked;
+  auto choose = [&](const GemmProblem& q) -> std::optional<GemmChoice> {
+    asked.push_back(q);
+    if (!q.plain()) return std::nullopt;
+    return GemmChoice{GemmFamily::kCublasLt};
+  };
+  absl::StatusOr<GemmPlan> plan = PlanGemm(p, kHopper, choose);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_FALSE(plan->fused);
+  EXPECT_FALSE(plan->activation_after);
+  ASSERT_EQ(asked.size(), 3u);
+  EXPECT_EQ(asked[0].act, kernels::kActGelu);
+  EXPECT_EQ(asked[1].act, kernels::kActNone);
+  EXPECT_NE(asked[1].bias, nullptr);
+  EXPECT_TRUE(asked[2].plain());
+  // The activation-only epilogue keeps the activation and drops the rest.
+  GemmProblem a = ActivationOf(p);
+  EXPECT_EQ(a.act, kernels::kActGelu);
+  EXPECT_EQ(a.bias, nullptr);
+  EXPECT_EQ(a.d, p.d);
+}
+
+// Scaled 8-bit float products: cuBLASLt's FP8 matmul takes "TN" operands, and per-row and
+// block scales only on SM 9.x.
+TEST(GemmAccepts, CublasLtScaledProducts) {
+  const GemmTarget ada{8, 9, false};
+  GemmProblem p = Dense(DType::Float8E4M3Fn, 64, 48, 256, /*b_kmajor=*/true);
+  p.out = DType::BFloat16;
+  p.options.backend = MatmulBackend::kCublasLt;
+  const float* s = reinterpret_cast<const float*>(0xF00000);
+  p.scale_a = {s, GemmScaleMode::kTensor};
+  p.scale_b = {s, GemmScaleMode::kTensor};
+  auto lt = [&](const GemmProblem& q, const GemmTarget& t) {
+    return GemmAccepts(GemmFamily::kCublasLt, q, t);
+  };
+  EXPECT_TRUE(lt(p, kHopper).ok()) << lt(p, kHopper);
+  EXPECT_TRUE(lt(p, ada).ok());
+  EXPECT_TRUE(absl::IsUnimplemented(lt(p, kAmpere)));
+  // Other families never take 8-bit floats.
+  for (GemmFamily f : {GemmFamily::kSm90, GemmFamily::kSm80, GemmFamily::kSimt}) {
+    EXPECT_FALSE(GemmAccepts(f, p, kHopper).ok()) << GemmFamilyName(f);
+  }
+  GemmProblem q = p;
+  q.in_b = DType::Float8E5M2;
+  EXPECT_TRUE(lt(q, kHopper).ok());  // e4m3 x e5m2 mixes
+  q.in = DType::Float8E5M2;
+  EXPECT_FALSE(lt(q, kHopper).ok());  // e5m2 x e5m2 does not
+  q = p;
+  q.b = {Addr(0x400000), 256 * 48, 48, 1};  // N-major B
+  EXPECT_FALSE(lt(q, kHopper).ok());
+  q = Dense(DType::Float8E4M3Fn, 64, 40, 256, true);  // N = 40: not a multiple of 16
+  q.out = DType::BFloat16;
+  q.scale_a = q.scale_b = p.scale_a;
+  EXPECT_FALSE(lt(q, kHopper).ok());
+  q = p;
+  q.scale_a.mode = q.scale_b.mode = GemmScaleMode::kOuter;
+  EXPECT_TRUE(lt(q, kHopper).ok());
+  EXPECT_FALSE(lt(q, ada).ok());
+  q.scale_b.mode = GemmScaleMode::kTensor;  // the op makes both vectors first
+  EXPECT_FALSE(lt(q, kHopper).ok());
+  q = p;
+  q.scale_a.mode = GemmScaleMode::kBlocks1x128;
+  q.scale_b.mode = GemmScaleMode::kBlocks128x128;
+  EXPECT_TRUE(lt(q, kHopper).ok());
+  q.scale_b.mode = GemmScaleMode::kBlocks1x128;
+  EXPECT_TRUE(lt(q, kHopper).ok());
+  q.scale_a.mode = GemmScaleMode::kBlocks128x128;
+  q.scale_b.mode = GemmScaleMode::kBlocks128x128;
+  EXPECT_FALSE(lt(q, kHopper).ok());
+  q.scale_a.mode = GemmScaleMode::kBlocks1x128;
+  q.bias = Addr(0xC00000);
+  EXPECT_FALSE(lt(q, kHopper).ok());  // no bias with block scales: the epilogue runs apart
+  q = WithBias(p);
+  EXPECT_TRUE(lt(q, kHopper).ok());
+  q.out = DType::Float32;
+  EXPECT_FALSE(lt(q, kHopper).ok());
+  q = p;
+  q.act = kernels::kActGelu;
+  EXPECT_FALSE(lt(q, kHopper).ok());
+  // Planned as forced cuBLASLt: GELU's erf form after the product.
+  absl::StatusOr<GemmPlan> plan = PlanGemm(q, kHopper, Rules(kHopper));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_FALSE(plan->fused);
+  EXPECT_TRUE(plan->activation_after);
+  plan = PlanGemm(q, kAmpere, Rules(kAmpere));
+  EXPECT_TRUE(absl::IsUnimplemented(plan.status()));
 }
 
 // The same product with a bias and GELU's tanh form: cuBLASLt fuses those itself.
@@ -234,7 +329,14 @@ TEST(GemmPlan, ForcedCublasLtServesOtherEpiloguesUnfused) {
   plan = PlanGemm(p, kHopper, Rules(kHopper));
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_FALSE(plan->fused);
+  EXPECT_TRUE(plan->activation_after);
   EXPECT_EQ(plan->choice.family, GemmFamily::kCublasLt);
+  p.c = {Addr(0xE00000), 128 * 128, 1, 128};  // column-major C: not even the bias fuses
+  p.beta = 1.0;
+  plan = PlanGemm(p, kHopper, Rules(kHopper));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_FALSE(plan->fused);
+  EXPECT_FALSE(plan->activation_after);
 }
 
 TEST(GemmPlan, AForcedFamilyThatCannotServeSaysWhy) {

@@ -26,6 +26,8 @@ ALL = BOOL + NUMERIC
 NATIVE = [d for d in ALL if d != "bfloat16"]
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
+# The 8-bit floats (storage formats outside ALL: most tests iterate ALL).
+FLOAT8 = ["float8_e4m3fn", "float8_e5m2"]
 
 # Unit roundoff of each inexact dtype (of the real component for complex).
 UNIT_ROUNDOFF = {
@@ -35,12 +37,16 @@ UNIT_ROUNDOFF = {
     "float64": 2.0**-53,
     "complex64": 2.0**-24,
     "complex128": 2.0**-53,
+    "float8_e4m3fn": 2.0**-4,
+    "float8_e5m2": 2.0**-3,
 }
 
 
 def npdt(name):
     """NumPy dtype of a pygpukit dtype name."""
-    return BF16 if name == "bfloat16" else np.dtype(name)
+    if name == "bfloat16" or name in FLOAT8:
+        return np.dtype(getattr(ml_dtypes, name))
+    return np.dtype(name)
 
 
 def gpdt(name):
@@ -54,7 +60,7 @@ def kind(name):
         return "i"
     if name in UNSIGNED:
         return "u"
-    if name in FLOATS:
+    if name in FLOATS or name in FLOAT8:
         return "f"
     return "c"
 

@@ -25,7 +25,7 @@ def test_smoke_run_writes_every_case(tmp_path):
     [path] = tmp_path.glob("cpu-gemm-epilogue.json")
     rows = json.loads(path.read_text())["results"]
     cases = {(x["layout"], x["epilogue"]) for x in rows}
-    epis = {"none", "bias", "bias_relu", "bias_gelu", "bias_gelu_tanh"}
+    epis = {"none", "bias", "bias_relu", "bias_gelu", "bias_gelu_tanh", "bias_silu"}
     assert cases == {(lay, e) for lay in ("kk", "kn") for e in epis}
     for x in rows:
         auto = x["auto"]

@@ -108,7 +108,60 @@ absl::Status SimtAccepts(const GemmProblem& p) {
 
 // ---- cuBLASLt ----
 
-absl::Status CublasLtAccepts(const GemmProblem& p) {
+bool IsBlocks(GemmScaleMode m) {
+  return m == GemmScaleMode::kBlocks1x128 || m == GemmScaleMode::kBlocks128x128;
+}
+
+// Scaled 8-bit float products (cuBLASLt's FP8 matmul): "TN" operands (A row-major, B a
+// transposed row-major matrix, K contiguous in both, 16-byte aligned, K and N multiples of 16),
+// one matrix, alpha 1 and no C; per-tensor scales on SM 8.9+, per-row / per-column and block
+// scales (1x128 with 128x128 or 1x128, both e4m3fn) on SM 9.x; a bias in a 16-bit output's
+// dtype, ReLU or GELU's tanh form.
+absl::Status CublasLtScaledAccepts(const GemmProblem& p, const GemmTarget& t) {
+  auto no = [&](absl::string_view why) {
+    return NotImplementedError(absl::StrCat("scaled_matmul: cuBLASLt's FP8 matmul ", why, " (",
+                                            DTypeName(p.in), " @ ", DTypeName(p.b_dtype()), ", m ",
+                                            p.m, ", n ", p.n, ", k ", p.k, ")"));
+  };
+  const int sm = t.sm_major * 10 + t.sm_minor;
+  if (sm < 89) return no("needs compute capability 8.9 or newer");
+  if (!IsFloat8(p.in) || !IsFloat8(p.b_dtype())) return no("takes 8-bit floats");
+  if (p.in == DType::Float8E5M2 && p.b_dtype() == DType::Float8E5M2) {
+    return no("has no e5m2 x e5m2 product");
+  }
+  if (p.out != DType::BFloat16 && p.out != DType::Float16 && p.out != DType::Float32) {
+    return no("writes bfloat16, float16 or float32");
+  }
+  const GemmScaleMode ma = p.scale_a.mode, mb = p.scale_b.mode;
+  const bool blocks = IsBlocks(ma) || IsBlocks(mb);
+  if (ma != mb && !blocks) return no("scales both operands per tensor or both per row / column");
+  if (blocks) {
+    const bool pair = (ma == GemmScaleMode::kBlocks1x128 && IsBlocks(mb)) ||
+                      (mb == GemmScaleMode::kBlocks1x128 && IsBlocks(ma));
+    if (!pair) return no("pairs block scales as 1x128 with 1x128 or 128x128");
+    if (p.in != DType::Float8E4M3Fn || p.b_dtype() != DType::Float8E4M3Fn) {
+      return no("takes block scales with e4m3fn operands only");
+    }
+  }
+  if ((blocks || ma == GemmScaleMode::kOuter) && t.sm_major != 9) {
+    return no("has per-row and block scales on SM 9.x only");
+  }
+  if (p.batch != 1 || p.a.col != 1 || p.b.row != 1 || p.k % 16 != 0 || p.n % 16 != 0 ||
+      !TuneKeyOf(p).aligned16) {
+    return no("needs K-major, 16-byte aligned A and B with K and N multiples of 16");
+  }
+  if (p.alpha != 1.0 || (p.c.ptr != nullptr && p.beta != 0.0)) return no("has no alpha or C");
+  if (p.bias != nullptr && (p.out == DType::Float32 || blocks)) {
+    return no("adds a bias to 16-bit results of per-tensor or per-row scales only");
+  }
+  if (p.act != kernels::kActNone && p.act != kernels::kActRelu && p.act != kernels::kActGeluTanh) {
+    return no("fuses ReLU and GELU's tanh form only");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CublasLtAccepts(const GemmProblem& p, const GemmTarget& t) {
+  if (p.scaled()) return CublasLtScaledAccepts(p, t);
   switch (p.in) {
     case DType::Float16:
     case DType::BFloat16:
@@ -254,7 +307,7 @@ absl::Status GemmAccepts(GemmFamily family, const GemmProblem& p, const GemmTarg
     case GemmFamily::kSimt:
       return SimtAccepts(p);
     case GemmFamily::kCublasLt:
-      return CublasLtAccepts(p);
+      return CublasLtAccepts(p, t);
   }
   return NotImplementedError("matmul: unknown kernel family");
 }

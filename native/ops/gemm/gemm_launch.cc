@@ -16,16 +16,6 @@
 namespace pygpukit::ops {
 namespace {
 
-absl::StatusOr<GemmTarget> TargetOf(const LaunchContext& ctx) {
-  PGK_ASSIGN_OR_RETURN(hal::DeviceProperties props, Runtime::Get().properties(ctx.device()));
-  GemmTarget t;
-  t.sm_major = props.sm_major;
-  t.sm_minor = props.sm_minor;
-  t.sm90a_built = absl::StrContains(EmbeddedKernelArchs(), "90a");
-  t.partitioned = ctx.stream().sm_count() > 0;
-  return t;
-}
-
 // A product `refused` refused at launch (a tensor map TMA cannot encode, no cuBLASLt algorithm
 // for an epilogue): cuBLASLt serves it, fused if it can, else as its plain product into a
 // temporary plus the epilogue pass.
@@ -69,6 +59,16 @@ absl::Status RunBlocks(LaunchContext& ctx, const GemmProblem& p, const GemmChoic
 
 }  // namespace
 
+absl::StatusOr<GemmTarget> GemmTargetOf(const LaunchContext& ctx) {
+  PGK_ASSIGN_OR_RETURN(hal::DeviceProperties props, Runtime::Get().properties(ctx.device()));
+  GemmTarget t;
+  t.sm_major = props.sm_major;
+  t.sm_minor = props.sm_minor;
+  t.sm90a_built = absl::StrContains(EmbeddedKernelArchs(), "90a");
+  t.partitioned = ctx.stream().sm_count() > 0;
+  return t;
+}
+
 absl::Status LaunchGemm(LaunchContext& ctx, const GemmProblem& p) {
   YieldHook* yield = CurrentYield();
   const int64_t budget = yield != nullptr ? yield->max_launch_flops() : 0;
@@ -80,7 +80,7 @@ absl::Status LaunchGemm(LaunchContext& ctx, const GemmProblem& p) {
     }
     return absl::OkStatus();
   }
-  PGK_ASSIGN_OR_RETURN(GemmTarget t, TargetOf(ctx));
+  PGK_ASSIGN_OR_RETURN(GemmTarget t, GemmTargetOf(ctx));
   // A task whose work yields to more urgent work runs its product on preemptible kernels where
   // they serve it: they leave the SMs within microseconds when asked, so no splitting is needed.
   if (const PreemptSignal* signal =
@@ -109,6 +109,11 @@ absl::Status LaunchGemm(LaunchContext& ctx, const GemmProblem& p) {
   };
   PGK_ASSIGN_OR_RETURN(GemmPlan plan, PlanGemm(p, t, choose));
   if (plan.fused) return RunBlocks(ctx, p, plan.choice, rows, t);
+  if (plan.activation_after) {
+    const GemmProblem pre = WithoutActivation(p);
+    PGK_RETURN_IF_ERROR(RunBlocks(ctx, pre, plan.choice, rows, t));
+    return kGemmEpilogue(ctx, ActivationOf(p), pre);
+  }
 
   const DType acc = GemmAccumulator(p);
   PGK_ASSIGN_OR_RETURN(GPUArray tmp, plan.zero_product

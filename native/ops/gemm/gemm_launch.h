@@ -3,7 +3,9 @@
 #pragma once
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "ops/gemm/gemm_problem.h"
+#include "ops/gemm/gemm_select.h"
 #include "ops/launch/launch_context.h"
 
 namespace pygpukit::ops {
@@ -12,5 +14,8 @@ namespace pygpukit::ops {
 /// preemptible kernels where the running task may be preempted, else the plan (gemm_plan.h),
 /// split into row blocks of the task's FLOP budget.
 absl::Status LaunchGemm(LaunchContext& ctx, const GemmProblem& p);
+
+/// The context's device as the families' rules see it (arch, sm_90a code, SM partition).
+absl::StatusOr<GemmTarget> GemmTargetOf(const LaunchContext& ctx);
 
 }  // namespace pygpukit::ops

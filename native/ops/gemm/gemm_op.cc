@@ -109,6 +109,11 @@ absl::StatusOr<Product> Align(const GPUArray& a_in, const GPUArray& b_in, absl::
                                    ShapeToString(a_in.shape()), " and ",
                                    ShapeToString(b_in.shape())));
   }
+  if (IsFloat8(a_in.dtype()) || IsFloat8(b_in.dtype())) {
+    return TypeError(absl::StrCat(op, ": unsupported ", DTypesOf(a_in, b_in),
+                                  ": 8-bit float products need scales and a wider result; use "
+                                  "scaled_matmul, or astype first"));
+  }
   Product p;
   p.dtype = PromoteTypes(a_in.dtype(), b_in.dtype());
   if (!IsInexact(p.dtype) || (real_only && IsComplex(p.dtype))) {
@@ -392,9 +397,10 @@ absl::StatusOr<GPUArray> GroupedMatmul(const GPUArray& a_in, const GPUArray& b_i
                                    m, " rows (the last offset must be ", m, ")"));
   }
   const DType dtype = PromoteTypes(a_in.dtype(), b_in.dtype());
-  if (!IsInexact(dtype)) {
+  if (!IsInexact(dtype) || IsFloat8(a_in.dtype()) || IsFloat8(b_in.dtype())) {
     return TypeError(absl::StrCat(op, ": unsupported ", DTypesOf(a_in, b_in),
-                                  " (supported: floating and complex dtypes)"));
+                                  " (supported: floating and complex dtypes other than the 8-bit "
+                                  "floats)"));
   }
   PGK_ASSIGN_OR_RETURN(GPUArray a, AsType(a_in, dtype, false));
   PGK_ASSIGN_OR_RETURN(GPUArray b, AsType(b_in, dtype, false));

@@ -36,11 +36,14 @@ absl::StatusOr<GemmPlan> PlanGemm(const GemmProblem& p, const GemmTarget& t, Gem
       return plan;
     }
     // cuBLASLt computes the product; the epilogue it does not fuse runs as a second pass.
-    if (f == GemmFamily::kCublasLt && !p.plain() &&
-        GemmAccepts(GemmFamily::kCublasLt, plain, t).ok()) {
+    if (f == GemmFamily::kCublasLt && !p.plain()) {
       plan.fused = false;
       plan.choice = GemmChoice{f};
-      return plan;
+      if (p.act != kernels::kActNone && GemmAccepts(f, WithoutActivation(p), t).ok()) {
+        plan.activation_after = true;
+        return plan;
+      }
+      if (GemmAccepts(f, plain, t).ok()) return plan;
     }
     return st;
   }
@@ -49,6 +52,13 @@ absl::StatusOr<GemmPlan> PlanGemm(const GemmProblem& p, const GemmTarget& t, Gem
     return plan;
   }
   plan.fused = false;
+  if (p.act != kernels::kActNone) {
+    if (std::optional<GemmChoice> c = choose(WithoutActivation(p))) {
+      plan.activation_after = true;
+      plan.choice = *c;
+      return plan;
+    }
+  }
   plan.choice = choose(plain).value_or(GemmChoice{GemmFamily::kCublasLt});
   return plan;
 }

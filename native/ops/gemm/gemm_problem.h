@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "core/dtype.h"
 #include "ops/gemm/gemm_params.h"
@@ -21,10 +22,25 @@ struct GemmOperand {
   int64_t batch = 0, row = 0, col = 0;
 };
 
-/// One (batched) product. A and B have dtype `in`; D, C and the bias have dtype `out`.
+/// How a scale of a scaled product covers its operand: one value for the whole operand, one
+/// per row of A / column of B (kOuter), one per 128 elements along K of each row of A / column
+/// of B (kBlocks1x128), one per 128x128 block (kBlocks128x128).
+enum class GemmScaleMode : uint8_t { kTensor, kOuter, kBlocks1x128, kBlocks128x128 };
+
+/// The float32 scale of one operand of a scaled (8-bit float) product, in the layout cuBLASLt
+/// reads (ops/gemm/scaled_matmul_op.cc lays it out).
+struct GemmScale {
+  const float* ptr = nullptr;
+  GemmScaleMode mode = GemmScaleMode::kTensor;
+};
+
+/// One (batched) product. A and B have dtype `in` (B `in_b` when set); D, C and the bias have
+/// dtype `out`.
 struct GemmProblem {
   DType in = DType::Float32, out = DType::Float32;
-  MatmulOptions options;  // precision (TF32 for float32) and the kernel family asked for
+  std::optional<DType> in_b;   // scaled products: the 8-bit floats may mix
+  GemmScale scale_a, scale_b;  // scaled products: A @ B scaled as they say (ptrs set)
+  MatmulOptions options;       // precision (TF32 for float32) and the kernel family asked for
   int64_t batch = 1, m = 0, n = 0, k = 0;
   GemmOperand a, b;
   void* d = nullptr;  // the output, unit column stride
@@ -35,6 +51,10 @@ struct GemmProblem {
   double alpha = 1.0, beta = 0.0;
   kernels::GemmActivation act = kernels::kActNone;
 
+  /// B's dtype.
+  DType b_dtype() const { return in_b.value_or(in); }
+  /// A scaled product of 8-bit floats (scaled_matmul).
+  bool scaled() const { return scale_a.ptr != nullptr; }
   /// float32 inputs may run as TF32 on tensor cores.
   bool tf32() const { return in == DType::Float32 && options.precision == MatmulPrecision::kTF32; }
   /// The epilogue only stores the product (alpha 1, no addend, bias or activation).
@@ -59,5 +79,10 @@ GemmProblem RowSlice(const GemmProblem& p, int64_t r0, int64_t rows);
 /// The plain product of `p` into `tmp` (dense, dtype `acc`): what runs before an unfused
 /// epilogue pass.
 GemmProblem PlainInto(const GemmProblem& p, void* tmp, DType acc);
+/// `p` without its activation: what runs before an activation pass (GemmPlan::activation_after).
+GemmProblem WithoutActivation(const GemmProblem& p);
+/// The epilogue that applies only `p`'s activation, run over D in place after
+/// WithoutActivation(p).
+GemmProblem ActivationOf(const GemmProblem& p);
 
 }  // namespace pygpukit::ops

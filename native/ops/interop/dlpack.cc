@@ -41,7 +41,10 @@ DLDataType ToDLDataType(DType dt) {
       t.code = kDLUInt;
       break;
     case DTypeKind::Float:
-      t.code = dt == DType::BFloat16 ? kDLBfloat : kDLFloat;
+      t.code = dt == DType::BFloat16       ? kDLBfloat
+               : dt == DType::Float8E4M3Fn ? kDLPackFloat8E4M3FnCode
+               : dt == DType::Float8E5M2   ? kDLPackFloat8E5M2Code
+                                           : kDLFloat;
       break;
     case DTypeKind::Complex:
       t.code = kDLComplex;
@@ -100,6 +103,12 @@ absl::StatusOr<DType> FromDLDataType(DLDataType t) {
       break;
     case kDLPackBoolCode:
       if (t.bits == 8) return DType::Bool;
+      break;
+    case kDLPackFloat8E4M3FnCode:
+      if (t.bits == 8) return DType::Float8E4M3Fn;
+      break;
+    case kDLPackFloat8E5M2Code:
+      if (t.bits == 8) return DType::Float8E5M2;
       break;
   }
   return unsupported();

@@ -40,6 +40,10 @@ namespace pygpukit::ops {
 
 /// DLPack's type code for bool (kDLBool, added in DLPack 0.8).
 inline constexpr uint8_t kDLPackBoolCode = 6;
+/// DLPack 1.1 type codes of the 8-bit floats (kDLFloat8_e4m3fn, kDLFloat8_e5m2), also missing
+/// from the system header.
+inline constexpr uint8_t kDLPackFloat8E4M3FnCode = 10;
+inline constexpr uint8_t kDLPackFloat8E5M2Code = 12;
 
 /// The DLPack (device_type, device_id) of a device: (kDLCPU, 0) or (kDLCUDA, index).
 std::pair<int, int> DLPackDevice(Device device);

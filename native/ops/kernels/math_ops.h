@@ -41,7 +41,7 @@ namespace detail {
 // Float view of a real compute value: 16-bit floats widen, others stay.
 template <typename T>
 PGK_HD auto Wide(T x) {
-  if constexpr (IsHalfT<T>::value) {
+  if constexpr (IsNarrowFloatT<T>::value) {
     return static_cast<float>(x);
   } else {
     return x;
@@ -71,7 +71,7 @@ PGK_HD bool IsNan(T x) {
   struct NAME {                                     \
     template <typename T>                           \
     PGK_HD static T Apply(T x) {                    \
-      if constexpr (IsHalfT<T>::value) {            \
+      if constexpr (IsNarrowFloatT<T>::value) {     \
         return T(std::FN(static_cast<float>(x)));   \
       } else if constexpr (IsComplexT<T>::value) {  \
         return ComplexMath<T>::FN(x);               \
@@ -138,7 +138,7 @@ PGK_HD float HalfSinCos(float x) {
     }                                                                          \
     template <typename T>                                                      \
     PGK_HD static T Apply(T x) {                                               \
-      if constexpr (IsHalfT<T>::value) {                                       \
+      if constexpr (IsNarrowFloatT<T>::value) {                                \
         if (InFastRange(x)) return ApplyFast(x);                               \
       }                                                                        \
       return NAME##Library::Apply(x);                                          \
@@ -173,7 +173,7 @@ struct ReciprocalOp {
   PGK_HD static T Apply(T x) {
     if constexpr (IsComplexT<T>::value) {
       return T(RealOf<T>(1)) / x;
-    } else if constexpr (IsHalfT<T>::value) {
+    } else if constexpr (IsNarrowFloatT<T>::value) {
       return T(1.0f / static_cast<float>(x));
     } else {
       return T(1) / x;
@@ -182,20 +182,20 @@ struct ReciprocalOp {
 };
 
 // Rounding to integral values: identity on integers; complex values round both parts.
-#define PGK_ROUNDING(NAME, FN)                     \
-  struct NAME {                                    \
-    template <typename T>                          \
-    PGK_HD static T Apply(T x) {                   \
-      if constexpr (std::is_integral_v<T>) {       \
-        return x;                                  \
-      } else if constexpr (IsComplexT<T>::value) { \
-        return T(Apply(x.re), Apply(x.im));        \
-      } else if constexpr (IsHalfT<T>::value) {    \
-        return T(std::FN(static_cast<float>(x)));  \
-      } else {                                     \
-        return std::FN(x);                         \
-      }                                            \
-    }                                              \
+#define PGK_ROUNDING(NAME, FN)                         \
+  struct NAME {                                        \
+    template <typename T>                              \
+    PGK_HD static T Apply(T x) {                       \
+      if constexpr (std::is_integral_v<T>) {           \
+        return x;                                      \
+      } else if constexpr (IsComplexT<T>::value) {     \
+        return T(Apply(x.re), Apply(x.im));            \
+      } else if constexpr (IsNarrowFloatT<T>::value) { \
+        return T(std::FN(static_cast<float>(x)));      \
+      } else {                                         \
+        return std::FN(x);                             \
+      }                                                \
+    }                                                  \
   };
 PGK_ROUNDING(CeilOp, ceil)
 PGK_ROUNDING(FloorOp, floor)
@@ -212,8 +212,8 @@ struct AbsOp {
   PGK_HD static RealOf<T> Apply(T x) {
     if constexpr (IsComplexT<T>::value) {
       return std::hypot(x.re, x.im);
-    } else if constexpr (IsHalfT<T>::value) {
-      return T::FromBits(static_cast<uint16_t>(x.bits & 0x7fffu));
+    } else if constexpr (IsNarrowFloatT<T>::value) {
+      return T::FromBits(static_cast<NarrowBits<T>>(x.bits & ~kNarrowSign<T>));
     } else if constexpr (std::is_floating_point_v<T>) {
       return std::fabs(x);
     } else if constexpr (std::is_same_v<T, bool> || std::is_unsigned_v<T>) {
@@ -242,7 +242,7 @@ struct SignOp {
       }
       if (mag == R(0)) return T(R(0), R(0));
       return T(x.re / mag, x.im / mag);
-    } else if constexpr (IsHalfT<T>::value) {
+    } else if constexpr (IsNarrowFloatT<T>::value) {
       return T(Apply(static_cast<float>(x)));
     } else if constexpr (std::is_floating_point_v<T>) {
       return x > T(0) ? T(1) : x < T(0) ? T(-1) : x == T(0) ? T(0) : x;
@@ -258,8 +258,8 @@ struct SignOp {
 struct SignbitOp {
   template <typename T>
   PGK_HD static bool Apply(T x) {
-    if constexpr (IsHalfT<T>::value) {
-      return (x.bits & 0x8000u) != 0;
+    if constexpr (IsNarrowFloatT<T>::value) {
+      return (x.bits & kNarrowSign<T>) != 0;
     } else {
       return std::signbit(x);
     }
@@ -487,7 +487,7 @@ struct MinimumOp {
   struct NAME {                                                          \
     template <typename T>                                                \
     PGK_HD static T Apply(T a, T b) {                                    \
-      if constexpr (IsHalfT<T>::value) {                                 \
+      if constexpr (IsNarrowFloatT<T>::value) {                          \
         return T(std::FN(static_cast<float>(a), static_cast<float>(b))); \
       } else {                                                           \
         return std::FN(a, b);                                            \
@@ -502,8 +502,9 @@ PGK_REAL_BINARY(HypotOp, hypot)
 struct CopysignOp {
   template <typename T>
   PGK_HD static T Apply(T a, T b) {
-    if constexpr (IsHalfT<T>::value) {
-      return T::FromBits(static_cast<uint16_t>((a.bits & 0x7fffu) | (b.bits & 0x8000u)));
+    if constexpr (IsNarrowFloatT<T>::value) {
+      return T::FromBits(
+          static_cast<NarrowBits<T>>((a.bits & ~kNarrowSign<T>) | (b.bits & kNarrowSign<T>)));
     } else {
       return std::copysign(a, b);
     }
@@ -515,14 +516,15 @@ struct CopysignOp {
 struct NextafterOp {
   template <typename T>
   PGK_HD static T Apply(T a, T b) {
-    if constexpr (IsHalfT<T>::value) {
+    if constexpr (IsNarrowFloatT<T>::value) {
       const float fa = static_cast<float>(a), fb = static_cast<float>(b);
       if (fa != fa || fb != fb) return T(fa + fb);
       if (fa == fb) return b;
-      if (fa == 0.0f) return T::FromBits(static_cast<uint16_t>((b.bits & 0x8000u) | 1u));
+      if (fa == 0.0f)
+        return T::FromBits(static_cast<NarrowBits<T>>((b.bits & kNarrowSign<T>) | 1u));
       // Sign-magnitude encoding: one step away from zero is +1 on the bits, toward zero -1.
       const bool away = (fa < fb) == (fa > 0.0f);
-      return T::FromBits(static_cast<uint16_t>(away ? a.bits + 1u : a.bits - 1u));
+      return T::FromBits(static_cast<NarrowBits<T>>(away ? a.bits + 1u : a.bits - 1u));
     } else {
       return std::nextafter(a, b);
     }
@@ -533,7 +535,7 @@ struct NextafterOp {
 struct LogaddexpOp {
   template <typename T>
   PGK_HD static T Apply(T a, T b) {
-    if constexpr (IsHalfT<T>::value) {
+    if constexpr (IsNarrowFloatT<T>::value) {
       return T(Apply(static_cast<float>(a), static_cast<float>(b)));
     } else {
       if (a == b) return a + T(0.693147180559945309417232121458176568);  // a + log(2); infs too
@@ -583,7 +585,7 @@ PGK_HD F FloorDivMod(F a, F b, F* mod_out) {
 struct FloorDivideOp {
   template <typename T>
   PGK_HD static T Apply(T a, T b) {
-    if constexpr (IsHalfT<T>::value) {
+    if constexpr (IsNarrowFloatT<T>::value) {
       return T(Apply(static_cast<float>(a), static_cast<float>(b)));
     } else if constexpr (std::is_floating_point_v<T>) {
       if (b == T(0)) return a / b;
@@ -608,7 +610,7 @@ struct FloorDivideOp {
 struct RemainderOp {
   template <typename T>
   PGK_HD static T Apply(T a, T b) {
-    if constexpr (IsHalfT<T>::value) {
+    if constexpr (IsNarrowFloatT<T>::value) {
       return T(Apply(static_cast<float>(a), static_cast<float>(b)));
     } else if constexpr (std::is_floating_point_v<T>) {
       if (b == T(0)) return std::fmod(a, b);
@@ -637,7 +639,7 @@ struct PowOp {
   PGK_HD static T Apply(T a, T b) {
     if constexpr (IsComplexT<T>::value) {
       return ComplexMath<T>::pow(a, b);
-    } else if constexpr (IsHalfT<T>::value) {
+    } else if constexpr (IsNarrowFloatT<T>::value) {
       return T(std::pow(static_cast<float>(a), static_cast<float>(b)));
     } else if constexpr (std::is_floating_point_v<T>) {
       return std::pow(a, b);

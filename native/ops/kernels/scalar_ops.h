@@ -13,8 +13,17 @@ template <typename T>
 struct IsComplexT : std::false_type {};
 template <typename T>
 struct IsComplexT<Complex<T>> : std::true_type {};
+/// The storage floats narrower than float (float16, bfloat16, the 8-bit floats): arithmetic on
+/// them goes through float, and the result is rounded back once.
 template <typename T>
-struct IsHalfT : std::bool_constant<std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>> {};
+struct IsNarrowFloatT
+    : std::bool_constant<std::is_same_v<T, float16> || std::is_same_v<T, bfloat16> ||
+                         std::is_same_v<T, float8_e4m3fn> || std::is_same_v<T, float8_e5m2>> {};
+/// The bit word of a narrow float and its sign bit.
+template <typename T>
+using NarrowBits = decltype(T{}.bits);
+template <typename T>
+inline constexpr NarrowBits<T> kNarrowSign = NarrowBits<T>(NarrowBits<T>{1} << (8 * sizeof(T) - 1));
 
 namespace detail {
 // double -> float rounding to odd: a following rounding to a narrower format (half, bfloat16)
@@ -93,9 +102,9 @@ PGK_HD To Cast(From x) {
   } else if constexpr (IsComplexT<To>::value) {
     using R = decltype(To{}.re);
     return To(Cast<R>(x), R(0));
-  } else if constexpr (IsHalfT<From>::value) {
+  } else if constexpr (IsNarrowFloatT<From>::value) {
     return Cast<To>(static_cast<float>(x));
-  } else if constexpr (IsHalfT<To>::value) {
+  } else if constexpr (IsNarrowFloatT<To>::value) {
     if constexpr (std::is_same_v<From, double>) {
       return To(detail::DoubleToFloatRoundOdd(x));
     } else if constexpr (std::is_integral_v<From> && sizeof(From) == 8) {
@@ -126,7 +135,7 @@ using WrapType = std::conditional_t<(sizeof(T) < 4), uint32_t, std::make_unsigne
     PGK_HD static T Apply(T a, T b) {                                   \
       if constexpr (std::is_same_v<T, bool>) {                          \
         return EXPR_BOOL;                                               \
-      } else if constexpr (IsHalfT<T>::value) {                         \
+      } else if constexpr (IsNarrowFloatT<T>::value) {                  \
         return T(static_cast<float>(a) OPERATOR static_cast<float>(b)); \
       } else if constexpr (std::is_integral_v<T>) {                     \
         return static_cast<T>(WrapType<T>(a) OPERATOR WrapType<T>(b));  \
@@ -149,8 +158,8 @@ struct NegOp {
   PGK_HD static T Apply(T a) {
     if constexpr (IsComplexT<T>::value) {
       return T(Apply(a.re), Apply(a.im));
-    } else if constexpr (IsHalfT<T>::value) {
-      return T::FromBits(static_cast<uint16_t>(a.bits ^ 0x8000u));
+    } else if constexpr (IsNarrowFloatT<T>::value) {
+      return T::FromBits(static_cast<NarrowBits<T>>(a.bits ^ kNarrowSign<T>));
     } else if constexpr (std::is_integral_v<T>) {
       static_assert(!std::is_same_v<T, bool>, "boolean negation is rejected before kernels");
       return static_cast<T>(WrapType<T>(0) - WrapType<T>(a));
@@ -169,7 +178,7 @@ struct NegOp {
 struct DivOp {
   template <typename T>
   PGK_HD static T Apply(T a, T b) {
-    if constexpr (IsHalfT<T>::value) {
+    if constexpr (IsNarrowFloatT<T>::value) {
       return T(static_cast<float>(a) / static_cast<float>(b));
     } else {
       static_assert(!std::is_integral_v<T>, "integer true division is done in floating point");

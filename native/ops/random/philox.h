@@ -327,7 +327,7 @@ PGK_HD void RandomBlock(const RandomParams& p, int64_t block) {
   rnd::CounterAdd(p.counter, static_cast<uint64_t>(block), ctr);
   rnd::Philox4x64(ctr, p.key[0], p.key[1], r);
   T* out = static_cast<T*>(p.out);
-  if constexpr (std::is_floating_point_v<T> || IsHalfT<T>::value) {
+  if constexpr (std::is_floating_point_v<T> || IsNarrowFloatT<T>::value) {
     if (p.kind == kRandomNormal) {
       double z[4];
       rnd::BoxMuller(r[0], r[1], z[0], z[1]);

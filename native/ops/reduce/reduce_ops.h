@@ -101,7 +101,7 @@ template <typename T>
 PGK_HD bool Truthy(T x) {
   if constexpr (IsComplexT<T>::value) {
     return x.re != 0 || x.im != 0;
-  } else if constexpr (IsHalfT<T>::value) {
+  } else if constexpr (IsNarrowFloatT<T>::value) {
     return static_cast<float>(x) != 0.0f;
   } else {
     return x != T(0);

@@ -58,7 +58,7 @@ PGK_HD bool SortLess(T a, T b) {
     if (ar > br) return bi != bi && ai == ai;
     if (ar == br || (ar != ar && br != br)) return ai < bi || (bi != bi && ai == ai);
     return br != br;
-  } else if constexpr (IsHalfT<T>::value) {
+  } else if constexpr (IsNarrowFloatT<T>::value) {
     return SortLess(static_cast<float>(a), static_cast<float>(b));
   } else if constexpr (std::is_floating_point_v<T>) {
     return a < b || (b != b && a == a);

@@ -34,6 +34,12 @@ absl::StatusOr<kernels::RadixKeyParams> RadixKeyFor(DType dt, const RadixFinish&
     case DType::Float64:
       p.magnitude = 0x7ff0000000000000;
       break;
+    case DType::Float8E4M3Fn:
+      p.magnitude = 0x7e;  // no infinity: the largest finite value; 0x7f is NaN
+      break;
+    case DType::Float8E5M2:
+      p.magnitude = 0x7c;
+      break;
     default:
       if (IsComplex(dt)) return NotImplementedError("sort: complex values have no radix key");
   }

@@ -54,7 +54,7 @@ constexpr bool InDomain() {
   constexpr bool is_bool = std::is_same_v<T, bool>;
   constexpr bool is_int = std::is_integral_v<T> && !is_bool;
   constexpr bool is_complex = kernels::IsComplexT<T>::value;
-  constexpr bool is_real_float = std::is_floating_point_v<T> || kernels::IsHalfT<T>::value;
+  constexpr bool is_real_float = std::is_floating_point_v<T> || kernels::IsNarrowFloatT<T>::value;
   switch (D) {
     case EwDomain::kAll:
       return true;

@@ -17,7 +17,7 @@ namespace {
 constexpr int64_t kMC = 64, kKC = 256, kNC = 512;
 
 template <typename T>
-using AccOf = std::conditional_t<kernels::IsHalfT<T>::value, float, T>;
+using AccOf = std::conditional_t<kernels::IsNarrowFloatT<T>::value, float, T>;
 
 template <typename T, typename Out>
 void GemmOne(const GemmProblem& p, const kernels::GemmParams& g, int64_t batch) {
@@ -89,7 +89,7 @@ absl::Status GemmCpu(LaunchContext& ctx, const GemmProblem& p, const GemmChoice&
             },
             GemmCost(p));
       }
-      if constexpr (kernels::IsHalfT<T>::value) {
+      if constexpr (kernels::IsNarrowFloatT<T>::value) {
         if (p.out == DType::Float32) {
           return ctx.HostTask(
               "matmul",

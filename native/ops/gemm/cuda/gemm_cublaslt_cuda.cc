@@ -10,6 +10,7 @@
 #include "core/status.h"
 #include "ops/gemm/cuda/gemm_cuda.h"
 #include "ops/gemm/gemm_accepts.h"
+#include "ops/gemm/gemm_launch.h"
 #include "runtime/runtime.h"
 
 namespace pygpukit::ops::cuda_kernels {
@@ -45,6 +46,28 @@ absl::StatusOr<TypeConfig> ConfigFor(DType dt, MatmulPrecision precision) {
     default:
       return TypeError(absl::StrCat("matmul: unsupported dtype ", DTypeName(dt)));
   }
+}
+
+cudaDataType_t Float8Type(DType dt) {
+  return dt == DType::Float8E4M3Fn ? CUDA_R_8F_E4M3 : CUDA_R_8F_E5M2;
+}
+
+cudaDataType_t OutputType(DType dt) {
+  return dt == DType::BFloat16 ? CUDA_R_16BF : dt == DType::Float16 ? CUDA_R_16F : CUDA_R_32F;
+}
+
+cublasLtMatmulMatrixScale_t ScaleModeOf(GemmScaleMode m) {
+  switch (m) {
+    case GemmScaleMode::kOuter:
+      return CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+    case GemmScaleMode::kBlocks1x128:
+      return CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+    case GemmScaleMode::kBlocks128x128:
+      return CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+    case GemmScaleMode::kTensor:
+      break;
+  }
+  return CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
 }
 
 absl::StatusOr<cublasLtHandle_t> HandleFor(const cuda::CublasLtApi* lt, int device) {
@@ -118,10 +141,24 @@ absl::Status MakeLayout(const cuda::CublasLtApi* lt, cudaDataType_t type, int64_
 absl::Status GemmCublasLt(LaunchContext& ctx, const GemmProblem& p) {
   hal::Stream& s = ctx.stream();
   const Device device = ctx.device();
-  PGK_RETURN_IF_ERROR(GemmAccepts(GemmFamily::kCublasLt, p, GemmTarget{}));
+  // Scaled products' rules depend on the arch; the others' do not.
+  GemmTarget target;
+  if (p.scaled()) {
+    PGK_ASSIGN_OR_RETURN(target, GemmTargetOf(ctx));
+  }
+  PGK_RETURN_IF_ERROR(GemmAccepts(GemmFamily::kCublasLt, p, target));
   PGK_ASSIGN_OR_RETURN(const cuda::CublasLtApi* lt, cuda::LoadCublasLt());
-  PGK_ASSIGN_OR_RETURN(TypeConfig cfg, ConfigFor(p.in, p.options.precision));
-  const cudaDataType_t out_type = p.out == p.in ? cfg.data : CUDA_R_32F;
+  TypeConfig cfg{}, cfg_b{};
+  if (p.scaled()) {
+    cfg = {Float8Type(p.in), CUDA_R_32F, CUBLAS_COMPUTE_32F};
+    cfg_b = {Float8Type(p.b_dtype()), CUDA_R_32F, CUBLAS_COMPUTE_32F};
+  } else {
+    PGK_ASSIGN_OR_RETURN(cfg, ConfigFor(p.in, p.options.precision));
+    cfg_b = cfg;
+  }
+  const cudaDataType_t out_type = p.scaled()      ? OutputType(p.out)
+                                  : p.out == p.in ? cfg.data
+                                                  : CUDA_R_32F;
   Runtime& rt = Runtime::Get();
   PGK_RETURN_IF_ERROR(rt.cuda_backend()->MakeCurrent(device.index));
   PGK_ASSIGN_OR_RETURN(cublasLtHandle_t handle, HandleFor(lt, device.index));
@@ -133,7 +170,7 @@ absl::Status GemmCublasLt(LaunchContext& ctx, const GemmProblem& p) {
   // Column-major problem: C^T (n x m) = B^T (n x k) * A^T (k x m).
   cublasOperation_t op_first, op_second, op_c;
   PGK_RETURN_IF_ERROR(
-      MakeLayout(lt, cfg.data, p.n, p.k, p.b.col, p.b.row, p.batch, p.b.batch, &d.b, &op_first));
+      MakeLayout(lt, cfg_b.data, p.n, p.k, p.b.col, p.b.row, p.batch, p.b.batch, &d.b, &op_first));
   PGK_RETURN_IF_ERROR(
       MakeLayout(lt, cfg.data, p.k, p.m, p.a.col, p.a.row, p.batch, p.a.batch, &d.a, &op_second));
   PGK_RETURN_IF_ERROR(
@@ -147,6 +184,33 @@ absl::Status GemmCublasLt(LaunchContext& ctx, const GemmProblem& p) {
       CublasStatus(lt->cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_second,
                                                       sizeof(op_second)),
                    "matmul: transb"));
+  if (p.scaled()) {
+    // cuBLASLt's A is our B (and its M our N): B's scale is its A scale, A's its B scale.
+    const struct {
+      cublasLtMatmulDescAttributes_t ptr_attr, mode_attr;
+      const GemmScale& scale;
+    } scales[] = {
+        {CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, p.scale_b},
+        {CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, p.scale_a},
+    };
+    for (const auto& sc : scales) {
+      PGK_RETURN_IF_ERROR(CublasStatus(lt->cublasLtMatmulDescSetAttribute(
+                                           d.op, sc.ptr_attr, &sc.scale.ptr, sizeof(sc.scale.ptr)),
+                                       "scaled_matmul: scale pointer"));
+      const cublasLtMatmulMatrixScale_t mode = ScaleModeOf(sc.scale.mode);
+      if (mode != CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F) {
+        PGK_RETURN_IF_ERROR(CublasStatus(
+            lt->cublasLtMatmulDescSetAttribute(d.op, sc.mode_attr, &mode, sizeof(mode)),
+            "scaled_matmul: scale mode"));
+      }
+    }
+    if (p.bias != nullptr) {
+      PGK_RETURN_IF_ERROR(
+          CublasStatus(lt->cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                                          &out_type, sizeof(out_type)),
+                       "scaled_matmul: bias dtype"));
+    }
+  }
   // The epilogue (GemmAccepts admits only what cuBLASLt has): the bias over N is a bias over
   // the rows of the column-major D^T; ReLU or GELU's tanh form after it.
   const bool has_c = p.c.ptr != nullptr && p.beta != 0.0;

@@ -120,7 +120,7 @@ template <typename T>
 constexpr bool Accepts(ReduceOp op) {
   constexpr bool is_complex = kernels::IsComplexT<T>::value;
   constexpr bool is_inexact =
-      is_complex || std::is_floating_point_v<T> || kernels::IsHalfT<T>::value;
+      is_complex || std::is_floating_point_v<T> || kernels::IsNarrowFloatT<T>::value;
   switch (op) {
     case ReduceOp::kMean:
     case ReduceOp::kVar:
