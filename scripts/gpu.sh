@@ -3,7 +3,7 @@
 # Abseil / GoogleTest .debs (the machine has no network), builds for sm_90a with -j16, runs the
 # C++ and Python suites (backend parity included) with PYGPUKIT_DEVICE=cuda, python -m pygpukit and the benchmarks.
 #   steps: any of "build test test-gemm sanitize-gemm selfcheck bench bench-gemm
-#   bench-gemm-epilogue bench-scaled-matmul bench-jit
+#   bench-gemm-epilogue bench-scaled-matmul bench-mlp bench-jit
 #   bench-elementwise bench-sorting bench-rng bench-launch
 #   bench-memory bench-scheduler bench-suite"
 #   (default: build test selfcheck bench bench-memory bench-scheduler)
@@ -17,6 +17,8 @@
 #   JSON in $OUT); extra arguments in EPI_ARGS
 #   bench-scaled-matmul: benchmarks/scaled_matmul.py (FP8 scaled products beside
 #   torch._scaled_mm; JSON in $OUT); extra arguments in SCALED_ARGS
+#   bench-mlp: benchmarks/mlp.py (the 4-layer bf16 MLP beside torch; JSON in $OUT); extra
+#   arguments in MLP_ARGS
 #   bench-jit: benchmarks/jit.py (compile / cache-hit latency, launch overhead; JSON in $OUT)
 #   bench-elementwise: benchmarks/elementwise.py (bandwidth, per-call overhead beside torch and
 #   CuPy; JSON in $OUT); extra arguments in EW_ARGS
@@ -158,6 +160,10 @@ fi
 if has bench-scaled-matmul; then
   PYGPUKIT_DEVICE=cuda $PY benchmarks/scaled_matmul.py --out "$OUTDIR" ${SCALED_ARGS:-} 2>&1 |
     tee "$OUTDIR/bench_scaled_matmul.log" || rc=1
+fi
+if has bench-mlp; then
+  PYGPUKIT_DEVICE=cuda $PY benchmarks/mlp.py --out "$OUTDIR" ${MLP_ARGS:-} 2>&1 |
+    tee "$OUTDIR/bench_mlp.log" || rc=1
 fi
 if has bench-jit; then
   PYGPUKIT_DEVICE=cuda $PY benchmarks/jit.py --out "$OUTDIR" 2>&1 | tee "$OUTDIR/bench_jit.log" || rc=1
