@@ -102,6 +102,9 @@ def measure(args, dev, torch, recipe, m, n, k, rng):
     gx = gp.asarray(x8, device=dev)
     gw = gp.matrix_transpose(gp.asarray(w8, device=dev))  # (K, N), K-major
     gsa, gsb = gp.asarray(sa, device=dev), gp.asarray(sb, device=dev)
+    if recipe == "deepseek":  # block scales outer-dim-major, as torch takes them: no copy per call
+        gsa = gp.matrix_transpose(gp.asarray(np.ascontiguousarray(sa.T), device=dev))
+        gsb = gp.matrix_transpose(gp.asarray(np.ascontiguousarray(sb.T), device=dev))
     rows = np.linspace(0, m - 1, min(m, 16)).astype(np.int64)
     A = x8[rows].astype(np.float64) * expand(sa, m, k)[rows]
     B = w8.T.astype(np.float64) * expand(sb, k, n)

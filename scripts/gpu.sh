@@ -77,7 +77,8 @@ if has test; then
   # Timing-sensitive files (scheduler latency, memory limits, transfers) run alone first; the
   # rest, which mostly compile JIT kernels on first use (a few thousand of them on a fresh
   # machine), run as parallel pytest processes sharing one JIT disk cache.
-  ALONE="test_scheduler.py test_memory.py test_quota.py test_transfer.py test_event.py test_errors.py"
+  ALONE="test_scheduler.py test_memory.py test_quota.py test_transfer.py test_event.py"
+  ALONE="$ALONE test_errors.py test_launch_queue.py"
   alone=() rest=()
   for f in tests/python/test_*.py; do
     case " $ALONE " in *" $(basename "$f") "*) alone+=("$f") ;; *) rest+=("$f") ;; esac

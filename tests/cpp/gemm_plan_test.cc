@@ -153,36 +153,7 @@ TEST(GemmPlan, AnEpilogueNoFamilyFusesRunsUnfused) {
   EXPECT_FALSE(plan->fused);
   EXPECT_FALSE(plan->zero_product);
   EXPECT_EQ(plan->choice.family, GemmFamily::kCublasLt);
-  // cuBLASLt fuses the bias: it writes D, and SiLU follows over D in place.
-  EXPECT_TRUE(plan->activation_after);
   EXPECT_EQ(GemmAccumulator(p), DType::Float32);
-}
-
-// With no family for the problem without its activation either, the plain product goes to the
-// temporary: the chooser is asked for the problem, then without the activation, then plain.
-TEST(GemmPlan, WithoutAFamilyForThePreActivationTheProductRunsPlain) {
-  GemmProblem p = WithBias(Dense(DType::BFloat16, 32, 32, 32));
-  p.act = kernels::kActGelu;
-  std::vector<GemmProblem> asked;
-  auto choose = [&](const GemmProblem& q) -> std::optional<GemmChoice> {
-    asked.push_back(q);
-    if (!q.plain()) return std::nullopt;
-    return GemmChoice{GemmFamily::kCublasLt};
-  };
-  absl::StatusOr<GemmPlan> plan = PlanGemm(p, kHopper, choose);
-  ASSERT_TRUE(plan.ok()) << plan.status();
-  EXPECT_FALSE(plan->fused);
-  EXPECT_FALSE(plan->activation_after);
-  ASSERT_EQ(asked.size(), 3u);
-  EXPECT_EQ(asked[0].act, kernels::kActGelu);
-  EXPECT_EQ(asked[1].act, kernels::kActNone);
-  EXPECT_NE(asked[1].bias, nullptr);
-  EXPECT_TRUE(asked[2].plain());
-  // The activation-only epilogue keeps the activation and drops the rest.
-  GemmProblem a = ActivationOf(p);
-  EXPECT_EQ(a.act, kernels::kActGelu);
-  EXPECT_EQ(a.bias, nullptr);
-  EXPECT_EQ(a.d, p.d);
 }
 
 // Scaled 8-bit float products: cuBLASLt's FP8 matmul takes "TN" operands, and per-row and
@@ -242,11 +213,10 @@ TEST(GemmAccepts, CublasLtScaledProducts) {
   q = p;
   q.act = kernels::kActGelu;
   EXPECT_FALSE(lt(q, kHopper).ok());
-  // Planned as forced cuBLASLt: GELU's erf form after the product.
+  // Planned as forced cuBLASLt: its plain product, then the epilogue pass with GELU's erf form.
   absl::StatusOr<GemmPlan> plan = PlanGemm(q, kHopper, Rules(kHopper));
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_FALSE(plan->fused);
-  EXPECT_TRUE(plan->activation_after);
   plan = PlanGemm(q, kAmpere, Rules(kAmpere));
   EXPECT_TRUE(absl::IsUnimplemented(plan.status()));
 }
@@ -329,14 +299,7 @@ TEST(GemmPlan, ForcedCublasLtServesOtherEpiloguesUnfused) {
   plan = PlanGemm(p, kHopper, Rules(kHopper));
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_FALSE(plan->fused);
-  EXPECT_TRUE(plan->activation_after);
   EXPECT_EQ(plan->choice.family, GemmFamily::kCublasLt);
-  p.c = {Addr(0xE00000), 128 * 128, 1, 128};  // column-major C: not even the bias fuses
-  p.beta = 1.0;
-  plan = PlanGemm(p, kHopper, Rules(kHopper));
-  ASSERT_TRUE(plan.ok()) << plan.status();
-  EXPECT_FALSE(plan->fused);
-  EXPECT_FALSE(plan->activation_after);
 }
 
 TEST(GemmPlan, AForcedFamilyThatCannotServeSaysWhy) {

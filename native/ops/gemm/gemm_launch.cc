@@ -109,11 +109,6 @@ absl::Status LaunchGemm(LaunchContext& ctx, const GemmProblem& p) {
   };
   PGK_ASSIGN_OR_RETURN(GemmPlan plan, PlanGemm(p, t, choose));
   if (plan.fused) return RunBlocks(ctx, p, plan.choice, rows, t);
-  if (plan.activation_after) {
-    const GemmProblem pre = WithoutActivation(p);
-    PGK_RETURN_IF_ERROR(RunBlocks(ctx, pre, plan.choice, rows, t));
-    return kGemmEpilogue(ctx, ActivationOf(p), pre);
-  }
 
   const DType acc = GemmAccumulator(p);
   PGK_ASSIGN_OR_RETURN(GPUArray tmp, plan.zero_product

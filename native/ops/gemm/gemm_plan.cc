@@ -11,7 +11,8 @@ DType GemmAccumulator(const GemmProblem& p) {
 
 std::optional<GemmChoice> RuleChoice(const GemmProblem& p, const GemmTarget& t) {
   // sm80_ok stays true: the table was measured that way, and sm80's own rules are checked below.
-  const GemmFit fit{GemmAccepts(GemmFamily::kSm90, p, t).ok(), true};
+  const GemmFit fit{GemmAccepts(GemmFamily::kSm90, p, t).ok(), true,
+                    GemmAccepts(GemmFamily::kCublasLt, p, t).ok()};
   const GemmFamily f = SelectGemm(TuneKeyOf(p), fit, t, MatmulBackend::kAuto);
   if (GemmAccepts(f, p, t).ok()) return GemmChoice{f};
   if (f != GemmFamily::kCublasLt && GemmAccepts(GemmFamily::kCublasLt, p, t).ok()) {
@@ -36,14 +37,10 @@ absl::StatusOr<GemmPlan> PlanGemm(const GemmProblem& p, const GemmTarget& t, Gem
       return plan;
     }
     // cuBLASLt computes the product; the epilogue it does not fuse runs as a second pass.
-    if (f == GemmFamily::kCublasLt && !p.plain()) {
+    if (f == GemmFamily::kCublasLt && !p.plain() && GemmAccepts(f, plain, t).ok()) {
       plan.fused = false;
       plan.choice = GemmChoice{f};
-      if (p.act != kernels::kActNone && GemmAccepts(f, WithoutActivation(p), t).ok()) {
-        plan.activation_after = true;
-        return plan;
-      }
-      if (GemmAccepts(f, plain, t).ok()) return plan;
+      return plan;
     }
     return st;
   }
@@ -52,13 +49,6 @@ absl::StatusOr<GemmPlan> PlanGemm(const GemmProblem& p, const GemmTarget& t, Gem
     return plan;
   }
   plan.fused = false;
-  if (p.act != kernels::kActNone) {
-    if (std::optional<GemmChoice> c = choose(WithoutActivation(p))) {
-      plan.activation_after = true;
-      plan.choice = *c;
-      return plan;
-    }
-  }
   plan.choice = choose(plain).value_or(GemmChoice{GemmFamily::kCublasLt});
   return plan;
 }

@@ -22,10 +22,6 @@ struct GemmPlan {
   bool fused = true;
   /// k == 0 with an epilogue: the temporary is zeros and no product runs.
   bool zero_product = false;
-  /// Not fused: the product applies all of the epilogue but the activation and writes D, and
-  /// one pass applies the activation to D in place (the family fuses the bias but not this
-  /// activation: cuBLASLt with GELU's erf form or SiLU), as torch's F.linear + F.gelu.
-  bool activation_after = false;
   /// The family of the product that runs (the problem's, or its plain product's).
   GemmChoice choice;
 };
@@ -42,9 +38,7 @@ std::optional<GemmChoice> RuleChoice(const GemmProblem& p, const GemmTarget& t);
 
 /// The plan for `p` on a CUDA device `t`. A forced family (p.options.backend) that cannot
 /// serve `p` is NotImplementedError with its reason, except cuBLASLt, which serves an epilogue
-/// unfused. Auto mode fuses with `choose(p)` when it gives a family, else runs unfused. Unfused,
-/// a family that fuses all but the activation writes D and the activation follows
-/// (activation_after); otherwise the plain product goes to the temporary.
+/// unfused. Auto mode fuses with `choose(p)` when it gives a family, else runs unfused.
 absl::StatusOr<GemmPlan> PlanGemm(const GemmProblem& p, const GemmTarget& t, GemmChooser choose);
 
 /// Rows per launch when a task's launches are limited to `max_flops` (0: no limit): at most

@@ -105,20 +105,4 @@ GemmProblem PlainInto(const GemmProblem& p, void* tmp, DType acc) {
   return s;
 }
 
-GemmProblem WithoutActivation(const GemmProblem& p) {
-  GemmProblem s = p;
-  s.act = kernels::kActNone;
-  return s;
-}
-
-GemmProblem ActivationOf(const GemmProblem& p) {
-  GemmProblem s = p;
-  s.c = {};
-  s.bias = nullptr;
-  s.bias_batch = 0;
-  s.alpha = 1.0;
-  s.beta = 0.0;
-  return s;
-}
-
 }  // namespace pygpukit::ops

@@ -79,10 +79,5 @@ GemmProblem RowSlice(const GemmProblem& p, int64_t r0, int64_t rows);
 /// The plain product of `p` into `tmp` (dense, dtype `acc`): what runs before an unfused
 /// epilogue pass.
 GemmProblem PlainInto(const GemmProblem& p, void* tmp, DType acc);
-/// `p` without its activation: what runs before an activation pass (GemmPlan::activation_after).
-GemmProblem WithoutActivation(const GemmProblem& p);
-/// The epilogue that applies only `p`'s activation, run over D in place after
-/// WithoutActivation(p).
-GemmProblem ActivationOf(const GemmProblem& p);
 
 }  // namespace pygpukit::ops

@@ -189,14 +189,13 @@ absl::Status GemmSm90Impl(LaunchContext& ctx, const GemmProblem& g, const GemmCh
   PGK_ASSIGN_OR_RETURN(CUtensorMap map_a, EncodeMap(api, a, type, a_kmajor ? kBM : 64));
   PGK_ASSIGN_OR_RETURN(CUtensorMap map_b, EncodeMap(api, b, type, b_kmajor ? bn / cluster : 64));
 
-  // Plain 16-bit results leave through TMA stores (asynchronous, clipped at the edges) when D is
-  // a layout TMA can write; the rest use the register epilogue.
-  const bool plain =
-      p.alpha == 1.0 && p.beta == 0.0 && p.bias == nullptr && p.activation == kernels::kActNone;
+  // 16-bit results in the inputs' dtype (fused epilogue or not) leave through TMA stores
+  // (asynchronous, clipped at the edges) when D is a layout TMA can write; the rest use the
+  // register epilogue.
   int tma_store = 0;
   CUtensorMap map_d;
   std::memset(&map_d, 0, sizeof(map_d));
-  if (plain && g.out == g.in && esize == 2 &&
+  if (g.out == g.in && esize == 2 &&
       TmaFriendly(p.d, p.d_row, p.batch > 1 ? p.d_batch : 0, esize)) {
     const Sm90Operand d{p.d, p.n, p.m, p.d_row, p.batch > 1 ? p.d_batch : 0, p.batch, true, esize};
     absl::StatusOr<CUtensorMap> m = EncodeMap(api, d, type, 64);

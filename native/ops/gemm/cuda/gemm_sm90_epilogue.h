@@ -1,6 +1,6 @@
 // Epilogues of the Hopper GEMM kernels (gemm_sm90_kernel.h): accumulator fragments to D through
-// registers (fused epilogues, float32 output, unaligned D) or shared-memory slabs and TMA stores
-// (plain 16-bit output), and the split-K reduction of partial sums.
+// shared-memory slabs and TMA stores (16-bit output in the inputs' dtype, fused or not) or
+// registers (float32 output, a D TMA cannot write), and the split-K reduction of partial sums.
 #pragma once
 
 #include "ops/gemm/cuda/gemm_sm90_device.h"
@@ -84,18 +84,23 @@ __device__ __forceinline__ void Epilogue(const pk::GemmParams& p, const float (&
   }
 }
 
-// Plain 16-bit output through TMA stores: the warpgroup's 64 x BN block leaves as 64 x 64 slabs
-// staged in shared memory in the 128-byte-swizzled layout (16-byte chunk c of row r sits at
-// chunk c ^ (r % 8), which also makes the fragment writes bank-conflict free). The stores run
-// asynchronously while the warpgroup starts the next tile; TMA clips rows / columns past the
-// matrix, so tails need no masking. `staging` holds two slabs used alternately: before one is
-// rewritten, the store issued from it two slabs ago must have finished reading it.
+// 16-bit output in the inputs' dtype through TMA stores: the warpgroup's 64 x BN block leaves
+// as 64 x 64 slabs staged in shared memory in the 128-byte-swizzled layout (16-byte chunk c of
+// row r sits at chunk c ^ (r % 8), which also makes the fragment writes bank-conflict free). The
+// stores run asynchronously while the warpgroup starts the next tile; TMA clips rows / columns
+// past the matrix, so tails need no masking. `staging` holds two slabs used alternately: before
+// one is rewritten, the store issued from it two slabs ago must have finished reading it. A fused
+// epilogue (alpha, beta * C, bias, activation) is applied to each value in registers before it
+// is staged, inside the matrix only (C and the bias are not read past it).
 template <typename Out, int BN>
-__device__ __forceinline__ void EpilogueTma(const CUtensorMap* tma_d, const float (&acc)[BN / 2],
-                                            const Tile& tile, int consumer, uint8_t* staging) {
+__device__ __forceinline__ void EpilogueTma(const pk::GemmParams& p, const CUtensorMap* tma_d,
+                                            const float (&acc)[BN / 2], const Tile& tile,
+                                            int consumer, uint8_t* staging) {
   const int t = threadIdx.x % 128;
   const int lane = t % 32;
   const int row_base = (t / 32) * 16 + lane / 4;
+  const bool fused =
+      p.alpha != 1.0 || p.beta != 0.0 || p.bias != nullptr || p.activation != pk::kActNone;
 #pragma unroll
   for (int slab = 0; slab < BN / 64; ++slab) {
     uint8_t* buf = staging + (slab & 1) * kSlab;
@@ -108,7 +113,18 @@ __device__ __forceinline__ void EpilogueTma(const CUtensorMap* tma_d, const floa
       for (int h = 0; h < 2; ++h) {
         const int row = row_base + 8 * h;
         const uint32_t off = row * 128 + ((jj ^ (row & 7)) << 4) + (lane % 4) * 4;
-        const uint32_t v = Pack<Out>(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+        float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
+        if (fused) {
+          const int64_t grow = int64_t{tile.m0} + consumer * 64 + row;
+          const int64_t gcol = int64_t{tile.n0} + 8 * j + (lane % 4) * 2;
+          if (grow < p.m && gcol < p.n) {
+            v0 = pk::GemmEpilogueValue<float, Out>(p, v0, tile.batch, grow, gcol);
+          }
+          if (grow < p.m && gcol + 1 < p.n) {
+            v1 = pk::GemmEpilogueValue<float, Out>(p, v1, tile.batch, grow, gcol + 1);
+          }
+        }
+        const uint32_t v = Pack<Out>(v0, v1);
         asm volatile("st.shared.u32 [%0], %1;" ::"r"(SmemAddr(buf + off)), "r"(v) : "memory");
       }
     }

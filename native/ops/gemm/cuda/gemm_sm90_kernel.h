@@ -39,10 +39,11 @@
 //     are free within a few k-blocks (each about 0.6 us on an H100) plus one 128 KiB store per
 //     CTA, nothing is recomputed, and a preempted product differs from an uninterrupted one by
 //     float32 rounding only.
-//   * Epilogue: plain 16-bit results are staged in shared memory and leave through asynchronous
-//     TMA stores (EpilogueTma), so the consumers start the next tile at once; the rest go
-//     straight from the accumulator registers, through the shared GEMM epilogue (alpha,
-//     beta * C, bias, activation) when one is requested.
+//   * Epilogue: 16-bit results in the inputs' dtype go through the shared GEMM epilogue (alpha,
+//     beta * C, bias, activation) in registers when one is requested, are staged in shared
+//     memory and leave through asynchronous TMA stores (EpilogueTma), so the consumers start
+//     the next tile at once; float32 results and a D TMA cannot write go straight from the
+//     accumulator registers (Epilogue).
 //
 // Kernels compiled for other archs keep an empty body; the host launches them only on SM 9.x
 // devices from images built for sm_90a. gemm_sm90_128x256.cu and gemm_sm90_128x128.cu
@@ -340,7 +341,7 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
       }
       if constexpr (sizeof(Out) == 2) {
         if (tma_store) {
-          EpilogueTma<Out, BN>(tma_d, acc, tile, consumer, staging + consumer * 2 * kSlab);
+          EpilogueTma<Out, BN>(p, tma_d, acc, tile, consumer, staging + consumer * 2 * kSlab);
           continue;
         }
       }
