@@ -38,7 +38,6 @@ GemmSummary Problem(DType in, int64_t m = 1024, bool fused = false) {
   s.fused = fused;
   s.tma_ok = true;
   s.sm80_ok = true;
-  s.cublaslt_fuses = true;
   return s;
 }
 
@@ -149,9 +148,6 @@ TEST(GemmSelect, LargeFusedHalfOnHopperGoesToCublasLt) {
     EXPECT_EQ(Auto(s, kHopper), GemmFamily::kCublasLt);
     s.out = DType::Float32;
     EXPECT_EQ(Auto(s, kHopper), GemmFamily::kCublasLt) << "float32 output counts as fused";
-    s.cublaslt_fuses = false;  // an epilogue cuBLASLt cannot apply: fused on sm90
-    EXPECT_EQ(Auto(s, kHopper), GemmFamily::kSm90);
-    s.cublaslt_fuses = true;
     s.k = 2047;  // below: not measured, stays on the fused sm90 kernels
     EXPECT_EQ(Auto(s, kHopper), GemmFamily::kSm90);
     s.k = 1024;

@@ -11,8 +11,7 @@ DType GemmAccumulator(const GemmProblem& p) {
 
 std::optional<GemmChoice> RuleChoice(const GemmProblem& p, const GemmTarget& t) {
   // sm80_ok stays true: the table was measured that way, and sm80's own rules are checked below.
-  const GemmFit fit{GemmAccepts(GemmFamily::kSm90, p, t).ok(), true,
-                    GemmAccepts(GemmFamily::kCublasLt, p, t).ok()};
+  const GemmFit fit{GemmAccepts(GemmFamily::kSm90, p, t).ok(), true};
   const GemmFamily f = SelectGemm(TuneKeyOf(p), fit, t, MatmulBackend::kAuto);
   if (GemmAccepts(f, p, t).ok()) return GemmChoice{f};
   if (f != GemmFamily::kCublasLt && GemmAccepts(GemmFamily::kCublasLt, p, t).ok()) {

@@ -48,15 +48,15 @@ GemmFamily SelectGemm(const TuneKey& s, const GemmFit& fit, const GemmTarget& t,
     // cuBLASLt's grid of short-lived CTAs loses SMs to higher-priority streams' kernels between
     // CTAs (H200, 8192^3 bf16 on 112 SMs beside the scheduler benchmark's guaranteed loop: 377
     // matmul/s sm90 vs 140 cuBLASLt; alone 548 vs 576).
-    // Fused epilogues of 16-bit products from 2048^3 MACs up that cuBLASLt applies itself
-    // (bias, ReLU, GELU-tanh, alpha, beta * C; float32 output): cuBLASLt (H200,
+    // Fused epilogues of 16-bit products from 2048^3 MACs up: cuBLASLt, with its own epilogue
+    // where it has one (bias, ReLU, GELU-tanh) and otherwise its plain product plus our
+    // epilogue pass, both ahead of the sm90 kernels' fused epilogue (H200,
     // benchmarks/results/NVIDIA-H200-sm90-gemm-epilogue-quick.json, bf16, B row-major and
-    // transposed, 2048^3, 4096^3 and 2048 x 14336 x 4096). The others (GELU's erf form, SiLU)
-    // stay fused on sm90, whose epilogue leaves through TMA stores like a plain product, rather
-    // than a cuBLASLt product plus an epilogue pass. Smaller products were not measured and
-    // stay on sm90; an SM partition keeps the persistent kernels (see below).
-    if (hopper && half && s.fused && !t.partitioned && fit.cublaslt_fuses &&
-        macs >= 2048.0 * 2048 * 2048) {
+    // transposed: cuBLASLt's epilogue 2.6-3.3x faster at 2048^3, 4096^3 and 2048 x 14336 x
+    // 4096; unfused 1.2-1.9x; with sm90's fused results leaving through TMA stores too, GELU's
+    // erf form and SiLU measured 2.6x faster unfused on cuBLASLt). Smaller products were not
+    // measured and stay on sm90; an SM partition keeps the persistent kernels (see below).
+    if (hopper && half && s.fused && !t.partitioned && macs >= 2048.0 * 2048 * 2048) {
       return GemmFamily::kCublasLt;
     }
     if (hopper && (s.fused || ours_faster || (half && t.partitioned))) return GemmFamily::kSm90;

@@ -15,9 +15,8 @@ namespace pygpukit::ops {
 
 /// Which families' layout and alignment rules a problem meets (ops/gemm/gemm_accepts.h).
 struct GemmFit {
-  bool tma_ok = false;          // the sm90 kernels accept it
-  bool sm80_ok = false;         // the sm80 kernels accept it
-  bool cublaslt_fuses = false;  // cuBLASLt accepts it: its own epilogue is the whole epilogue
+  bool tma_ok = false;   // the sm90 kernels accept it
+  bool sm80_ok = false;  // the sm80 kernels accept it
 };
 
 /// The device and the kernels built for it.
