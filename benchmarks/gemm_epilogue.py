@@ -20,12 +20,10 @@ batch time over the rounds) is reported beside it.
 
 import argparse
 import math
-import platform
-import sys
 
 import numpy as np
 from gemm import batch_seconds, pilot
-from peers import cuda_torch, interleaved_ms
+from peers import INTERLEAVED, interleaved_ms, open_gemm_device, product_result
 from results_file import write_result
 
 import pygpukit as gp
@@ -190,27 +188,18 @@ def measure(args, dev, torch, dt, layout, m, n, k, epi, host):
 
 def main():
     args = parse_args()
-    dev = gp.Device(args.device) if args.device else gp.default_device()
-    cpu = dev.type == "cpu"
-    if cpu and args.device is None:
-        print("gemm_epilogue: no CUDA device (pass --device cpu for a smoke run)", file=sys.stderr)
+    opened = open_gemm_device(args, "gemm_epilogue")
+    if opened is None:
         return 1
-    torch = None if cpu or args.no_torch else cuda_torch()
-    props = gp.device_properties(dev)
+    dev, torch, props = opened
+    cpu = dev.type == "cpu"
     if cpu:
         shapes = SMOKE_SHAPES
     elif args.grid == "llm":
         shapes = [(m, n, k) for m in LLM_M for n, k in LLM_NK]
     else:
         shapes = QUICK_SHAPES if args.quick else SHAPES
-    if cpu:  # no torch on the CPU smoke run: its events are CUDA events
-        torch = None
     epis = [e for e in args.epilogues.split(",") if e]
-    print(
-        f"pygpukit {gp.__version__} on {dev} ({props['name']}); torch "
-        f"{torch.__version__ if torch else 'no'}",
-        flush=True,
-    )
     cols = [*FAMILIES, "torch"]
     print(f"{'case':44s} " + " ".join(f"{c + ' us':>14s}" for c in cols) + "  auto/best")
     results = []
@@ -240,26 +229,8 @@ def main():
                         f"{name:44s} " + " ".join(cells) + (f"  {ratio:5.2f}x" if ratio else ""),
                         flush=True,
                     )
-    result = {
-        "gpu": props["name"],
-        "sm": props["sm"],
-        "device": str(dev),
-        "versions": {
-            "pygpukit": gp.__version__,
-            "torch": torch.__version__ if torch else None,
-            "numpy": np.__version__,
-            "python": platform.python_version(),
-        },
-        "timing": "interleaved rounds: one batch of back-to-back calls of every candidate in "
-        "turn between device events; median per call; spread = max / min batch over rounds",
-        "settings": {
-            "quick": args.quick,
-            "grid": args.grid,
-            "reps": args.reps or 7,
-            "seed": args.seed,
-        },
-        "results": results,
-    }
+    settings = {"quick": args.quick, "grid": args.grid, "reps": args.reps or 7, "seed": args.seed}
+    result = product_result(props, dev, torch, INTERLEAVED, settings, results)
     write_result(
         result,
         args.out,

@@ -13,12 +13,10 @@ two results relative to the largest |h|.
 """
 
 import argparse
-import platform
-import sys
 
 import numpy as np
 from gemm_epilogue import interleaved
-from peers import cuda_torch
+from peers import open_gemm_device, product_result
 from results_file import write_result
 
 import pygpukit as gp
@@ -41,13 +39,11 @@ def parse_args():
 
 def main():
     args = parse_args()
-    dev = gp.Device(args.device) if args.device else gp.default_device()
-    cpu = dev.type == "cpu"
-    if cpu and args.device is None:
-        print("mlp: no CUDA device (pass --device cpu for a smoke run)", file=sys.stderr)
+    opened = open_gemm_device(args, "mlp")
+    if opened is None:
         return 1
-    torch = None if cpu or args.no_torch else cuda_torch()
-    props = gp.device_properties(dev)
+    dev, torch, props = opened
+    cpu = dev.type == "cpu"
     m, d, h4 = args.m, args.d, 4 * args.d
     rng = np.random.default_rng(args.seed)
     x32 = rng.standard_normal((m, d), dtype=np.float32)
@@ -116,10 +112,6 @@ def main():
     row["ours"]["kernels"] = sorted(gp.dispatch_stats()["per_kernel"])
     if "torch" in row:
         row["ours_vs_torch"] = row["torch"]["ms"] / row["ours"]["ms"]
-    print(
-        f"pygpukit {gp.__version__} on {dev} ({props['name']}); torch "
-        f"{torch.__version__ if torch else 'no'}"
-    )
     for key in ("ours", "torch"):
         if key in row:
             v = row[key]
@@ -128,21 +120,13 @@ def main():
     if "ours_vs_torch" in row:
         print(f"ours / torch: {row['ours_vs_torch']:.3f}x (max diff {row['max_diff_rel']:.2e})")
     print("kernels:", ", ".join(row["ours"]["kernels"]))
-    result = {
-        "gpu": props["name"],
-        "sm": props["sm"],
-        "device": str(dev),
-        "versions": {
-            "pygpukit": gp.__version__,
-            "torch": torch.__version__ if torch else None,
-            "numpy": np.__version__,
-            "python": platform.python_version(),
-        },
-        "timing": "interleaved rounds: one batch of whole forward passes of each library in "
-        "turn between device events; median per pass; spread = max / min batch over rounds",
-        "settings": {"reps": args.reps or 9, "seed": args.seed},
-        "results": [row],
-    }
+    timing = (
+        "interleaved rounds: one batch of whole forward passes of each library in turn between "
+        "device events; median per pass; spread = max / min batch over rounds"
+    )
+    result = product_result(
+        props, dev, torch, timing, {"reps": args.reps or 9, "seed": args.seed}, [row]
+    )
     write_result(result, args.out, props, "mlp", cuda=not cpu)
     return 0
 

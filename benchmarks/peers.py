@@ -156,6 +156,51 @@ def header(props, versions, args):
     }
 
 
+def open_gemm_device(args, script):
+    """The product scripts' common start (gemm_epilogue.py, scaled_matmul.py, mlp.py): the device
+    of --device (default: the default device; the CPU only when asked for, as a smoke run without
+    torch), torch beside it unless --no-torch, and its properties; None after saying why when
+    there is no CUDA device and no --device."""
+    dev = gp.Device(args.device) if args.device else gp.default_device()
+    cpu = dev.type == "cpu"
+    if cpu and args.device is None:
+        print(f"{script}: no CUDA device (pass --device cpu for a smoke run)", file=sys.stderr)
+        return None
+    torch = None if cpu or args.no_torch else cuda_torch()
+    props = gp.device_properties(dev)
+    print(
+        f"pygpukit {gp.__version__} on {dev} ({props['name']}); torch "
+        f"{torch.__version__ if torch else 'no'}",
+        flush=True,
+    )
+    return dev, torch, props
+
+
+def product_result(props, dev, torch, timing, settings, results):
+    """The JSON of a product script's run: device, versions, how it was timed, its settings and
+    its rows."""
+    return {
+        "gpu": props["name"],
+        "sm": props["sm"],
+        "device": str(dev),
+        "versions": {
+            "pygpukit": gp.__version__,
+            "torch": torch.__version__ if torch else None,
+            "numpy": np.__version__,
+            "python": platform.python_version(),
+        },
+        "timing": timing,
+        "settings": settings,
+        "results": results,
+    }
+
+
+INTERLEAVED = (
+    "interleaved rounds: one batch of back-to-back calls of every candidate in turn between "
+    "device events; median per call; spread = max / min batch over rounds"
+)
+
+
 def host_us_per_call(fn, iters, reps, warmup=0, sync=None):
     """Host wall time per call of `iters` back-to-back calls of fn, in us: the median of `reps`
     loops, after `warmup` untimed calls. `sync`, when given, runs before each loop and inside its

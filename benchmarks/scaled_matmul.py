@@ -18,12 +18,10 @@ candidate's spread (max / min batch time over the rounds).
 """
 
 import argparse
-import platform
-import sys
 
 import numpy as np
 from gemm_epilogue import interleaved
-from peers import cuda_torch
+from peers import INTERLEAVED, open_gemm_device, product_result
 from results_file import write_result
 
 import pygpukit as gp
@@ -163,19 +161,12 @@ def measure(args, dev, torch, recipe, m, n, k, rng):
 
 def main():
     args = parse_args()
-    dev = gp.Device(args.device) if args.device else gp.default_device()
-    cpu = dev.type == "cpu"
-    if cpu and args.device is None:
-        print("scaled_matmul: no CUDA device (pass --device cpu for a smoke run)", file=sys.stderr)
+    opened = open_gemm_device(args, "scaled_matmul")
+    if opened is None:
         return 1
-    torch = None if cpu or args.no_torch else cuda_torch()
-    props = gp.device_properties(dev)
+    dev, torch, props = opened
+    cpu = dev.type == "cpu"
     shapes = SMOKE_SHAPES if cpu else QUICK_SHAPES if args.quick else SHAPES
-    print(
-        f"pygpukit {gp.__version__} on {dev} ({props['name']}); torch "
-        f"{torch.__version__ if torch else 'no'}",
-        flush=True,
-    )
     cols = ("ours", "torch", "torch_bf16")
     print(f"{'case':32s} " + " ".join(f"{c + ' TFLOP/s':>20s}" for c in cols) + "  ours/torch")
     results = []
@@ -195,21 +186,14 @@ def main():
                 + (f"  {ratio:5.2f}x" if ratio else ""),
                 flush=True,
             )
-    result = {
-        "gpu": props["name"],
-        "sm": props["sm"],
-        "device": str(dev),
-        "versions": {
-            "pygpukit": gp.__version__,
-            "torch": torch.__version__ if torch else None,
-            "numpy": np.__version__,
-            "python": platform.python_version(),
-        },
-        "timing": "interleaved rounds: one batch of back-to-back calls of every candidate in "
-        "turn between device events; median per call; spread = max / min batch over rounds",
-        "settings": {"quick": args.quick, "reps": args.reps or 7, "seed": args.seed},
-        "results": results,
-    }
+    result = product_result(
+        props,
+        dev,
+        torch,
+        INTERLEAVED,
+        {"quick": args.quick, "reps": args.reps or 7, "seed": args.seed},
+        results,
+    )
     write_result(
         result,
         args.out,

@@ -221,36 +221,31 @@ struct bfloat16 {
 // infinity, largest finite 448) and e5m2 (IEEE-like, largest finite 57344). Arithmetic goes
 // through float; the conversion from float rounds to nearest even with ml_dtypes' overflow rules
 // (FromFloat(f, /*saturate=*/true) clamps to the largest finite value instead).
-struct float8_e4m3fn {
+template <int kExp, int kMan, bool kFn>
+struct Float8 {
   uint8_t bits;
-  float8_e4m3fn() = default;
-  PGK_HD explicit float8_e4m3fn(float f) : bits(detail::FloatToFp8Bits<4, 3, true>(f, false)) {}
-  PGK_HD explicit operator float() const { return detail::Fp8E4M3FnBitsToFloat(bits); }
-  PGK_HD static float8_e4m3fn FromBits(uint8_t b) {
-    float8_e4m3fn h;
+  Float8() = default;
+  PGK_HD explicit Float8(float f) : bits(detail::FloatToFp8Bits<kExp, kMan, kFn>(f, false)) {}
+  PGK_HD explicit operator float() const {
+    if constexpr (kFn) {
+      return detail::Fp8E4M3FnBitsToFloat(bits);
+    } else {
+      return detail::Fp8E5M2BitsToFloat(bits);
+    }
+  }
+  PGK_HD static Float8 FromBits(uint8_t b) {
+    Float8 h;
     h.bits = b;
     return h;
   }
-  PGK_HD static float8_e4m3fn FromFloat(float f, bool saturate) {
-    return FromBits(detail::FloatToFp8Bits<4, 3, true>(f, saturate));
+  PGK_HD static Float8 FromFloat(float f, bool saturate) {
+    return FromBits(detail::FloatToFp8Bits<kExp, kMan, kFn>(f, saturate));
   }
-  PGK_HD static float8_e4m3fn FromNonNan(float f) { return float8_e4m3fn(f); }
+  PGK_HD static Float8 FromNonNan(float f) { return Float8(f); }
 };
-struct float8_e5m2 {
-  uint8_t bits;
-  float8_e5m2() = default;
-  PGK_HD explicit float8_e5m2(float f) : bits(detail::FloatToFp8Bits<5, 2, false>(f, false)) {}
-  PGK_HD explicit operator float() const { return detail::Fp8E5M2BitsToFloat(bits); }
-  PGK_HD static float8_e5m2 FromBits(uint8_t b) {
-    float8_e5m2 h;
-    h.bits = b;
-    return h;
-  }
-  PGK_HD static float8_e5m2 FromFloat(float f, bool saturate) {
-    return FromBits(detail::FloatToFp8Bits<5, 2, false>(f, saturate));
-  }
-  PGK_HD static float8_e5m2 FromNonNan(float f) { return float8_e5m2(f); }
-};
+using float8_e4m3fn = Float8<4, 3, true>;
+using float8_e5m2 = Float8<5, 2, false>;
+static_assert(sizeof(float8_e4m3fn) == 1 && sizeof(float8_e5m2) == 1);
 
 // Complex number with the memory layout of std::complex / cuComplex (real, imag).
 template <typename T>

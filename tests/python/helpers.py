@@ -182,3 +182,23 @@ def run_child(code, *, address_limit=True, timeout=60, env=None):
         env={**os.environ, **(env or {})},
     )
     return proc
+
+
+def run_bench(script, out, *args):
+    """benchmarks/<script> in a child process on the CPU backend (--device cpu, one round of
+    short batches, JSON into `out`): asserts it succeeded and returns its one JSON file, parsed."""
+    import json
+
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    cmd = [sys.executable, str(root / "benchmarks" / script), "--device", "cpu", "--reps", "1"]
+    r = subprocess.run(
+        [*cmd, "--batch-ms", "0.05", "--out", str(out), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    [path] = Path(out).glob("*.json")
+    return json.loads(path.read_text())

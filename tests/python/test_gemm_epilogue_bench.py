@@ -2,28 +2,13 @@
 row, and the error column reflects the result (a fused product within a few bf16 roundings of
 the float64 reference, for every epilogue including both GELU forms)."""
 
-import json
-import os
-import pathlib
-import subprocess
-import sys
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+from helpers import run_bench
 
 
 def test_smoke_run_writes_every_case(tmp_path):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    r = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "gemm_epilogue.py"), "--device", "cpu"]
-        + ["--reps", "1", "--batch-ms", "0.05", "--out", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
-    assert r.returncode == 0, r.stderr[-2000:]
-    [path] = tmp_path.glob("cpu-gemm-epilogue.json")
-    rows = json.loads(path.read_text())["results"]
+    data = run_bench("gemm_epilogue.py", tmp_path)
+    assert (tmp_path / "cpu-gemm-epilogue.json").exists()
+    rows = data["results"]
     cases = {(x["layout"], x["epilogue"]) for x in rows}
     epis = {"none", "bias", "bias_relu", "bias_gelu", "bias_gelu_tanh", "bias_silu"}
     assert cases == {(lay, e) for lay in ("kk", "kn") for e in epis}
