@@ -89,6 +89,22 @@ def interleaved(cands, reps, batch_ms):
     return out
 
 
+def time_candidates(args, dev, cands, row, errs):
+    """Times `cands` ({key: (fn, event factory)}) interleaved into `row`: per key its us per
+    call, TFLOP/s (of row["flops"]), spread, iters and max_rel_err (from `errs`); a key whose
+    call failed gets "<key>_status" instead."""
+    batch_ms = args.batch_ms or (0.2 if dev.type == "cpu" else 2.0)
+    for key, t in interleaved(cands, args.reps or 7, batch_ms).items():
+        if "error" in t:
+            row[f"{key}_status"] = f"failed: {t['error'][:160]}"
+            continue
+        s = t["ms"] * 1e-3
+        row[key] = {"us": s * 1e6, "tflops": row["flops"] / s / 1e12, "spread": t["spread"]}
+        row[key]["iters"] = t["iters"]
+        if key in errs:
+            row[key]["max_rel_err"] = errs[key]
+
+
 def torch_fn(torch, x, w_nk, b_kn, bias, act, layout):
     """torch's unfused form of the same product: F.linear / addmm (its cuBLASLt bias epilogue),
     then the activation as its own kernel."""
@@ -168,18 +184,10 @@ def measure(args, dev, torch, dt, layout, m, n, k, epi, host):
             torch_fn(torch, tx, tw, tb, tbias, act, layout),
             lambda: torch.cuda.Event(enable_timing=True),
         )
-    batch_ms = args.batch_ms or (0.2 if dev.type == "cpu" else 2.0)
-    times = interleaved(cands, args.reps or 7, batch_ms)
-    for key, t in times.items():
-        if "error" in t:
-            row[f"{key}_status"] = f"failed: {t['error'][:160]}"
-            continue
-        s = t["ms"] * 1e-3
-        row[key] = {"us": s * 1e6, "tflops": row["flops"] / s / 1e12, "spread": t["spread"]}
-        row[key]["iters"] = t["iters"]
-        if key in errs:
-            row[key]["max_rel_err"] = errs[key]
-            row[key]["kernels"] = kernels[key]
+    time_candidates(args, dev, cands, row, errs)
+    for key, names in kernels.items():
+        if key in row:
+            row[key]["kernels"] = names
     best_peer = [row[k]["us"] for k in ("cublaslt", "torch") if k in row]
     if "auto" in row and best_peer:
         row["auto_vs_best_peer"] = min(best_peer) / row["auto"]["us"]

@@ -20,7 +20,7 @@ candidate's spread (max / min batch time over the rounds).
 import argparse
 
 import numpy as np
-from gemm_epilogue import interleaved
+from gemm_epilogue import time_candidates
 from peers import INTERLEAVED, open_gemm_device, product_result
 from results_file import write_result
 
@@ -142,17 +142,7 @@ def measure(args, dev, torch, recipe, m, n, k, rng):
             lambda: torch.matmul(xb, wb.t()),
             lambda: torch.cuda.Event(enable_timing=True),
         )
-    batch_ms = args.batch_ms or (0.2 if dev.type == "cpu" else 2.0)
-    times = interleaved(cands, args.reps or 7, batch_ms)
-    for key, t in times.items():
-        if "error" in t:
-            row[f"{key}_status"] = f"failed: {t['error'][:160]}"
-            continue
-        s = t["ms"] * 1e-3
-        row[key] = {"us": s * 1e6, "tflops": row["flops"] / s / 1e12, "spread": t["spread"]}
-        row[key]["iters"] = t["iters"]
-        if key in errs:
-            row[key]["max_rel_err"] = errs[key]
+    time_candidates(args, dev, cands, row, errs)
     row["ours"]["kernels"] = kernels
     if "torch" in row:
         row["ours_vs_torch"] = row["torch"]["us"] / row["ours"]["us"]
