@@ -10,7 +10,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 from gemm_ref import activate
-from helpers import UNIT_ROUNDOFF, host
+from helpers import UNIT_ROUNDOFF, host, run_readme_example
 
 import pygpukit as gp
 
@@ -273,3 +273,9 @@ def test_float64_reference_is_the_definition(rng):
     want = (a.astype(np.float64) * sa) @ (b.astype(np.float64) * sb)
     np.testing.assert_array_equal(host(y), want.astype(np.float32))
     assert math.isfinite(float(want.sum()))
+
+
+def test_readme_example():
+    scope = run_readme_example("### Matrix products, fused epilogues and FP8")
+    assert scope["y8"].shape == (64, 128) and scope["y8"].dtype == gp.bfloat16
+    assert scope["z"].shape == (64, 128)
