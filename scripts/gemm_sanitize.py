@@ -1,12 +1,14 @@
 """Representative GEMM launches for compute-sanitizer (run by scripts/gpu.sh sanitize-gemm).
 
 Each kernel family, both operand layouts, tails in M/N/K, batches and the fused epilogue (and,
-for sm90, the plain product, which leaves through TMA stores, and split-K), with results checked
+for sm90, the plain product, which leaves through TMA stores, and split-K), the unfused epilogue
+pass after cuBLASLt and the grouped product's single launch, with results checked
 against NumPy so that a launch the sanitizer passes is also a correct one.
     compute-sanitizer --tool memcheck python3 scripts/gemm_sanitize.py
 """
 
 import itertools
+import math
 import sys
 
 import numpy as np
@@ -65,7 +67,54 @@ def main():
             failures += not ok
             verdict = "ok" if ok else "FAIL"
             print(f"{backend} {dt} ta={ta} tb={tb} fused={fused}: err {err:.2e} {verdict}")
+    failures += epilogue_pass(rng) + grouped(rng)
     sys.exit(1 if failures else 0)
+
+
+def report(name, got, ref, scale):
+    err = float(np.max(np.abs(gp.to_numpy(got.astype(gp.float64)) - ref) / scale))
+    ok = err < 2e-2
+    print(f"{name}: err {err:.2e} {'ok' if ok else 'FAIL'}")
+    return not ok
+
+
+def epilogue_pass(rng):
+    """GELU (erf) after cuBLASLt: the product into a float32 temporary, then the epilogue pass,
+    four columns per vector (n % 4 == 0) or one (an odd n), with C and a bias."""
+    failures = 0
+    for n in (520, 131):
+        a = gp.asarray(rng.standard_normal((72, 96)).astype(np.float32)).astype(gp.bfloat16)
+        b = gp.asarray(rng.standard_normal((96, n)).astype(np.float32)).astype(gp.bfloat16)
+        c = gp.asarray(rng.standard_normal((72, n)).astype(np.float32)).astype(gp.bfloat16)
+        bias = gp.asarray(rng.standard_normal(n).astype(np.float32)).astype(gp.bfloat16)
+        out = gp.gemm(a, b, c, beta=1.0, bias=bias, activation="gelu", backend="cublaslt")
+        a64, b64 = (gp.to_numpy(x.astype(gp.float64)) for x in (a, b))
+        x = a64 @ b64 + gp.to_numpy(c.astype(gp.float64)) + gp.to_numpy(bias.astype(gp.float64))
+        ref = 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
+        failures += report(f"epilogue pass n={n}", out, ref, np.abs(a64) @ np.abs(b64) + 1)
+    return failures
+
+
+def grouped(rng):
+    """gp.grouped_matmul's one launch over every group (tile rows straddling groups, an
+    empty group, tails), B row-major and transposed."""
+    failures = 0
+    sizes = [5, 0, 127, 129, 300]
+    ends = list(np.cumsum(sizes))
+    for tb in (False, True):
+        a = rng.standard_normal((sum(sizes), 200)).astype(np.float32)
+        b = rng.standard_normal((5, 264, 200) if tb else (5, 200, 264)).astype(np.float32)
+        ga = gp.asarray(a).astype(gp.bfloat16)
+        gb = gp.asarray(b).astype(gp.bfloat16)
+        if tb:
+            gb = gp.permute_dims(gb, (0, 2, 1))
+        out = gp.grouped_matmul(ga, gb, ends)
+        a64, b64 = gp.to_numpy(ga.astype(gp.float64)), gp.to_numpy(gb.astype(gp.float64))
+        g = np.repeat(np.arange(len(sizes)), sizes)
+        ref = np.einsum("rk,rkn->rn", a64, b64[g])
+        scale = np.einsum("rk,rkn->rn", np.abs(a64), np.abs(b64[g])) + 1
+        failures += report(f"grouped tb={tb}", out, ref, scale)
+    return failures
 
 
 if __name__ == "__main__":

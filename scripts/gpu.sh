@@ -3,7 +3,7 @@
 # Abseil / GoogleTest .debs (the machine has no network), builds for sm_90a with -j16, runs the
 # C++ and Python suites (backend parity included) with PYGPUKIT_DEVICE=cuda, python -m pygpukit and the benchmarks.
 #   steps: any of "build test test-gemm sanitize-gemm selfcheck bench bench-gemm
-#   bench-gemm-epilogue bench-scaled-matmul bench-mlp bench-jit
+#   bench-gemm-epilogue bench-scaled-matmul bench-grouped bench-mlp bench-jit
 #   bench-elementwise bench-sorting bench-rng bench-launch
 #   bench-memory bench-scheduler bench-suite"
 #   (default: build test selfcheck bench bench-memory bench-scheduler)
@@ -17,6 +17,9 @@
 #   JSON in $OUT); extra arguments in EPI_ARGS
 #   bench-scaled-matmul: benchmarks/scaled_matmul.py (FP8 scaled products beside
 #   torch._scaled_mm; JSON in $OUT); extra arguments in SCALED_ARGS
+#   bench-grouped: benchmarks/grouped_matmul.py (mixture-of-experts groups beside a loop of
+#   cuBLASLt calls, a torch loop and torch._grouped_mm; JSON in $OUT); extra arguments in
+#   GROUPED_ARGS
 #   bench-mlp: benchmarks/mlp.py (the 4-layer bf16 MLP beside torch; JSON in $OUT); extra
 #   arguments in MLP_ARGS
 #   bench-jit: benchmarks/jit.py (compile / cache-hit latency, launch overhead; JSON in $OUT)
@@ -161,6 +164,10 @@ fi
 if has bench-scaled-matmul; then
   PYGPUKIT_DEVICE=cuda $PY benchmarks/scaled_matmul.py --out "$OUTDIR" ${SCALED_ARGS:-} 2>&1 |
     tee "$OUTDIR/bench_scaled_matmul.log" || rc=1
+fi
+if has bench-grouped; then
+  PYGPUKIT_DEVICE=cuda $PY benchmarks/grouped_matmul.py --out "$OUTDIR" ${GROUPED_ARGS:-} 2>&1 |
+    tee "$OUTDIR/bench_grouped.log" || rc=1
 fi
 if has bench-mlp; then
   PYGPUKIT_DEVICE=cuda $PY benchmarks/mlp.py --out "$OUTDIR" ${MLP_ARGS:-} 2>&1 |

@@ -71,6 +71,45 @@ TEST(GemmProblem, FusedIsAnythingBeyondStoringTheProductInTheInputDtype) {
   EXPECT_TRUE(q.tf32());
 }
 
+// A grouped product (one launch over several row groups, each with its own B) runs on the sm90
+// kernels only, on Hopper with an sm_90a build; B's TMA view has one matrix per group; its cost
+// reads every group's B; it never runs on the preemptible kernels.
+TEST(GemmProblem, GroupedProductsRunOnSm90Only) {
+  GemmProblem p = Dense(DType::BFloat16, 600, 300, 200, true);
+  p.b.batch = 300 * 200;
+  p.groups = 7;
+  p.group_tiles_m = 9;
+  p.group_table = reinterpret_cast<const int64_t*>(0xF00000);
+  ASSERT_TRUE(p.grouped());
+  EXPECT_TRUE(GemmAccepts(GemmFamily::kSm90, p, kHopper).ok());
+  for (GemmFamily f : {GemmFamily::kCublasLt, GemmFamily::kSm80, GemmFamily::kSimt}) {
+    const absl::Status st = GemmAccepts(f, p, kHopper);
+    EXPECT_TRUE(absl::IsUnimplemented(st)) << st;
+    EXPECT_NE(st.message().find("grouped_matmul: one launch over all groups"), std::string::npos)
+        << st;
+  }
+  EXPECT_FALSE(GemmAccepts(GemmFamily::kSm90, p, kAmpere).ok());
+  EXPECT_FALSE(GemmPreemptibleAccepts(p, kHopper));
+  GemmProblem batched = p;
+  batched.batch = 2;
+  EXPECT_TRUE(absl::IsUnimplemented(GemmAccepts(GemmFamily::kSm90, batched, kHopper)));
+
+  const kernels::GemmParams params = ParamsOf(p);
+  EXPECT_EQ(params.groups, 7);
+  EXPECT_EQ(params.group_table, p.group_table);
+  absl::StatusOr<std::pair<Sm90Operand, Sm90Operand>> ops = Sm90Operands(params, 2);
+  ASSERT_TRUE(ops.ok()) << ops.status();
+  EXPECT_EQ(ops->first.batch, 1);
+  EXPECT_EQ(ops->second.batch, 7);
+  EXPECT_EQ(ops->second.batch_stride, 300 * 200);
+
+  GemmProblem one = p;
+  one.groups = 0;
+  EXPECT_EQ(GemmCost(p).bytes - GemmCost(one).bytes, 6 * 200 * 300 * 2);
+  EXPECT_EQ(GemmCost(p).flops, GemmCost(one).flops);
+  EXPECT_EQ(kernels::GroupedTableSize(7), 16);
+}
+
 // The tune cache's keys are on disk: TuneKeyOf must keep producing these exact strings.
 TEST(GemmProblem, TuneKeysAreStable) {
   EXPECT_EQ(TuneKeyText(TuneKeyOf(Dense(DType::BFloat16, 1024, 1024, 1024))),

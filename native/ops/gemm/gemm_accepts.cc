@@ -226,8 +226,10 @@ absl::StatusOr<std::pair<Sm90Operand, Sm90Operand>> Sm90Operands(const kernels::
   }
   Sm90Operand a = a_kmajor ? Sm90Operand{p.a, p.k, p.m, p.a_row, p.a_batch, p.batch, true, esize}
                            : Sm90Operand{p.a, p.m, p.k, p.a_col, p.a_batch, p.batch, false, esize};
-  Sm90Operand b = b_kmajor ? Sm90Operand{p.b, p.k, p.n, p.b_col, p.b_batch, p.batch, true, esize}
-                           : Sm90Operand{p.b, p.n, p.k, p.b_row, p.b_batch, p.batch, false, esize};
+  // A grouped product's B holds one matrix per group (its batch dim); A and D have one.
+  const int64_t b_count = p.groups > 0 ? p.groups : p.batch;
+  Sm90Operand b = b_kmajor ? Sm90Operand{p.b, p.k, p.n, p.b_col, p.b_batch, b_count, true, esize}
+                           : Sm90Operand{p.b, p.n, p.k, p.b_row, p.b_batch, b_count, false, esize};
   if (!TmaFriendly(a.ptr, a.ld, a.batch_stride, esize) ||
       !TmaFriendly(b.ptr, b.ld, b.batch_stride, esize)) {
     return NotImplementedError(
@@ -299,6 +301,19 @@ absl::StatusOr<Sm80Operands> Sm80Normalize(const GemmProblem& g) {
 }
 
 absl::Status GemmAccepts(GemmFamily family, const GemmProblem& p, const GemmTarget& t) {
+  if (p.grouped()) {
+    if (family != GemmFamily::kSm90) {
+      return NotImplementedError(
+          absl::StrCat("grouped_matmul: one launch over all groups runs on "
+                       "the sm90 kernels only, not ",
+                       GemmFamilyName(family)));
+    }
+    if (p.batch != 1 || p.scaled() || p.groups > INT32_MAX) {
+      return NotImplementedError(
+          "grouped_matmul: the sm90 grouped launch takes one batch of "
+          "unscaled 16-bit or TF32 operands");
+    }
+  }
   switch (family) {
     case GemmFamily::kSm90:
       return Sm90Accepts(p, t);
@@ -315,7 +330,7 @@ absl::Status GemmAccepts(GemmFamily family, const GemmProblem& p, const GemmTarg
 bool GemmPreemptibleAccepts(const GemmProblem& p, const GemmTarget& t) {
   const MatmulBackend b = p.options.backend;
   return (b == MatmulBackend::kAuto || b == MatmulBackend::kSm90) && !t.partitioned &&
-         IsHalf(p.in) && Sm90Accepts(p, t).ok();
+         !p.grouped() && IsHalf(p.in) && Sm90Accepts(p, t).ok();
 }
 
 }  // namespace pygpukit::ops

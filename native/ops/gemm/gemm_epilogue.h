@@ -28,20 +28,36 @@ PGK_HD Acc GemmActivate(Acc x, int32_t act) {
   }
 }
 
+/// C of output element (batch, row, col), in `Out` (read only when beta != 0).
+template <typename Out>
+PGK_HD Out GemmAddend(const GemmParams& p, int64_t batch, int64_t row, int64_t col) {
+  return static_cast<const Out*>(p.c)[batch * p.c_batch + row * p.c_row + col * p.c_col];
+}
+
+/// The bias of output column `col` of batch `batch`, in `Out` (read only when there is one).
+template <typename Out>
+PGK_HD Out GemmBias(const GemmParams& p, int64_t batch, int64_t col) {
+  return static_cast<const Out*>(p.bias)[batch * p.bias_batch + col];
+}
+
+/// act(alpha * acc + beta * c + bias) from C's and the bias's values already read (ignored
+/// when beta is 0 / there is no bias): kernels that read them ahead of their stores use this.
+template <typename Acc>
+PGK_HD Acc GemmEpilogueCombine(const GemmParams& p, Acc acc, Acc c, Acc bias) {
+  Acc v = Acc(p.alpha) * acc;
+  if (p.beta != 0.0) v += Acc(p.beta) * c;
+  if (p.bias != nullptr) v += bias;
+  return GemmActivate(v, p.activation);
+}
+
 /// Value of output element (batch, row, col) from its accumulator: act(alpha * acc + beta * C +
 /// bias). `Out` is the output storage type; C and bias are read in it.
 template <typename Acc, typename Out>
 PGK_HD Acc GemmEpilogueValue(const GemmParams& p, Acc acc, int64_t batch, int64_t row,
                              int64_t col) {
-  Acc v = Acc(p.alpha) * acc;
-  if (p.beta != 0.0) {
-    const Out* c = static_cast<const Out*>(p.c);
-    v += Acc(p.beta) * static_cast<Acc>(c[batch * p.c_batch + row * p.c_row + col * p.c_col]);
-  }
-  if (p.bias != nullptr) {
-    v += static_cast<Acc>(static_cast<const Out*>(p.bias)[batch * p.bias_batch + col]);
-  }
-  return GemmActivate(v, p.activation);
+  const Acc c = p.beta != 0.0 ? static_cast<Acc>(GemmAddend<Out>(p, batch, row, col)) : Acc(0);
+  const Acc bias = p.bias != nullptr ? static_cast<Acc>(GemmBias<Out>(p, batch, col)) : Acc(0);
+  return GemmEpilogueCombine(p, acc, c, bias);
 }
 
 }  // namespace pygpukit::kernels

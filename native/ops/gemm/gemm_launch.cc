@@ -1,6 +1,7 @@
 #include "ops/gemm/gemm_launch.h"
 
 #include <optional>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -67,6 +68,46 @@ absl::StatusOr<GemmTarget> GemmTargetOf(const LaunchContext& ctx) {
   t.sm90a_built = absl::StrContains(EmbeddedKernelArchs(), "90a");
   t.partitioned = ctx.stream().sm_count() > 0;
   return t;
+}
+
+absl::Status LaunchGroupedGemm(LaunchContext& ctx, GemmProblem p, absl::Span<const int64_t> ends) {
+  if (ctx.backend() == BackendKind::kCpu) {
+    return NotImplementedError("grouped_matmul: the CPU backend runs one product per group");
+  }
+  if (p.options.backend != MatmulBackend::kAuto && p.options.backend != MatmulBackend::kSm90) {
+    return NotImplementedError("grouped_matmul: the family asked for runs one product per group");
+  }
+  // A paced task's products are split to its budget and a preemptible one runs on the _p
+  // kernels: both work per product.
+  if (YieldHook* yield = CurrentYield(); yield != nullptr) {
+    if (yield->preempt_signal(ctx.device()) != nullptr ||
+        RowBlockRows(p, yield->max_launch_flops()) < p.m) {
+      return NotImplementedError("grouped_matmul: a paced task runs one product per group");
+    }
+  }
+  // The device table (kernels::GroupedTableSize): each group's first 128-row tile row, then its
+  // first row.
+  const int64_t groups = static_cast<int64_t>(ends.size());
+  std::vector<int64_t> table(static_cast<size_t>(kernels::GroupedTableSize(groups)));
+  int64_t tile_rows = 0, begin = 0;
+  for (int64_t g = 0; g < groups; ++g) {
+    table[g] = tile_rows;
+    table[groups + 1 + g] = begin;
+    tile_rows += (ends[g] - begin + 127) / 128;
+    begin = ends[g];
+  }
+  table[groups] = tile_rows;
+  table[2 * groups + 1] = begin;
+  p.groups = groups;
+  p.group_tiles_m = tile_rows;
+  PGK_ASSIGN_OR_RETURN(GemmTarget t, GemmTargetOf(ctx));
+  PGK_RETURN_IF_ERROR(GemmAccepts(GemmFamily::kSm90, p, t));
+  PGK_ASSIGN_OR_RETURN(
+      GPUArray dev_table,
+      FromHost(table.data(), {static_cast<int64_t>(table.size())}, DType::Int64, ctx.device()));
+  PGK_RETURN_IF_ERROR(ctx.Use(dev_table));
+  p.group_table = static_cast<const int64_t*>(dev_table.data());
+  return kGemmProduct(ctx, p, GemmChoice{GemmFamily::kSm90});
 }
 
 absl::Status LaunchGemm(LaunchContext& ctx, const GemmProblem& p) {

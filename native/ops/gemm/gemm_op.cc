@@ -410,8 +410,6 @@ absl::StatusOr<GPUArray> GroupedMatmul(const GPUArray& a_in, const GPUArray& b_i
   PGK_ASSIGN_OR_RETURN(Mat A, Prepare(a, 0, true));
   PGK_ASSIGN_OR_RETURN(Mat B, Prepare(b, 1, true));
   PGK_ASSIGN_OR_RETURN(LaunchContext ctx, LaunchContext::Open(op, {&A.arr, &B.arr, &d}));
-  // Every row of a against b[0]; group g is its rows of that (RowSlice) against b[g], one
-  // product per non-empty group, each planned on its own (its size picks its family).
   GemmProblem all;
   all.in = all.out = dtype;
   all.options = options;
@@ -421,8 +419,19 @@ absl::StatusOr<GPUArray> GroupedMatmul(const GPUArray& a_in, const GPUArray& b_i
   all.a = {A.arr.data(), 0, A.row, A.col};
   all.b = {B.arr.data(), 0, B.row, B.col};
   all.d = d.data();
-  all.d_batch = m * n;
   all.d_row = n;
+  // One launch over every group's tiles where the sm90 kernels serve it: group g's rows against
+  // b[g] (B's batch index).
+  GemmProblem grouped = all;
+  grouped.b.batch = B.batch_stride;
+  absl::Status st = LaunchGroupedGemm(ctx, grouped, offsets);
+  if (!absl::IsUnimplemented(st)) {
+    PGK_RETURN_IF_ERROR(st);
+    return d;
+  }
+  // Otherwise every row of a against b[0]; group g is its rows of that (RowSlice) against b[g],
+  // one product per non-empty group, each planned on its own (its size picks its family).
+  all.d_batch = m * n;
   for (size_t g = 0; g < offsets.size(); ++g) {
     const int64_t r0 = g == 0 ? 0 : offsets[g - 1], rows = offsets[g] - r0;
     if (rows == 0) continue;

@@ -57,10 +57,20 @@ struct GemmParams {
   uint32_t* preempted;
   uint8_t* preempt_state;
   int32_t resume;
-  int32_t preempt_pad;
+  // Grouped products (sm90, GroupedTable): `groups` > 0 row groups of A and D, each against
+  // its own B (B's batch index) and bias (bias_batch apart); tiles_m counts the tile rows of
+  // every group together. 0: not grouped, group_table unused.
+  int32_t groups;
+  const int64_t* group_table;
 };
 
-static_assert(sizeof(GemmParams) == 264, "GemmParams layout changed");
+static_assert(sizeof(GemmParams) == 272, "GemmParams layout changed");
+
+/// The device table of a grouped product with `groups` groups: entry g (0 <= g <= groups) is
+/// the first 128-row tile row of group g (the last entry: all of them), entry groups + 1 + g the
+/// group's first row of A and D (the last entry: the rows of A). Group g owns rows
+/// [row(g), row(g + 1)) and tile rows [tile(g), tile(g + 1)).
+PGK_HD constexpr int64_t GroupedTableSize(int64_t groups) { return 2 * (groups + 1); }
 
 /// Bytes of GemmParams::preempt_state for a grid of `ctas` CTAs with tiles `bn` wide: a 16-byte
 /// record per CTA (the unit it stopped in, its k-block, whether it holds partial sums), then the

@@ -28,6 +28,8 @@ kernels::GemmParams ParamsOf(const GemmProblem& p) {
   g.alpha = p.alpha;
   g.beta = p.c.ptr != nullptr ? p.beta : 0.0;
   g.activation = p.act;
+  g.groups = static_cast<int32_t>(p.groups);
+  g.group_table = p.group_table;
   return g;
 }
 
@@ -42,10 +44,12 @@ LaunchCost GemmCost(const GemmProblem& p) {
   const int64_t in = ItemSize(p.in), out = ItemSize(p.out);
   LaunchCost c;
   c.flops = 2 * p.batch * p.m * p.n * p.k;
-  c.bytes = Times(p, p.a.batch) * p.m * p.k * in + Times(p, p.b.batch) * p.k * p.n * in +
+  // A grouped product reads one B (and bias) per group.
+  const int64_t per_b = p.grouped() ? p.groups : 1;
+  c.bytes = Times(p, p.a.batch) * p.m * p.k * in + per_b * Times(p, p.b.batch) * p.k * p.n * in +
             p.batch * p.m * p.n * out;
   if (p.beta != 0.0 && p.c.ptr != nullptr) c.bytes += Times(p, p.c.batch) * p.m * p.n * out;
-  if (p.bias != nullptr) c.bytes += Times(p, p.bias_batch) * p.n * out;
+  if (p.bias != nullptr) c.bytes += per_b * Times(p, p.bias_batch) * p.n * out;
   return c;
 }
 

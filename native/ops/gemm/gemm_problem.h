@@ -50,6 +50,12 @@ struct GemmProblem {
   int64_t bias_batch = 0;
   double alpha = 1.0, beta = 0.0;
   kernels::GemmActivation act = kernels::kActNone;
+  // Grouped (GroupedMatmul on the sm90 kernels): `groups` row groups of A, D and C, group g
+  // against B's matrix g (b.batch apart) and bias g (bias_batch apart); batch is 1.
+  // `group_table` is the device table (kernels::GroupedTableSize), `group_tiles_m` its tile-row
+  // total. Only the sm90 family accepts grouped problems.
+  int64_t groups = 0, group_tiles_m = 0;
+  const int64_t* group_table = nullptr;
 
   /// B's dtype.
   DType b_dtype() const { return in_b.value_or(in); }
@@ -61,6 +67,8 @@ struct GemmProblem {
   bool plain() const {
     return alpha == 1.0 && beta == 0.0 && bias == nullptr && act == kernels::kActNone;
   }
+  /// One launch over several row groups, each with its own B.
+  bool grouped() const { return groups > 0; }
   /// Anything beyond storing the product in the inputs' dtype: what a family must fuse.
   bool fused() const { return !plain() || out != in; }
 };

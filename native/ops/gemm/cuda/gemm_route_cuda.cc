@@ -1,6 +1,7 @@
 // The CUDA backend's GEMM entry points: the one switch over the kernel families, the unfused
 // epilogue pass and the preemptible product, registered in the family's kernel slots.
 #include <algorithm>
+#include <cstdint>
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
@@ -27,6 +28,24 @@ absl::Status GemmProductCuda(LaunchContext& ctx, const GemmProblem& p, const Gem
 
 namespace {
 
+// Whether the pass may move four columns per vector (the v4 kernels' preconditions): a
+// float32 product, n and every row / batch stride multiples of four, the product 16-byte and D,
+// C and the bias 8-byte aligned (16 for float32 outputs), C with unit column stride.
+bool Vec4Friendly(const kernels::GemmParams& p, DType src, int64_t out_bytes) {
+  auto aligned = [](const void* ptr, int64_t bytes) {
+    return reinterpret_cast<uintptr_t>(ptr) % static_cast<uintptr_t>(bytes) == 0;
+  };
+  const int64_t vec = 4 * out_bytes;
+  bool ok = src == DType::Float32 && p.n % 4 == 0 && p.a_col == 1 && p.a_row % 4 == 0 &&
+            p.a_batch % 4 == 0 && aligned(p.a, 16) && p.d_row % 4 == 0 && p.d_batch % 4 == 0 &&
+            aligned(p.d, vec);
+  if (p.beta != 0.0) {
+    ok = ok && p.c_col == 1 && p.c_row % 4 == 0 && p.c_batch % 4 == 0 && aligned(p.c, vec);
+  }
+  if (p.bias != nullptr) ok = ok && p.bias_batch % 4 == 0 && aligned(p.bias, vec);
+  return ok;
+}
+
 // out = epilogue(product) elementwise: blocks over the output's rows (up to 2^16 of them,
 // grid-stride beyond), threads over a row's columns (a warp for narrow rows).
 absl::Status GemmEpilogueCuda(LaunchContext& ctx, const GemmProblem& p,
@@ -38,11 +57,15 @@ absl::Status GemmEpilogueCuda(LaunchContext& ctx, const GemmProblem& p,
   params.a_batch = product.d_batch;
   params.a_row = product.d_row;
   params.a_col = 1;
+  const bool vec4 = Vec4Friendly(params, product.out, ItemSize(p.out));
+  const int64_t lanes = vec4 ? p.n / 4 : p.n;
   const unsigned threads =
-      static_cast<unsigned>(std::clamp<int64_t>((p.n + 31) / 32 * 32, 32, 256));
-  return LaunchBlocks(
-      ctx, absl::StrCat("pgk_gemm_epilogue_", DTypeCode(product.out), "_", DTypeCode(p.out)),
-      std::min<int64_t>(rows, int64_t{1} << 16), threads, params, GemmEpilogueCost(p, product.out));
+      static_cast<unsigned>(std::clamp<int64_t>((lanes + 31) / 32 * 32, 32, 256));
+  return LaunchBlocks(ctx,
+                      absl::StrCat("pgk_gemm_epilogue_", vec4 ? "v4_" : "", DTypeCode(product.out),
+                                   "_", DTypeCode(p.out)),
+                      std::min<int64_t>(rows, int64_t{1} << 16), threads, params,
+                      GemmEpilogueCost(p, product.out));
 }
 
 }  // namespace

@@ -125,6 +125,21 @@ absl::Status GemmSm90Impl(LaunchContext& ctx, const GemmProblem& g, const GemmCh
   // A cluster fixed by the caller (autotuner) keeps its plan unsplit unless splits are asked.
   plan_in.force_splits = choice.sm90_cluster > 1 ? 1 : env.splits;
   plan_in.clusters = env.clusters;
+  if (g.grouped()) {
+    // Tile rows of every group in one grid (GroupedTableSize): whole tiles, no clusters (a
+    // cluster's two tile rows could belong to two groups).
+    if (choice.sm90_cluster > 1) {
+      return NotImplementedError("grouped_matmul: the sm90 grouped launch runs without clusters");
+    }
+    if (g.group_tiles_m > INT32_MAX / kBM) {
+      return NotImplementedError(
+          "grouped_matmul: the groups' tile rows exceed 32-bit TMA coordinates");
+    }
+    plan_in.m = g.group_tiles_m * kBM;
+    plan_in.force_cluster = 1;
+    plan_in.force_splits = 1;
+    plan_in.clusters = false;
+  }
   if (preempt != nullptr) {  // the _p kernels: whole 128 x 256 tiles, one CTA per cluster
     plan_in.force_bn = 256;
     plan_in.force_cluster = 1;

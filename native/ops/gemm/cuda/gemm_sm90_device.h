@@ -191,9 +191,24 @@ __device__ __forceinline__ void Mma(float (&acc)[BN / 2], uint64_t da, uint64_t 
 }
 
 struct Tile {
-  int64_t batch;
+  int64_t batch;  // a grouped product's group (its B and bias)
   int m0, n0;
+  int m_end;  // rows of A and D at and past it belong to another group, or lie past M
 };
+
+// The last entry of the sorted `table[0..n]` that is <= v (table[0] <= v).
+__device__ __forceinline__ int UpperIndex(const int64_t* table, int n, int64_t v) {
+  int lo = 0, hi = n;  // table[lo] <= v; the answer is in [lo, hi)
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) / 2;
+    if (__ldg(table + mid) <= v) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
 
 // Grouped tile order: group_m tile rows are walked column by column, so the CTAs resident at
 // one time touch few distinct A and B panels.
@@ -210,6 +225,18 @@ __device__ __forceinline__ Tile TileOf(const pk::GemmParams& p, int64_t t, int B
   const int64_t in_group = r % group;
   tile.m0 = (first_m + static_cast<int>(in_group % rows)) * kBM * kCluster + rank * kBM;
   tile.n0 = static_cast<int>(in_group / rows) * BN;
+  tile.m_end = static_cast<int>(p.m);
+  if (p.groups > 0) {
+    // Tile rows run over every group's in turn (no clusters): tile row r belongs to the group
+    // whose first tile row is the last one <= r, and starts 128 rows per tile row into it. Its
+    // 128 rows may reach into the next group's; those are loaded but never stored.
+    const int64_t r_all = tile.m0 / kBM;
+    const int g = UpperIndex(p.group_table, p.groups, r_all);
+    const int64_t* rows_of = p.group_table + p.groups + 1;
+    tile.batch = g;
+    tile.m0 = static_cast<int>(__ldg(rows_of + g) + (r_all - __ldg(p.group_table + g)) * kBM);
+    tile.m_end = static_cast<int>(__ldg(rows_of + g + 1));
+  }
   return tile;
 }
 

@@ -54,7 +54,7 @@ __device__ __forceinline__ void Epilogue(const pk::GemmParams& p, const float (&
   const bool paired = plain && (p.d_row % 2) == 0 &&
                       (reinterpret_cast<uintptr_t>(p.d) % (2 * sizeof(Out))) == 0 &&
                       (p.d_batch % 2) == 0;
-  const bool full = int64_t{tile.m0} + kBM <= p.m && int64_t{tile.n0} + BN <= p.n;
+  const bool full = tile.m0 + kBM <= tile.m_end && int64_t{tile.n0} + BN <= p.n;
   if (paired && full) {
 #pragma unroll
     for (int j = 0; j < BN / 8; ++j) {
@@ -74,7 +74,7 @@ __device__ __forceinline__ void Epilogue(const pk::GemmParams& p, const float (&
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const int64_t col = col0 + 8 * j + e;
-        if (row < p.m && col < p.n) {
+        if (row < tile.m_end && col < p.n) {
           float v = acc[4 * j + 2 * h + e];
           if (!plain) v = pk::GemmEpilogueValue<float, Out>(p, v, tile.batch, row, col);
           d[row * p.d_row + col] = ToOut<Out>(v);
@@ -117,10 +117,10 @@ __device__ __forceinline__ void EpilogueTma(const pk::GemmParams& p, const CUten
         if (fused) {
           const int64_t grow = int64_t{tile.m0} + consumer * 64 + row;
           const int64_t gcol = int64_t{tile.n0} + 8 * j + (lane % 4) * 2;
-          if (grow < p.m && gcol < p.n) {
+          if (grow < tile.m_end && gcol < p.n) {
             v0 = pk::GemmEpilogueValue<float, Out>(p, v0, tile.batch, grow, gcol);
           }
-          if (grow < p.m && gcol + 1 < p.n) {
+          if (grow < tile.m_end && gcol + 1 < p.n) {
             v1 = pk::GemmEpilogueValue<float, Out>(p, v1, tile.batch, grow, gcol + 1);
           }
         }
@@ -132,8 +132,9 @@ __device__ __forceinline__ void EpilogueTma(const pk::GemmParams& p, const CUten
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     WarpgroupBarrier(1 + consumer);
     if (t == 0) {
+      // D of a grouped product is one matrix (tile.batch is the group).
       TmaStore(tma_d, buf, tile.n0 + 64 * slab, tile.m0 + 64 * consumer,
-               static_cast<int>(tile.batch));
+               p.groups > 0 ? 0 : static_cast<int>(tile.batch));
     }
   }
 }

@@ -260,7 +260,7 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
       const Tile tile = TileOf<kCluster>(p, unit.tile, BN, rank);
       // A half wholly past M: the pipeline still turns (the producer counts on every consumer
       // warp's release) but no wgmma is issued.
-      const bool active = int64_t{tile.m0} + consumer * 64 < p.m;
+      const bool active = tile.m0 + consumer * 64 < tile.m_end;
       // A resumed unit starts from its saved k-block and accumulators.
       const bool resumed = kPreempt && t == first && kb_resume >= 0;
       const int kb_first = resumed ? kb_resume : unit.kb_begin;
@@ -332,15 +332,16 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
       if (p.splits > 1 && t >= p.dp_tiles) {
         // Recomputed here rather than kept live across the main loop (register pressure).
         const Unit u = UnitOf(p, t, kblocks);
-        const int64_t rows = p.m - (int64_t{tile.m0} + consumer * 64);
+        const int rows = tile.m_end - (tile.m0 + consumer * 64);
         if (!SplitReduce<BN>(p, acc, (u.tile - p.dp_tiles) * 2 + consumer, u.split,
-                             rows < 64 ? static_cast<int>(rows) : 64, consumer,
-                             last_arrival + consumer)) {
+                             rows < 64 ? rows : 64, consumer, last_arrival + consumer)) {
           continue;
         }
       }
       if constexpr (sizeof(Out) == 2) {
-        if (tma_store) {
+        // A grouped tile's rows past its group belong to the next one: a TMA store (clipped at
+        // the matrix only) would overwrite them, so such a half leaves through registers.
+        if (tma_store && (p.groups == 0 || tile.m0 + consumer * 64 + 64 <= tile.m_end)) {
           EpilogueTma<Out, BN>(p, tma_d, acc, tile, consumer, staging + consumer * 2 * kSlab);
           continue;
         }
