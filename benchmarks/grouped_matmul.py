@@ -1,5 +1,6 @@
-"""Grouped products (mixture-of-experts layers): gp.grouped_matmul (one launch over every group's
-tiles on Hopper) beside the same groups as a loop of cuBLASLt calls (gp.grouped_matmul with
+"""Grouped products (mixture-of-experts layers): gp.grouped_matmul (auto: one launch over every
+group's tiles on Hopper where a loop would be launch-bound), the one launch forced
+(backend="sm90"), the same groups as a loop of cuBLASLt calls (gp.grouped_matmul with
 backend="cublaslt"), a loop of torch.mm calls into slices of one output, and torch._grouped_mm
 where this torch has it; same operands, same process. Writes
 benchmarks/results/<gpu>-sm<XY>-grouped-matmul[-quick].json.
@@ -112,9 +113,14 @@ def measure(args, dev, torch, case, rng):
     def loop():
         return gp.grouped_matmul(ga, gb, ends, backend="cublaslt")
 
+    def one_launch():
+        return gp.grouped_matmul(ga, gb, ends, backend="sm90")
+
     errs = {}
     cands = {}
-    mine = [("ours", ours)] + ([("cublaslt_loop", loop)] if dev.type == "cuda" else [])
+    mine = [("ours", ours)]
+    if dev.type == "cuda":
+        mine += [("one_launch", one_launch), ("cublaslt_loop", loop)]
     for key, fn in mine:
         errs[key] = err(gp.to_numpy(fn().astype(gp.float32)))
         row[f"{key}_kernels"] = launches(dev, fn)
@@ -147,7 +153,7 @@ def measure(args, dev, torch, case, rng):
         else:
             row["torch_grouped_status"] = "n/a: this torch has no torch._grouped_mm"
     time_candidates(args, dev, cands, row, errs)
-    for peer in ("cublaslt_loop", "torch_loop", "torch_grouped"):
+    for peer in ("one_launch", "cublaslt_loop", "torch_loop", "torch_grouped"):
         if peer in row and "ours" in row:
             row[f"ours_vs_{peer}"] = row[peer]["us"] / row["ours"]["us"]
     return row
@@ -161,7 +167,7 @@ def main():
     dev, torch, props = opened
     cpu = dev.type == "cpu"
     cases = SMOKE if cpu else QUICK if args.quick else CASES
-    cols = ("ours", "cublaslt_loop", "torch_loop", "torch_grouped")
+    cols = ("ours", "one_launch", "cublaslt_loop", "torch_loop", "torch_grouped")
     print(f"{'case':40s} " + " ".join(f"{c + ' TFLOP/s':>22s}" for c in cols))
     results = []
     for i, case in enumerate(cases):

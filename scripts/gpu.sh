@@ -2,13 +2,15 @@
 # One-call GPU run for the lent H100/H200 machines (see CONTRIBUTING.md): unpacks the carried
 # Abseil / GoogleTest .debs (the machine has no network), builds for sm_90a with -j16, runs the
 # C++ and Python suites (backend parity included) with PYGPUKIT_DEVICE=cuda, python -m pygpukit and the benchmarks.
-#   steps: any of "build test test-gemm sanitize-gemm selfcheck bench bench-gemm
+#   steps: any of "build test test-gemm sanitize-gemm profile-gemm selfcheck bench bench-gemm
 #   bench-gemm-epilogue bench-scaled-matmul bench-grouped bench-mlp bench-jit
 #   bench-elementwise bench-sorting bench-rng bench-launch
 #   bench-memory bench-scheduler bench-suite"
 #   (default: build test selfcheck bench bench-memory bench-scheduler)
 #   test-gemm: only the matmul / gemm Python tests (fast signal on kernel work)
 #   sanitize-gemm: scripts/gemm_sanitize.py under compute-sanitizer memcheck
+#   profile-gemm: Nsight Compute over scripts/gemm_profile.py (the sm90 kernel plain and with a
+#   fused bias: stall reasons, source counters; logs in $OUT)
 #   sanitize: compute-sanitizer memcheck over the C++ op tests and the kernel families' Python
 #   suites, racecheck over reductions and sorting (each run capped at SANITIZE_LIMIT seconds;
 #   the lists in SANITIZE_CPP, SANITIZE_PY, SANITIZE_RACE, SANITIZE_GEMM=0 skips the GEMM cases)
@@ -113,6 +115,24 @@ if has sanitize-gemm; then
     grep -E "ERROR SUMMARY|FAIL|Invalid|Error" "$OUTDIR/sanitize_gemm.log" | head -20
   else
     echo "sanitize-gemm: compute-sanitizer not found"; rc=1
+  fi
+fi
+if has profile-gemm; then
+  # Nsight Compute on the sm90 kernel plain and with a fused bias (scripts/gemm_profile.py): the
+  # third (last) launch of each, speed of light, warp stall reasons and source-level counters.
+  NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  if [ -n "$NCU" ]; then
+    PYGPUKIT_DEVICE=cuda "$NCU" --clock-control none -k regex:pgk_gemm_sm90 --launch-skip 2 \
+      --launch-count 1 --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
+      --section MemoryWorkloadAnalysis --section LaunchStats --section Occupancy \
+      $PY scripts/gemm_profile.py >"$OUTDIR/profile_gemm_plain.log" 2>&1 || rc=1
+    PYGPUKIT_DEVICE=cuda "$NCU" --clock-control none -k regex:pgk_gemm_sm90 --launch-skip 5 \
+      --launch-count 1 --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
+      --section MemoryWorkloadAnalysis --section SourceCounters \
+      $PY scripts/gemm_profile.py >"$OUTDIR/profile_gemm_bias.log" 2>&1 || rc=1
+    grep -E "Duration|Stall|stall|Throughput|Warp Cycles|Issued|Eligible" "$OUTDIR"/profile_gemm_*.log | head -60
+  else
+    echo "profile-gemm: ncu not found"; rc=1
   fi
 fi
 if has sanitize; then

@@ -110,6 +110,27 @@ TEST(GemmProblem, GroupedProductsRunOnSm90Only) {
   EXPECT_EQ(kernels::GroupedTableSize(7), 16);
 }
 
+// Auto mode runs a grouped product as one launch where a loop of per-group products would be
+// launch-bound (many small experts), and as the loop where each group's product is long.
+TEST(GemmPlan, GroupedOneLaunchWhereTheLoopIsLaunchBound) {
+  auto even = [](int64_t groups, int64_t rows) {
+    std::vector<int64_t> ends(static_cast<size_t>(groups));
+    for (int64_t g = 0; g < groups; ++g) ends[g] = (g + 1) * rows;
+    return ends;
+  };
+  EXPECT_TRUE(GroupedOneLaunchPays(even(64, 64), 2048, 1536, 2));    // Qwen-MoE-like experts
+  EXPECT_TRUE(GroupedOneLaunchPays(even(5, 40), 200, 296, 2));       // small groups
+  EXPECT_FALSE(GroupedOneLaunchPays(even(8, 8), 4096, 14336, 2));    // decode: B read dominates
+  EXPECT_FALSE(GroupedOneLaunchPays(even(32, 256), 7168, 4096, 2));  // long per-group products
+  EXPECT_FALSE(GroupedOneLaunchPays(even(8, 1024), 4096, 14336, 2));
+  EXPECT_FALSE(GroupedOneLaunchPays({700}, 200, 296, 2));  // one group: an ordinary product
+  EXPECT_FALSE(GroupedOneLaunchPays({0, 0, 700, 700}, 200, 296, 2));
+  EXPECT_FALSE(GroupedOneLaunchPays({}, 200, 296, 2));
+  // Empty groups do not lower the mean.
+  EXPECT_EQ(GroupedOneLaunchPays({0, 64, 64, 128}, 2048, 1536, 2),
+            GroupedOneLaunchPays({64, 128}, 2048, 1536, 2));
+}
+
 // The tune cache's keys are on disk: TuneKeyOf must keep producing these exact strings.
 TEST(GemmProblem, TuneKeysAreStable) {
   EXPECT_EQ(TuneKeyText(TuneKeyOf(Dense(DType::BFloat16, 1024, 1024, 1024))),

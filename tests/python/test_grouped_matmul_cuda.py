@@ -1,5 +1,6 @@
 """gp.grouped_matmul on CUDA: where the sm90 kernels serve the groups (SM 9.x, sm_90a build,
-bf16 / fp16, or float32 as TF32), one persistent launch covers every group's tiles, with tile
+bf16 / fp16, or float32 as TF32) and the groups are small enough that one product per group
+would be bound by its launches, one persistent launch covers every group's tiles, with tile
 rows that straddle two groups, tails in M, N and K, empty groups, many groups, and the operand
 layouts of an expert's weight (b[g] row-major or a transposed view of (N, K)); values against the
 float64 per-group reference, the launch counted through gp.dispatch_stats, the result the same
@@ -26,14 +27,16 @@ def launched():
 
 def operands(rng, sizes, k, n, dtype, layout, dev):
     """NumPy (a, b) and their GPUArrays: a (rows, K) row-major or a transposed view ("m"), b
-    (groups, K, N) row-major ("n") or each matrix a transposed view of (N, K) ("k")."""
+    (groups, K, N) row-major ("n") or each matrix a transposed view of (N, K) ("k"). Leading
+    dims are multiples of 16 bytes (what TMA needs): an M-major a is a view of the first rows of
+    a wider matrix."""
     rows, groups = sum(sizes), len(sizes)
     if layout[0] == "k":
         a = rand(rng, (rows, k), dtype, scale=1.0)
         ga = gp.asarray(a, device=dev)
     else:
-        at = rand(rng, (k, rows), dtype, scale=1.0)
-        a, ga = at.T, gp.matrix_transpose(gp.asarray(at, device=dev))
+        at = rand(rng, (k, -(-rows // 8) * 8), dtype, scale=1.0)
+        a, ga = at.T[:rows], gp.matrix_transpose(gp.asarray(at, device=dev))[:rows]
     if layout[1] == "n":
         b = rand(rng, (groups, k, n), dtype, scale=1.0)
         gb = gp.asarray(b, device=dev)
@@ -65,7 +68,7 @@ def group_sizes(rng, name):
 @pytest.mark.parametrize("sizes", list(SIZES))
 def test_one_launch_over_every_group(cuda, rng, dtype, layout, sizes):
     sizes = group_sizes(rng, sizes)
-    k, n = 200, 300  # K and N tails past the 64-deep stages and 256-wide tiles
+    k, n = 200, 296  # K and N tails past the 64-deep stages and 256-wide tiles
     a, b, ga, gb = operands(rng, sizes, k, n, dtype, layout, cuda)
     offsets = [int(x) for x in np.cumsum(sizes)]
     gp.synchronize(cuda)
@@ -75,7 +78,8 @@ def test_one_launch_over_every_group(cuda, rng, dtype, layout, sizes):
     grouped_reference_check(x, a, b, offsets, dtype)
     if sm90_device(cuda):
         assert sum(kernels.values()) == 1, kernels
-        assert next(iter(kernels)).startswith("pgk_gemm_sm90_"), kernels
+        if len([s for s in sizes if s]) > 1:  # (one group is one ordinary product)
+            assert next(iter(kernels)).startswith("pgk_gemm_sm90_"), kernels
         # The same bits again: the tile order and each tile's sum do not depend on timing.
         y = gp.grouped_matmul(ga, gb, offsets)
         np.testing.assert_array_equal(host(y).view(np.uint16), host(x).view(np.uint16))

@@ -40,14 +40,21 @@ PGK_HD Out GemmBias(const GemmParams& p, int64_t batch, int64_t col) {
   return static_cast<const Out*>(p.bias)[batch * p.bias_batch + col];
 }
 
-/// act(alpha * acc + beta * c + bias) from C's and the bias's values already read (ignored
-/// when beta is 0 / there is no bias): kernels that read them ahead of their stores use this.
+/// alpha * acc + beta * c + bias, the epilogue before its activation, from C's and the bias's
+/// values already read (ignored when beta is 0 / there is no bias).
 template <typename Acc>
-PGK_HD Acc GemmEpilogueCombine(const GemmParams& p, Acc acc, Acc c, Acc bias) {
+PGK_HD Acc GemmEpilogueAffine(const GemmParams& p, Acc acc, Acc c, Acc bias) {
   Acc v = Acc(p.alpha) * acc;
   if (p.beta != 0.0) v += Acc(p.beta) * c;
   if (p.bias != nullptr) v += bias;
-  return GemmActivate(v, p.activation);
+  return v;
+}
+
+/// act(alpha * acc + beta * c + bias) from C's and the bias's values already read: kernels that
+/// read them ahead of their stores use this.
+template <typename Acc>
+PGK_HD Acc GemmEpilogueCombine(const GemmParams& p, Acc acc, Acc c, Acc bias) {
+  return GemmActivate(GemmEpilogueAffine(p, acc, c, bias), p.activation);
 }
 
 /// Value of output element (batch, row, col) from its accumulator: act(alpha * acc + beta * C +

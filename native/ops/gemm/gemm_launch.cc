@@ -85,6 +85,10 @@ absl::Status LaunchGroupedGemm(LaunchContext& ctx, GemmProblem p, absl::Span<con
       return NotImplementedError("grouped_matmul: a paced task runs one product per group");
     }
   }
+  if (p.options.backend == MatmulBackend::kAuto &&
+      !GroupedOneLaunchPays(ends, p.k, p.n, ItemSize(p.in))) {
+    return NotImplementedError("grouped_matmul: one product per group is expected faster");
+  }
   // The device table (kernels::GroupedTableSize): each group's first 128-row tile row, then its
   // first row.
   const int64_t groups = static_cast<int64_t>(ends.size());

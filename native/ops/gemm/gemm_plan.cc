@@ -52,6 +52,26 @@ absl::StatusOr<GemmPlan> PlanGemm(const GemmProblem& p, const GemmTarget& t, Gem
   return plan;
 }
 
+bool GroupedOneLaunchPays(absl::Span<const int64_t> ends, int64_t k, int64_t n, int elem_bytes) {
+  // Rates of an H200 for 16-bit products (cuBLASLt's large-product rate, HBM's copy rate), and
+  // the span below which a loop's per-group launches cost about as much as the products.
+  constexpr double kFlops = 600e12, kBytes = 3.5e12, kLoopBoundSeconds = 8e-6;
+  int64_t prev = 0, groups = 0, rows = 0;
+  for (const int64_t e : ends) {
+    if (e > prev) {
+      ++groups;
+      rows += e - prev;
+    }
+    prev = e;
+  }
+  if (groups <= 1) return false;  // nothing to gain over one product
+  const double mean_rows = static_cast<double>(rows) / static_cast<double>(groups);
+  const double flops = 2.0 * mean_rows * static_cast<double>(k) * static_cast<double>(n);
+  const double bytes = static_cast<double>(elem_bytes) * static_cast<double>(k) *
+                       (static_cast<double>(n) + mean_rows);
+  return std::max(flops / kFlops, bytes / kBytes) < kLoopBoundSeconds;
+}
+
 int64_t RowBlockRows(const GemmProblem& p, int64_t max_flops) {
   const int64_t per_row = 2 * p.batch * p.n * p.k;
   if (max_flops <= 0 || per_row <= 0 || p.m <= max_flops / per_row) return p.m;

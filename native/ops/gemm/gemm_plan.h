@@ -9,6 +9,7 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "ops/gemm/gemm_accepts.h"
 #include "ops/gemm/gemm_family.h"
 #include "ops/gemm/gemm_problem.h"
@@ -40,6 +41,13 @@ std::optional<GemmChoice> RuleChoice(const GemmProblem& p, const GemmTarget& t);
 /// serve `p` is NotImplementedError with its reason, except cuBLASLt, which serves an epilogue
 /// unfused. Auto mode fuses with `choose(p)` when it gives a family, else runs unfused.
 absl::StatusOr<GemmPlan> PlanGemm(const GemmProblem& p, const GemmTarget& t, GemmChooser choose);
+
+/// Auto mode's choice for a grouped product (groups ending at rows `ends`, each against its own
+/// k x n matrix): one launch over every group's tiles when a loop of one product per group would
+/// be bound by its launches, i.e. when the mean non-empty group's product, modelled at a Hopper
+/// GPU's rates (16-bit tensor-core FLOPs, its B read from memory), is shorter than a few launch
+/// overheads. Measured in benchmarks/results/*-grouped-matmul.json.
+bool GroupedOneLaunchPays(absl::Span<const int64_t> ends, int64_t k, int64_t n, int elem_bytes);
 
 /// Rows per launch when a task's launches are limited to `max_flops` (0: no limit): at most
 /// the budget, at least one row, and a multiple of the rows after which A's and D's row starts

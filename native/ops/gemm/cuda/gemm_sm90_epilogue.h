@@ -18,12 +18,29 @@ __device__ __forceinline__ void StorePair(Out* dst, float x, float y) {
   }
 }
 
+// float -> Out and Out -> float through the conversion instructions alone: the storage types'
+// own conversions keep NaN payloads through a slow path that, inlined for each of a tile's
+// values, swells the code (a NaN stays a NaN here; its payload is not kept, as in the packed
+// conversions of the TMA-store path).
 template <typename Out>
 __device__ __forceinline__ Out ToOut(float v) {
   if constexpr (std::is_same_v<Out, float>) {
     return v;
+  } else if constexpr (std::is_same_v<Out, pygpukit::bfloat16>) {
+    return Out::FromBits(__bfloat16_as_ushort(__float2bfloat16_rn(v)));
   } else {
-    return Out(v);
+    return Out::FromBits(__half_as_ushort(__float2half_rn(v)));
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ float AsFloat(T x) {
+  if constexpr (std::is_same_v<T, float>) {
+    return x;
+  } else if constexpr (std::is_same_v<T, pygpukit::bfloat16>) {
+    return __bfloat162float(__ushort_as_bfloat16(x.bits));
+  } else {
+    return __half2float(__ushort_as_half(x.bits));
   }
 }
 
@@ -38,6 +55,25 @@ __device__ __forceinline__ uint32_t Pack(float x, float y) {
     memcpy(&u, &v, 4);
   }
   return u;
+}
+
+// The activation, out of line. Inlined into every one of the 128 values a thread writes per
+// tile (with the erf, tanh and exp forms of every activation behind one runtime switch), it made
+// each 16-bit kernel about 650 KiB of code, most of it the epilogue, which then ran at the speed
+// of instruction-cache misses (a fused bias alone tripled the product's time).
+__device__ __noinline__ float ActivateOutlined(float x, int32_t act) {
+  return pk::GemmActivate(x, act);
+}
+
+// The fused epilogue of one value held in registers: C and the bias read and added inline, the
+// activation called (GemmEpilogueValue's logic, with the activation out of line).
+template <typename Out>
+__device__ __forceinline__ float FusedValue(const pk::GemmParams& p, float acc, int64_t batch,
+                                            int64_t row, int64_t col) {
+  const float c = p.beta != 0.0 ? AsFloat(pk::GemmAddend<Out>(p, batch, row, col)) : 0.f;
+  const float bias = p.bias != nullptr ? AsFloat(pk::GemmBias<Out>(p, batch, col)) : 0.f;
+  const float v = pk::GemmEpilogueAffine(p, acc, c, bias);
+  return p.activation != pk::kActNone ? ActivateOutlined(v, p.activation) : v;
 }
 
 // Writes one consumer warpgroup's 64 x BN accumulator block. Thread (warp w, lane l) holds, for
@@ -66,6 +102,23 @@ __device__ __forceinline__ void Epilogue(const pk::GemmParams& p, const float (&
     }
     return;
   }
+  // Masked stores, the plain and the fused loop apart so that each is compact code.
+  if (plain) {
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int64_t row = row0 + 8 * h;
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int64_t col = col0 + 8 * j + e;
+          if (row < tile.m_end && col < p.n)
+            d[row * p.d_row + col] = ToOut<Out>(acc[4 * j + 2 * h + e]);
+        }
+      }
+    }
+    return;
+  }
 #pragma unroll
   for (int j = 0; j < BN / 8; ++j) {
 #pragma unroll
@@ -75,9 +128,8 @@ __device__ __forceinline__ void Epilogue(const pk::GemmParams& p, const float (&
       for (int e = 0; e < 2; ++e) {
         const int64_t col = col0 + 8 * j + e;
         if (row < tile.m_end && col < p.n) {
-          float v = acc[4 * j + 2 * h + e];
-          if (!plain) v = pk::GemmEpilogueValue<float, Out>(p, v, tile.batch, row, col);
-          d[row * p.d_row + col] = ToOut<Out>(v);
+          d[row * p.d_row + col] =
+              ToOut<Out>(FusedValue<Out>(p, acc[4 * j + 2 * h + e], tile.batch, row, col));
         }
       }
     }
@@ -118,10 +170,10 @@ __device__ __forceinline__ void EpilogueTma(const pk::GemmParams& p, const CUten
           const int64_t grow = int64_t{tile.m0} + consumer * 64 + row;
           const int64_t gcol = int64_t{tile.n0} + 8 * j + (lane % 4) * 2;
           if (grow < tile.m_end && gcol < p.n) {
-            v0 = pk::GemmEpilogueValue<float, Out>(p, v0, tile.batch, grow, gcol);
+            v0 = FusedValue<Out>(p, v0, tile.batch, grow, gcol);
           }
           if (grow < tile.m_end && gcol + 1 < p.n) {
-            v1 = pk::GemmEpilogueValue<float, Out>(p, v1, tile.batch, grow, gcol + 1);
+            v1 = FusedValue<Out>(p, v1, tile.batch, grow, gcol + 1);
           }
         }
         const uint32_t v = Pack<Out>(v0, v1);
