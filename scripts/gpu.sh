@@ -7,7 +7,8 @@
 #   bench-elementwise bench-sorting bench-rng bench-launch
 #   bench-memory bench-scheduler bench-suite"
 #   (default: build test selfcheck bench bench-memory bench-scheduler)
-#   test-gemm: only the matmul / gemm Python tests (fast signal on kernel work)
+#   test-gemm: only the matmul / gemm Python tests (fast signal on kernel work; GEMM_K replaces
+#   the -k expression, GEMM_PYTEST_ARGS adds pytest arguments)
 #   sanitize-gemm: scripts/gemm_sanitize.py under compute-sanitizer memcheck
 #   profile-gemm: Nsight Compute over scripts/gemm_profile.py (the sm90 kernel plain and with a
 #   fused bias: stall reasons, source counters; logs in $OUT)
@@ -103,7 +104,7 @@ if has test; then
 fi
 if has test-gemm; then
   PYGPUKIT_DEVICE=cuda $PY -m pytest tests/python -q -p no:cacheprovider -rf --maxfail=40 \
-    -k "matmul or gemm or linear" >"$OUTDIR/pytest_gemm.log" 2>&1 || rc=1
+    -k "${GEMM_K:-matmul or gemm or linear}" ${GEMM_PYTEST_ARGS:-} >"$OUTDIR/pytest_gemm.log" 2>&1 || rc=1
   grep -E "^(FAILED|ERROR)" "$OUTDIR/pytest_gemm.log" | head -40
   tail -3 "$OUTDIR/pytest_gemm.log"
 fi
