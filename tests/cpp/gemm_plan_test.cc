@@ -120,7 +120,8 @@ TEST(GemmPlan, GroupedOneLaunchWhereTheLoopIsLaunchBound) {
   };
   EXPECT_TRUE(GroupedOneLaunchPays(even(64, 64), 2048, 1536, 2));    // Qwen-MoE-like experts
   EXPECT_TRUE(GroupedOneLaunchPays(even(5, 40), 200, 296, 2));       // small groups
-  EXPECT_FALSE(GroupedOneLaunchPays(even(8, 8), 4096, 14336, 2));    // decode: B read dominates
+  EXPECT_TRUE(GroupedOneLaunchPays(even(32, 16), 7168, 4096, 2));    // DeepSeek-V3-like decode
+  EXPECT_FALSE(GroupedOneLaunchPays(even(8, 8), 4096, 14336, 2));    // decode: a long B read
   EXPECT_FALSE(GroupedOneLaunchPays(even(32, 256), 7168, 4096, 2));  // long per-group products
   EXPECT_FALSE(GroupedOneLaunchPays(even(8, 1024), 4096, 14336, 2));
   EXPECT_FALSE(GroupedOneLaunchPays({700}, 200, 296, 2));  // one group: an ordinary product

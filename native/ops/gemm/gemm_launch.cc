@@ -89,6 +89,22 @@ absl::Status LaunchGroupedGemm(LaunchContext& ctx, GemmProblem p, absl::Span<con
       !GroupedOneLaunchPays(ends, p.k, p.n, ItemSize(p.in))) {
     return NotImplementedError("grouped_matmul: one product per group is expected faster");
   }
+  // An M-major A is read with its rows as TMA's innermost dim, whose box starts must lie on
+  // 16-byte boundaries (an unaligned start raised CUDA_ERROR_ILLEGAL_INSTRUCTION on an H200):
+  // each group's first row must be such a start.
+  if (p.a.col != 1) {
+    const int64_t align = 16 / ItemSize(p.in);
+    int64_t begin = 0;
+    for (const int64_t e : ends) {
+      if (e > begin && begin % align != 0) {
+        return NotImplementedError(absl::StrCat(
+            "grouped_matmul: one launch reads an M-major a from group starts on 16-byte "
+            "boundaries; a group starts at row ",
+            begin));
+      }
+      begin = e;
+    }
+  }
   // The device table (kernels::GroupedTableSize): each group's first 128-row tile row, then its
   // first row.
   const int64_t groups = static_cast<int64_t>(ends.size());

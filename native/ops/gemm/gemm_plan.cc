@@ -54,8 +54,11 @@ absl::StatusOr<GemmPlan> PlanGemm(const GemmProblem& p, const GemmTarget& t, Gem
 
 bool GroupedOneLaunchPays(absl::Span<const int64_t> ends, int64_t k, int64_t n, int elem_bytes) {
   // Rates of an H200 for 16-bit products (cuBLASLt's large-product rate, HBM's copy rate), and
-  // the span below which a loop's per-group launches cost about as much as the products.
-  constexpr double kFlops = 600e12, kBytes = 3.5e12, kLoopBoundSeconds = 8e-6;
+  // the spans below which the loop lost to one launch (benchmarks/grouped_matmul.py): a group's
+  // compute under about 10 us (Qwen-MoE-like experts: 4-6x; DeepSeek-V3 down at 12.5 us: the
+  // loop 1.04x), its B read under about 25 us (DeepSeek-V3 decode at 17 us: one launch 1.36x;
+  // Mixtral decode at 34 us: the loop 1.14x).
+  constexpr double kFlops = 600e12, kBytes = 3.5e12, kComputeBound = 10e-6, kReadBound = 25e-6;
   int64_t prev = 0, groups = 0, rows = 0;
   for (const int64_t e : ends) {
     if (e > prev) {
@@ -69,7 +72,7 @@ bool GroupedOneLaunchPays(absl::Span<const int64_t> ends, int64_t k, int64_t n, 
   const double flops = 2.0 * mean_rows * static_cast<double>(k) * static_cast<double>(n);
   const double bytes = static_cast<double>(elem_bytes) * static_cast<double>(k) *
                        (static_cast<double>(n) + mean_rows);
-  return std::max(flops / kFlops, bytes / kBytes) < kLoopBoundSeconds;
+  return flops / kFlops < kComputeBound && bytes / kBytes < kReadBound;
 }
 
 int64_t RowBlockRows(const GemmProblem& p, int64_t max_flops) {

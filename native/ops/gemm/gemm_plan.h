@@ -45,8 +45,8 @@ absl::StatusOr<GemmPlan> PlanGemm(const GemmProblem& p, const GemmTarget& t, Gem
 /// Auto mode's choice for a grouped product (groups ending at rows `ends`, each against its own
 /// k x n matrix): one launch over every group's tiles when a loop of one product per group would
 /// be bound by its launches, i.e. when the mean non-empty group's product, modelled at a Hopper
-/// GPU's rates (16-bit tensor-core FLOPs, its B read from memory), is shorter than a few launch
-/// overheads. Measured in benchmarks/results/*-grouped-matmul.json.
+/// GPU's rates (16-bit tensor-core FLOPs, its B read from memory), is short in both. Measured in
+/// benchmarks/results/*-grouped-matmul.json.
 bool GroupedOneLaunchPays(absl::Span<const int64_t> ends, int64_t k, int64_t n, int elem_bytes);
 
 /// Rows per launch when a task's launches are limited to `max_flops` (0: no limit): at most
