@@ -132,6 +132,29 @@ TEST(GemmPlan, GroupedOneLaunchWhereTheLoopIsLaunchBound) {
             GroupedOneLaunchPays({64, 128}, 2048, 1536, 2));
 }
 
+// A scaled product sliced into row blocks (a paced task's budget) keeps each row's scale: a
+// per-row scale of A moves with the rows; block scales (laid out for the whole product) are
+// never sliced.
+TEST(GemmProblem, ScaledProductsSliceTheirRowScales) {
+  GemmProblem p = Dense(DType::Float8E4M3Fn, 1024, 256, 512, true);
+  p.out = DType::BFloat16;
+  const float* sa = reinterpret_cast<const float*>(0xA00000);
+  const float* sb = reinterpret_cast<const float*>(0xB00000);
+  p.scale_a = {sa, GemmScaleMode::kOuter};
+  p.scale_b = {sb, GemmScaleMode::kTensor};
+  const GemmProblem s = RowSlice(p, 128, 256);
+  EXPECT_EQ(s.scale_a.ptr, sa + 128);
+  EXPECT_EQ(s.scale_b.ptr, sb);
+  const int64_t budget = 2 * 256 * 512 * 256;  // 256 rows
+  EXPECT_EQ(RowBlockRows(p, budget), 256);
+  GemmProblem blocks = p;
+  blocks.scale_a.mode = GemmScaleMode::kBlocks1x128;
+  EXPECT_EQ(RowBlockRows(blocks, budget), 1024);
+  GemmProblem tensor = p;
+  tensor.scale_a.mode = GemmScaleMode::kTensor;
+  EXPECT_EQ(RowSlice(tensor, 128, 256).scale_a.ptr, sa);
+}
+
 // The tune cache's keys are on disk: TuneKeyOf must keep producing these exact strings.
 TEST(GemmProblem, TuneKeysAreStable) {
   EXPECT_EQ(TuneKeyText(TuneKeyOf(Dense(DType::BFloat16, 1024, 1024, 1024))),

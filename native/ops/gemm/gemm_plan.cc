@@ -78,6 +78,11 @@ bool GroupedOneLaunchPays(absl::Span<const int64_t> ends, int64_t k, int64_t n, 
 int64_t RowBlockRows(const GemmProblem& p, int64_t max_flops) {
   const int64_t per_row = 2 * p.batch * p.n * p.k;
   if (max_flops <= 0 || per_row <= 0 || p.m <= max_flops / per_row) return p.m;
+  // Block scales are laid out for the whole product (cuBLASLt's order): not split.
+  const auto blocks = [](GemmScaleMode m) {
+    return m == GemmScaleMode::kBlocks1x128 || m == GemmScaleMode::kBlocks128x128;
+  };
+  if (p.scaled() && (blocks(p.scale_a.mode) || blocks(p.scale_b.mode))) return p.m;
   int64_t rows = std::max<int64_t>(1, max_flops / per_row);
   // A multiple of the rows after which both A's and D's offsets are 256-byte aligned; at least
   // 128 rows when that many fit.

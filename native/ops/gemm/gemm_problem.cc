@@ -91,6 +91,9 @@ GemmProblem RowSlice(const GemmProblem& p, int64_t r0, int64_t rows) {
   if (p.c.ptr != nullptr) {
     s.c.ptr = static_cast<const char*>(p.c.ptr) + r0 * p.c.row * ItemSize(p.out);
   }
+  // A per-row scale of A starts at the slice's first row (block scales are never sliced:
+  // RowBlockRows).
+  if (p.scaled() && p.scale_a.mode == GemmScaleMode::kOuter) s.scale_a.ptr = p.scale_a.ptr + r0;
   return s;
 }
 

@@ -82,7 +82,7 @@ LaunchCost GemmCost(const GemmProblem& p);
 LaunchCost GemmEpilogueCost(const GemmProblem& p, DType src);
 /// The tune key of `p` (selection and the tune cache see the same description).
 TuneKey TuneKeyOf(const GemmProblem& p);
-/// Rows [r0, r0 + rows) of `p`: A, D and C offset, B and the bias shared.
+/// Rows [r0, r0 + rows) of `p`: A, D, C and a per-row scale of A offset, B and the bias shared.
 GemmProblem RowSlice(const GemmProblem& p, int64_t r0, int64_t rows);
 /// The plain product of `p` into `tmp` (dense, dtype `acc`): what runs before an unfused
 /// epilogue pass.
