@@ -76,6 +76,8 @@ TEST(GemmProblem, FusedIsAnythingBeyondStoringTheProductInTheInputDtype) {
 // reads every group's B; it never runs on the preemptible kernels.
 TEST(GemmProblem, GroupedProductsRunOnSm90Only) {
   GemmProblem p = Dense(DType::BFloat16, 600, 300, 200, true);
+  p.a.batch = 0;  // as GroupedMatmul builds it: A and D one matrix each
+  p.d_batch = 0;
   p.b.batch = 300 * 200;
   p.groups = 7;
   p.group_tiles_m = 9;
@@ -93,6 +95,14 @@ TEST(GemmProblem, GroupedProductsRunOnSm90Only) {
   GemmProblem batched = p;
   batched.batch = 2;
   EXPECT_TRUE(absl::IsUnimplemented(GemmAccepts(GemmFamily::kSm90, batched, kHopper)));
+  // The kernel reads the group as the batch index: A or D with a batch stride would be read or
+  // written at the group's offset.
+  GemmProblem strided_a = p;
+  strided_a.a.batch = 600 * 200;
+  EXPECT_TRUE(absl::IsUnimplemented(GemmAccepts(GemmFamily::kSm90, strided_a, kHopper)));
+  GemmProblem strided_d = p;
+  strided_d.d_batch = 600 * 300;
+  EXPECT_TRUE(absl::IsUnimplemented(GemmAccepts(GemmFamily::kSm90, strided_d, kHopper)));
 
   const kernels::GemmParams params = ParamsOf(p);
   EXPECT_EQ(params.groups, 7);
@@ -153,6 +163,9 @@ TEST(GemmProblem, ScaledProductsSliceTheirRowScales) {
   GemmProblem tensor = p;
   tensor.scale_a.mode = GemmScaleMode::kTensor;
   EXPECT_EQ(RowSlice(tensor, 128, 256).scale_a.ptr, sa);
+  // Blocks of fewer rows keep the per-row scale's start 16-byte aligned (4 floats).
+  EXPECT_EQ(RowBlockRows(p, 2 * 256 * 512 * 6), 4);
+  EXPECT_EQ(RowBlockRows(tensor, 2 * 256 * 512 * 6), 6);
 }
 
 // The tune cache's keys are on disk: TuneKeyOf must keep producing these exact strings.

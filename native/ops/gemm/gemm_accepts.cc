@@ -308,10 +308,12 @@ absl::Status GemmAccepts(GemmFamily family, const GemmProblem& p, const GemmTarg
                        "the sm90 kernels only, not ",
                        GemmFamilyName(family)));
     }
-    if (p.batch != 1 || p.scaled() || p.groups > INT32_MAX) {
+    // The kernel reads a tile's group as its batch index: A, D and C must be one matrix each.
+    if (p.batch != 1 || p.scaled() || p.groups > INT32_MAX || p.a.batch != 0 || p.d_batch != 0 ||
+        p.c.batch != 0) {
       return NotImplementedError(
-          "grouped_matmul: the sm90 grouped launch takes one batch of "
-          "unscaled 16-bit or TF32 operands");
+          "grouped_matmul: the sm90 grouped launch takes one batch of unscaled 16-bit or TF32 "
+          "operands, A, D and C without a batch stride");
     }
   }
   switch (family) {

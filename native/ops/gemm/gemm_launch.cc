@@ -122,9 +122,11 @@ absl::Status LaunchGroupedGemm(LaunchContext& ctx, GemmProblem p, absl::Span<con
   p.group_tiles_m = tile_rows;
   PGK_ASSIGN_OR_RETURN(GemmTarget t, GemmTargetOf(ctx));
   PGK_RETURN_IF_ERROR(GemmAccepts(GemmFamily::kSm90, p, t));
-  PGK_ASSIGN_OR_RETURN(
-      GPUArray dev_table,
-      FromHost(table.data(), {static_cast<int64_t>(table.size())}, DType::Int64, ctx.device()));
+  // Not blocking: the pageable table is staged before FromHost returns, and the copy is ordered
+  // before the kernel, so the host does not wait for the GPU here.
+  PGK_ASSIGN_OR_RETURN(GPUArray dev_table,
+                       FromHost(table.data(), {static_cast<int64_t>(table.size())}, DType::Int64,
+                                ctx.device(), /*blocking=*/false));
   PGK_RETURN_IF_ERROR(ctx.Use(dev_table));
   p.group_table = static_cast<const int64_t*>(dev_table.data());
   return kGemmProduct(ctx, p, GemmChoice{GemmFamily::kSm90});

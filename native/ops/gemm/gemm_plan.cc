@@ -92,6 +92,10 @@ int64_t RowBlockRows(const GemmProblem& p, int64_t max_flops) {
   };
   const int64_t pa = period(p.a.row * ItemSize(p.in)), pd = period(p.d_row * ItemSize(p.out));
   int64_t align = pa / std::gcd(pa, pd) * pd;
+  // A per-row scale of A starts at the block's first row: keep it 16-byte aligned too.
+  if (p.scaled() && p.scale_a.mode == GemmScaleMode::kOuter) {
+    align = align / std::gcd(align, int64_t{4}) * 4;
+  }
   if (rows >= 128) align = align / std::gcd(align, int64_t{128}) * 128;
   return std::max(align, rows - rows % align);
 }

@@ -52,7 +52,8 @@ bool GroupedOneLaunchPays(absl::Span<const int64_t> ends, int64_t k, int64_t n, 
 /// Rows per launch when a task's launches are limited to `max_flops` (0: no limit): at most
 /// the budget, at least one row, and a multiple of the rows after which A's and D's row starts
 /// are 256-byte aligned again (what cuBLASLt assumes), of 128 rows where that many fit (full
-/// GEMM tiles). p.m when the whole product fits, and for block-scaled products.
+/// GEMM tiles; a multiple of 4 rows for a per-row scale of A). p.m when the whole product fits,
+/// and for block-scaled products.
 int64_t RowBlockRows(const GemmProblem& p, int64_t max_flops);
 
 }  // namespace pygpukit::ops
