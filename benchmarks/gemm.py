@@ -300,15 +300,19 @@ def measure(ctx, section, m, k, n, dt, a32, b32):
     return row
 
 
-def kernels_launched(dev, fn):
-    """The kernels one call of `fn` launched (dispatcher statistics), shortened for the table:
-    "sm90_128x256_c2_kn_bf2_bf2", "cublaslt", "simt_128x128_rr_f4+epilogue_f4_f4"."""
+def kernel_counts(dev, fn):
+    """{kernel: launches} of one call of `fn` (dispatcher statistics), sorted by name."""
     gp.synchronize(dev)
     gp.reset_dispatch_stats()
     fn()
     gp.synchronize(dev)
-    names = sorted(gp.dispatch_stats()["per_kernel"])
-    short = [k.removeprefix("pgk_gemm_").removeprefix("matmul_") for k in names]
+    return dict(sorted(gp.dispatch_stats()["per_kernel"].items()))
+
+
+def kernels_launched(dev, fn):
+    """The kernels one call of `fn` launched, shortened for the table:
+    "sm90_128x256_c2_kn_bf2_bf2", "cublaslt", "simt_128x128_rr_f4+epilogue_f4_f4"."""
+    short = [k.removeprefix("pgk_gemm_").removeprefix("matmul_") for k in kernel_counts(dev, fn)]
     return "+".join(short) or "-"
 
 

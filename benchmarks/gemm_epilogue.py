@@ -22,7 +22,7 @@ import argparse
 import math
 
 import numpy as np
-from gemm import batch_seconds, pilot
+from gemm import batch_seconds, kernel_counts, pilot
 from peers import INTERLEAVED, interleaved_ms, open_gemm_device, product_result
 from results_file import write_result
 
@@ -167,11 +167,7 @@ def measure(args, dev, torch, dt, layout, m, n, k, epi, host):
         except NotImplementedError as e:
             row[f"{fam}_status"] = f"n/a: {str(e)[:160]}"
             continue
-        gp.synchronize(dev)
-        gp.reset_dispatch_stats()
-        run()
-        gp.synchronize(dev)
-        kernels[fam] = sorted(gp.dispatch_stats()["per_kernel"])
+        kernels[fam] = list(kernel_counts(dev, run))
         errs[fam] = max_rel_err(out[rows], ref, mag)
         cands[fam] = (run, lambda: gp.Event(dev))
     if torch is not None:

@@ -23,6 +23,7 @@ medians per call, and each candidate's spread (max / min batch time over the rou
 import argparse
 
 import numpy as np
+from gemm import kernel_counts
 from gemm_epilogue import time_candidates
 from peers import INTERLEAVED, open_gemm_device, product_result
 from results_file import write_result
@@ -60,15 +61,6 @@ def group_sizes(rng, experts, rows):
     """Uneven rows per expert summing to `rows` (some may be 0)."""
     weights = rng.dirichlet(np.full(experts, 4.0))
     return [int(s) for s in rng.multinomial(rows, weights)]
-
-
-def launches(dev, fn):
-    """{kernel: launches} of one call."""
-    gp.synchronize(dev)
-    gp.reset_dispatch_stats()
-    fn()
-    gp.synchronize(dev)
-    return dict(sorted(gp.dispatch_stats()["per_kernel"].items()))
 
 
 def measure(args, dev, torch, case, rng):
@@ -123,7 +115,7 @@ def measure(args, dev, torch, case, rng):
         mine += [("one_launch", one_launch), ("cublaslt_loop", loop)]
     for key, fn in mine:
         errs[key] = err(gp.to_numpy(fn().astype(gp.float32)))
-        row[f"{key}_kernels"] = launches(dev, fn)
+        row[f"{key}_kernels"] = kernel_counts(dev, fn)
         cands[key] = (fn, lambda: gp.Event(dev))
     if torch is not None:
         ta = torch.from_numpy(a32).cuda().to(torch.bfloat16)
