@@ -1,6 +1,7 @@
-"""FP8 scaled products: gp.scaled_matmul beside torch._scaled_mm (cuBLASLt's FP8 matmul) with the
-same operands and scales, and the bf16 product of the same shape (torch.matmul) for scale,
-same process. Writes benchmarks/results/<gpu>-sm<XY>-scaled-matmul[-quick].json.
+"""FP8 scaled products: gp.scaled_matmul (auto, and our sm90 wgmma kernels forced where they
+apply) beside torch._scaled_mm (cuBLASLt's FP8 matmul) with the same operands and scales, and
+the bf16 product of the same shape (torch.matmul) for scale, same process. Writes
+benchmarks/results/<gpu>-sm<XY>-scaled-matmul[-quick].json.
 
 Recipes: "tensor" (one scale per operand), "rowwise" (per row of A, per column of B) and
 "deepseek" (1x128 groups of A, 128x128 blocks of B, the DeepSeek-V3 recipe); e4m3 operands, A
@@ -121,6 +122,17 @@ def measure(args, dev, torch, recipe, m, n, k, rng):
     kernels = list(kernel_counts(dev, ours))  # before the error check's own cast
     errs = {"ours": err(gp.to_numpy(y.astype(gp.float32)))}
     cands = {"ours": (ours, lambda: gp.Event(dev))}
+    if recipe != "deepseek" and dev.type == "cuda":
+        # Our wgmma kernels forced (per-tensor and per-row / column scales only).
+
+        def sm90():
+            return gp.scaled_matmul(gx, gw, gsa, gsb, out_dtype=gp.bfloat16, backend="sm90")
+
+        try:
+            errs["sm90"] = err(gp.to_numpy(sm90().astype(gp.float32)))
+            cands["sm90"] = (sm90, lambda: gp.Event(dev))
+        except NotImplementedError as e:
+            row["sm90_status"] = f"n/a: {str(e).splitlines()[0][:160]}"
     if torch is not None:
         tx = torch.from_numpy(x8.view(np.uint8)).cuda().view(torch.float8_e4m3fn)
         tw = torch.from_numpy(w8.view(np.uint8)).cuda().view(torch.float8_e4m3fn)
@@ -143,6 +155,8 @@ def measure(args, dev, torch, recipe, m, n, k, rng):
     row["ours"]["kernels"] = kernels
     if "torch" in row:
         row["ours_vs_torch"] = row["torch"]["us"] / row["ours"]["us"]
+        if "sm90" in row:
+            row["sm90_vs_torch"] = row["torch"]["us"] / row["sm90"]["us"]
     return row
 
 
@@ -154,7 +168,7 @@ def main():
     dev, torch, props = opened
     cpu = dev.type == "cpu"
     shapes = SMOKE_SHAPES if cpu else QUICK_SHAPES if args.quick else SHAPES
-    cols = ("ours", "torch", "torch_bf16")
+    cols = ("ours", "sm90", "torch", "torch_bf16")
     print(f"{'case':32s} " + " ".join(f"{c + ' TFLOP/s':>20s}" for c in cols) + "  ours/torch")
     results = []
     for recipe in args.recipes.split(","):

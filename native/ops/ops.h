@@ -395,6 +395,10 @@ struct ScaledMatmulOptions {
   DType out_dtype = DType::BFloat16;  // bfloat16, float16 or float32
   std::optional<GPUArray> bias;       // 1-D of length N, any real float dtype
   Activation activation = Activation::kNone;
+  /// kAuto: cuBLASLt's FP8 matmul where it serves the problem, else the dequantized float32
+  /// product. kCublasLt / kSm90 force that family on CUDA (NotImplementedError where it cannot
+  /// serve the problem, or on the CPU); others are NotImplementedError.
+  MatmulBackend backend = MatmulBackend::kAuto;
 };
 /// The scaled product of 8-bit float matrices: act(dequant(a) @ dequant(b) + bias) in
 /// out_dtype, products accumulated in float32. a is (M, K) and b (K, N), each float8_e4m3fn or

@@ -407,9 +407,10 @@ PYBIND11_MODULE(_core, m) {
       "scaled_matmul",
       [](const pyb::handle& a, const pyb::handle& b, const pyb::handle& scale_a,
          const pyb::handle& scale_b, const pyb::handle& out_dtype, const pyb::handle& bias,
-         const pyb::handle& activation) {
+         const pyb::handle& activation, const pyb::handle& backend) {
         constexpr absl::string_view op = "scaled_matmul";
         ops::ScaledMatmulOptions o;
+        o.backend = ParseMatmulOptions(pyb::str("highest"), backend, op).backend;
         if (!out_dtype.is_none()) o.out_dtype = ToDType(out_dtype, op);
         o.bias = OptionalArray(bias, op);
         o.activation = ParseActivation(activation, op);
@@ -418,13 +419,16 @@ PYBIND11_MODULE(_core, m) {
       },
       pyb::arg("a"), pyb::arg("b"), pyb::arg("scale_a"), pyb::arg("scale_b"), pyb::kw_only(),
       pyb::arg("out_dtype") = pyb::none(), pyb::arg("bias") = pyb::none(),
-      pyb::arg("activation") = pyb::none(),
+      pyb::arg("activation") = pyb::none(), pyb::arg("backend") = "auto",
       "Scaled product of 8-bit float matrices: activation((a * scale_a) @ (b * scale_b) + bias) "
       "accumulated in float32 and written as out_dtype (bfloat16 by default, float16, float32). "
       "a (M, K) and b (K, N) are float8_e4m3fn or float8_e5m2; the float32 scales' shapes say "
       "how they cover their operand: () or (1, 1) one scale; (M, 1) / (1, N) per row of a / "
       "column of b; (M, ceil(K/128)) / (ceil(K/128), N) per 128 elements along K; "
-      "(ceil(M/128), ceil(K/128)) / (ceil(K/128), ceil(N/128)) per 128x128 block.");
+      "(ceil(M/128), ceil(K/128)) / (ceil(K/128), ceil(N/128)) per 128x128 block. backend: "
+      "'auto' (cuBLASLt's FP8 matmul where it serves, else the dequantized float32 product), "
+      "'cublaslt', or 'sm90' (our wgmma kernels: float8_e4m3fn, one scale per operand or per "
+      "row / column); a forced family that cannot serve raises NotImplementedError.");
   m.def(
       "set_gemm_autotune",
       [](const pyb::handle& enabled) {

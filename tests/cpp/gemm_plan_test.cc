@@ -144,7 +144,7 @@ TEST(GemmPlan, GroupedOneLaunchWhereTheLoopIsLaunchBound) {
 
 // A scaled product sliced into row blocks (a paced task's budget) keeps each row's scale: a
 // per-row scale of A moves with the rows; block scales (laid out for the whole product) are
-// never sliced.
+// never sliced. The sm90 kernels see the per-tensor / per-row kinds and refuse block scales.
 TEST(GemmProblem, ScaledProductsSliceTheirRowScales) {
   GemmProblem p = Dense(DType::Float8E4M3Fn, 1024, 256, 512, true);
   p.out = DType::BFloat16;
@@ -166,6 +166,21 @@ TEST(GemmProblem, ScaledProductsSliceTheirRowScales) {
   // Blocks of fewer rows keep the per-row scale's start 16-byte aligned (4 floats).
   EXPECT_EQ(RowBlockRows(p, 2 * 256 * 512 * 6), 4);
   EXPECT_EQ(RowBlockRows(tensor, 2 * 256 * 512 * 6), 6);
+
+  const kernels::GemmParams params = ParamsOf(p);
+  EXPECT_EQ(params.scale_kind_a, kernels::kScaleOuter);
+  EXPECT_EQ(params.scale_kind_b, kernels::kScaleTensor);
+  EXPECT_EQ(params.scale_a, sa);
+  EXPECT_TRUE(GemmAccepts(GemmFamily::kSm90, p, kHopper).ok())
+      << GemmAccepts(GemmFamily::kSm90, p, kHopper);
+  const absl::Status st = GemmAccepts(GemmFamily::kSm90, blocks, kHopper);
+  EXPECT_TRUE(absl::IsUnimplemented(st));
+  EXPECT_NE(st.message().find("block scales run on cuBLASLt"), std::string::npos) << st;
+  GemmProblem e5 = p;
+  e5.in_b = DType::Float8E5M2;
+  EXPECT_NE(GemmAccepts(GemmFamily::kSm90, e5, kHopper).message().find("float8_e4m3fn"),
+            std::string::npos);
+  EXPECT_EQ(ParamsOf(Dense(DType::BFloat16, 8, 8, 8)).scale_kind_a, kernels::kScaleNone);
 }
 
 // The tune cache's keys are on disk: TuneKeyOf must keep producing these exact strings.
@@ -269,10 +284,13 @@ TEST(GemmAccepts, CublasLtScaledProducts) {
   EXPECT_TRUE(lt(p, kHopper).ok()) << lt(p, kHopper);
   EXPECT_TRUE(lt(p, ada).ok());
   EXPECT_TRUE(absl::IsUnimplemented(lt(p, kAmpere)));
-  // Other families never take 8-bit floats.
-  for (GemmFamily f : {GemmFamily::kSm90, GemmFamily::kSm80, GemmFamily::kSimt}) {
+  // sm80 and SIMT never take 8-bit floats; sm90 takes e4m3 with per-tensor / per-row scales
+  // on Hopper (GemmProblem.ScaledProductsSliceTheirRowScales), not on Ada.
+  for (GemmFamily f : {GemmFamily::kSm80, GemmFamily::kSimt}) {
     EXPECT_FALSE(GemmAccepts(f, p, kHopper).ok()) << GemmFamilyName(f);
   }
+  EXPECT_TRUE(GemmAccepts(GemmFamily::kSm90, p, kHopper).ok());
+  EXPECT_FALSE(GemmAccepts(GemmFamily::kSm90, p, ada).ok());
   GemmProblem q = p;
   q.in_b = DType::Float8E5M2;
   EXPECT_TRUE(lt(q, kHopper).ok());  // e4m3 x e5m2 mixes

@@ -93,6 +93,7 @@ def run(
     act=None,
     b_layout="kmajor",
     a_layout="row",
+    backend="auto",
 ):
     a = quantized(rng, (m, k), fa)
     b = quantized(rng, (k, n), fb)
@@ -120,6 +121,7 @@ def run(
         out_dtype=getattr(gp, out),
         bias=None if bv is None else gp.asarray(bv),
         activation=act,
+        backend=backend,
     )
     assert y.dtype == getattr(gp, out) and y.shape == (m, n)
     check(host(y).astype(np.float32), a, b, sa, sb, bv, act, out)
@@ -129,6 +131,11 @@ def run(
 def on_hopper():
     d = gp.default_device()
     return d.type == "cuda" and tuple(gp.device_properties(d)["compute_capability"])[0] == 9
+
+
+def sm90_fp8():
+    """Whether the default device runs our sm90 8-bit kernels (SM 9.x, sm_90a build)."""
+    return on_hopper() and "90a" in gp.runtime_info()["kernel_archs"]
 
 
 # (scale_a recipe, scale_b recipe, served by cuBLASLt's FP8 matmul on Hopper for e4m3, K-major
@@ -279,3 +286,62 @@ def test_readme_example():
     scope = run_readme_example("### Matrix products, fused epilogues and FP8")
     assert scope["y8"].shape == (64, 128) and scope["y8"].dtype == gp.bfloat16
     assert scope["z"].shape == (64, 128)
+
+
+# Our sm90 wgmma kernels for e4m3 (backend="sm90"): per-tensor and per-row / column scales, every
+# output dtype, bias and activations, tails (M, N; K a multiple of 16 as TMA needs), a skinny
+# long-K product (split K), against the float64 product of the dequantized operands.
+@pytest.mark.parametrize("out", ["bfloat16", "float16", "float32"])
+@pytest.mark.parametrize(
+    "ra, rb", [("tensor", "tensor"), ("outer", "outer"), ("tensor", "outer"), ("outer", "tensor")]
+)
+@pytest.mark.parametrize(
+    "m, k, n, bias, act",
+    [
+        (200, 272, 264, False, None),
+        (136, 4224, 520, True, "gelu"),
+        (1, 144, 8, True, "relu"),
+        (16, 8192, 256, False, "silu"),
+        (260, 128, 130, True, None),
+    ],
+    ids=lambda v: str(v),
+)
+def test_sm90_kernels(rng, out, ra, rb, m, k, n, bias, act):
+    if not sm90_fp8():
+        with pytest.raises(NotImplementedError, match="scaled_matmul"):
+            run(rng, m, k, n, ra, rb, out=out, bias=bias, act=act, backend="sm90")
+        return
+    kernels = run(rng, m, k, n, ra, rb, out=out, bias=bias, act=act, backend="sm90")
+    assert any(k_.startswith("pgk_gemm_sm90_") and "_kk_e4m3_" in k_ for k_ in kernels), kernels
+    assert not any(k_.startswith("matmul_cublaslt") for k_ in kernels), kernels
+
+
+@pytest.mark.parametrize(
+    "what, kwargs, match",
+    [
+        ("block scales", dict(ra="groups", rb="blocks"), "block scales run on cuBLASLt"),
+        ("e5m2", dict(fa="e5m2"), "take float8_e4m3fn operands"),
+        ("K not a multiple of 16", dict(k=100), "16-byte"),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_sm90_refusals_name_the_reason(rng, what, kwargs, match):
+    if not sm90_fp8():
+        pytest.skip("needs an SM 9.x device and an sm_90a build")
+    args = dict(m=64, k=256, n=64, ra="tensor", rb="tensor")
+    args.update(kwargs)
+    with pytest.raises(NotImplementedError, match=match):
+        run(rng, args.pop("m"), args.pop("k"), args.pop("n"), backend="sm90", **args)
+
+
+def test_forced_backend_off_cuda_or_unknown_says_so(rng):
+    a = gp.asarray(quantized(rng, (8, 32), "e4m3"), device="cpu")
+    b = gp.matrix_transpose(gp.asarray(quantized(rng, (8, 32), "e4m3"), device="cpu"))
+    one = gp.asarray(np.float32(1.0), device="cpu")
+    for backend in ("sm90", "cublaslt"):
+        with pytest.raises(NotImplementedError, match=f"backend='{backend}' runs on CUDA"):
+            gp.scaled_matmul(a, b, one, one, backend=backend)
+    with pytest.raises(NotImplementedError, match="backend must be 'auto', 'cublaslt' or 'sm90'"):
+        gp.scaled_matmul(a, b, one, one, backend="simt")
+    with pytest.raises(ValueError, match="scaled_matmul: unknown backend"):
+        gp.scaled_matmul(a, b, one, one, backend="nope")

@@ -16,6 +16,7 @@ def normalize(raw):
         peers = {
             "torch": r.get("torch", {}).get("us"),
             "torch bf16": r.get("torch_bf16", {}).get("us"),
+            "sm90": r.get("sm90", {}).get("us"),
         }
         m, n, k = r["m"], r["n"], r["k"]
         rows.append(

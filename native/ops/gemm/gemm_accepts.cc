@@ -17,7 +17,28 @@ bool IsHalf(DType t) { return t == DType::Float16 || t == DType::BFloat16; }
 // ---- sm90 (TMA + wgmma) ----
 
 absl::Status Sm90ProblemCore(const GemmProblem& g, const kernels::GemmParams& p) {
-  if (g.in == DType::Float32) {
+  if (IsFloat8(g.in) || IsFloat8(g.b_dtype())) {
+    if (g.in != DType::Float8E4M3Fn || g.b_dtype() != DType::Float8E4M3Fn) {
+      return NotImplementedError(
+          absl::StrCat("scaled_matmul: sm90 kernels take float8_e4m3fn operands, not ",
+                       DTypeName(g.in), " and ", DTypeName(g.b_dtype())));
+    }
+    if (!g.scaled() || p.scale_kind_a < 0 || p.scale_kind_b < 0) {
+      return NotImplementedError(
+          "scaled_matmul: sm90 kernels take one scale per operand or per row of a / column of b "
+          "(block scales run on cuBLASLt)");
+    }
+    if (p.a_col != 1 || p.b_row != 1) {
+      return NotImplementedError(
+          "scaled_matmul: sm90 kernels need K-major a and b (a row-major, b the transpose of a "
+          "row-major (N, K) matrix)");
+    }
+    if (g.out != DType::BFloat16 && g.out != DType::Float16 && g.out != DType::Float32) {
+      return NotImplementedError(
+          absl::StrCat("scaled_matmul: sm90 kernels write bfloat16, float16 or float32, not ",
+                       DTypeName(g.out)));
+    }
+  } else if (g.in == DType::Float32) {
     if (!g.tf32()) {
       return NotImplementedError(
           "matmul: sm90 kernels take float32 only as TF32 (precision=\"tf32\")");
@@ -30,7 +51,7 @@ absl::Status Sm90ProblemCore(const GemmProblem& g, const kernels::GemmParams& p)
     return NotImplementedError(absl::StrCat(
         "matmul: sm90 kernels take bfloat16, float16 or float32 (as tf32), not ", DTypeName(g.in)));
   }
-  if (g.out != g.in && g.out != DType::Float32) {
+  if (g.out != g.in && g.out != DType::Float32 && !IsFloat8(g.in)) {
     return NotImplementedError(absl::StrCat("matmul: sm90 kernels write ", DTypeName(g.in),
                                             " or float32, not ", DTypeName(g.out)));
   }

@@ -34,7 +34,7 @@ struct Sm90Operand {
   int esize;
 };
 /// Bytes per element the sm90 kernels read: 2 (bf16 / fp16) or 4 (float32 as TF32).
-inline int Sm90ElemBytes(DType in) { return in == DType::Float32 ? 4 : 2; }
+inline int Sm90ElemBytes(DType in) { return in == DType::Float32 ? 4 : IsFloat8(in) ? 1 : 2; }
 /// Whether TMA can address rows at `ptr` with leading dim `ld` and `batch_stride` (elements of
 /// `esize` bytes): 16-byte aligned base, strides multiples of 16 bytes below 2^40.
 bool TmaFriendly(const void* ptr, int64_t ld, int64_t batch_stride, int esize);

@@ -18,6 +18,10 @@ enum GemmActivation : int32_t {
   kActGeluTanh = 4,  // tanh approximation (torch's approximate="tanh", cuBLASLt's GELU)
 };
 
+/// How a float32 scale of an 8-bit float operand covers it in GemmParams (scaled products on
+/// the sm90 kernels): none, one value, one per row of A / column of B.
+enum GemmScaleKind : int32_t { kScaleNone = 0, kScaleTensor = 1, kScaleOuter = 2 };
+
 /// One (strided-batched) GEMM. Element (b, i, j) of an operand X lives at
 /// x + b * x_batch + i * x_row + j * x_col (element strides; a zero batch stride broadcasts).
 /// A is m x k and B is k x n in the input dtype; D (m x n, unit column stride), C and bias are
@@ -62,9 +66,15 @@ struct GemmParams {
   // every group together. 0: not grouped, group_table unused.
   int32_t groups;
   const int64_t* group_table;
+  // Scaled (8-bit float) products on the sm90 kernels: the product of element (i, j) is
+  // multiplied by scale_a[i or 0] * scale_b[j or 0] (GemmScaleKind) before the rest of the
+  // epilogue. kScaleNone: no scale, pointer unused.
+  const float* scale_a;
+  const float* scale_b;
+  int32_t scale_kind_a, scale_kind_b;
 };
 
-static_assert(sizeof(GemmParams) == 272, "GemmParams layout changed");
+static_assert(sizeof(GemmParams) == 296, "GemmParams layout changed");
 
 /// The device table of a grouped product with `groups` groups: entry g (0 <= g <= groups) is
 /// the first 128-row tile row of group g (the last entry: all of them), entry groups + 1 + g the

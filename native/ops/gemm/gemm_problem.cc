@@ -30,6 +30,18 @@ kernels::GemmParams ParamsOf(const GemmProblem& p) {
   g.activation = p.act;
   g.groups = static_cast<int32_t>(p.groups);
   g.group_table = p.group_table;
+  // The per-tensor and per-row / column scales as the sm90 kernels apply them (block scales:
+  // cuBLASLt only, which reads GemmProblem's).
+  auto kind = [](const GemmScale& s) {
+    if (s.ptr == nullptr) return kernels::kScaleNone;
+    return s.mode == GemmScaleMode::kTensor  ? kernels::kScaleTensor
+           : s.mode == GemmScaleMode::kOuter ? kernels::kScaleOuter
+                                             : static_cast<kernels::GemmScaleKind>(-1);
+  };
+  g.scale_a = p.scale_a.ptr;
+  g.scale_b = p.scale_b.ptr;
+  g.scale_kind_a = kind(p.scale_a);
+  g.scale_kind_b = kind(p.scale_b);
   return g;
 }
 

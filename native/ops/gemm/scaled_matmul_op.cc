@@ -151,15 +151,16 @@ absl::StatusOr<GPUArray> CublasLtScale(const GPUArray& scale, const ScaleCover& 
   return RuntimeError("scaled_matmul: unknown scale mode");
 }
 
-// The product on cuBLASLt's FP8 matmul, or NotImplementedError where it declines.
-absl::StatusOr<GPUArray> CublasLtProduct(const GPUArray& a_in, const GPUArray& b_in,
-                                         const GPUArray& scale_a, const GPUArray& scale_b,
-                                         const ScaleCover& ca, const ScaleCover& cb,
-                                         const ScaledMatmulOptions& o) {
+// The product on an 8-bit kernel family (cuBLASLt's FP8 matmul, or the sm90 kernels where
+// forced), or NotImplementedError where it declines.
+absl::StatusOr<GPUArray> FamilyProduct(const GPUArray& a_in, const GPUArray& b_in,
+                                       const GPUArray& scale_a, const GPUArray& scale_b,
+                                       const ScaleCover& ca, const ScaleCover& cb,
+                                       const ScaledMatmulOptions& o) {
   const int64_t m = a_in.shape()[0], k = a_in.shape()[1], n = b_in.shape()[1];
   std::optional<GemmScaleMode> ma = ModeOf(ca, true, m, k), mb = ModeOf(cb, false, n, k);
   if (!ma.has_value() || !mb.has_value()) {
-    return NotImplementedError("scaled_matmul: no cuBLASLt scale mode for these scales");
+    return NotImplementedError("scaled_matmul: no kernel scale mode for these scales");
   }
   // One side per tensor and the other per row / column: both as vectors.
   if (*ma == GemmScaleMode::kTensor && *mb == GemmScaleMode::kOuter) ma = GemmScaleMode::kOuter;
@@ -182,7 +183,8 @@ absl::StatusOr<GPUArray> CublasLtProduct(const GPUArray& a_in, const GPUArray& b
   p.in = a.dtype();
   p.in_b = bt.dtype();
   p.out = o.out_dtype;
-  p.options.backend = MatmulBackend::kCublasLt;
+  p.options.backend =
+      o.backend == MatmulBackend::kSm90 ? MatmulBackend::kSm90 : MatmulBackend::kCublasLt;
   p.m = m;
   p.n = n;
   p.k = k;
@@ -255,9 +257,19 @@ absl::StatusOr<GPUArray> ScaledMatmul(const GPUArray& a, const GPUArray& b, cons
   PGK_ASSIGN_OR_RETURN(ScaleCover ca, CoverOf(scale_a, "scale_a", a, "a", true));
   PGK_ASSIGN_OR_RETURN(ScaleCover cb, CoverOf(scale_b, "scale_b", b, "b", false));
   const int64_t m = a.shape()[0], k = a.shape()[1];
+  const bool forced = o.backend != MatmulBackend::kAuto;
+  if (forced && (o.backend != MatmulBackend::kCublasLt && o.backend != MatmulBackend::kSm90)) {
+    return NotImplementedError(
+        absl::StrCat(kOp, ": backend must be 'auto', 'cublaslt' or 'sm90' (8-bit kernels)"));
+  }
+  if (forced && !a.device().is_cuda()) {
+    return NotImplementedError(
+        absl::StrCat(kOp, ": backend='", o.backend == MatmulBackend::kSm90 ? "sm90" : "cublaslt",
+                     "' runs on CUDA devices only, not ", a.device().ToString()));
+  }
   if (a.device().is_cuda() && m > 0 && n > 0 && k > 0) {
-    absl::StatusOr<GPUArray> d = CublasLtProduct(a, b, scale_a, scale_b, ca, cb, o);
-    if (!absl::IsUnimplemented(d.status())) return d;
+    absl::StatusOr<GPUArray> d = FamilyProduct(a, b, scale_a, scale_b, ca, cb, o);
+    if (forced || !absl::IsUnimplemented(d.status())) return d;
   }
   return DequantizedProduct(a, b, scale_a, scale_b, ca, cb, o);
 }

@@ -125,6 +125,14 @@ absl::Status GemmSm90Impl(LaunchContext& ctx, const GemmProblem& g, const GemmCh
   // A cluster fixed by the caller (autotuner) keeps its plan unsplit unless splits are asked.
   plan_in.force_splits = choice.sm90_cluster > 1 ? 1 : env.splits;
   plan_in.clusters = env.clusters;
+  if (IsFloat8(g.in)) {
+    // The 8-bit kernels are built without clusters.
+    if (choice.sm90_cluster > 1) {
+      return NotImplementedError("scaled_matmul: the sm90 8-bit kernels run without clusters");
+    }
+    plan_in.force_cluster = 1;
+    plan_in.clusters = false;
+  }
   if (g.grouped()) {
     // Tile rows of every group in one grid (GroupedTableSize): whole tiles, no clusters (a
     // cluster's two tile rows could belong to two groups).
@@ -198,6 +206,7 @@ absl::Status GemmSm90Impl(LaunchContext& ctx, const GemmProblem& g, const GemmCh
   // truncate (H200, 1024^3: max error 1.8e-4 truncated vs 7.7e-5 rounded, as cuBLASLt).
   const CUtensorMapDataType type = g.in == DType::BFloat16  ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
                                    : g.in == DType::Float16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                   : IsFloat8(g.in)         ? CU_TENSOR_MAP_DATA_TYPE_UINT8
                                                             : CU_TENSOR_MAP_DATA_TYPE_TFLOAT32;
   // K-major boxes are 128 bytes of K x tile rows (a CTA's share of them when B is multicast);
   // MN-major ones (16-bit only) 64 (MN) x 64 (K), several per tile.
@@ -207,13 +216,18 @@ absl::Status GemmSm90Impl(LaunchContext& ctx, const GemmProblem& g, const GemmCh
   // 16-bit results in the inputs' dtype (fused epilogue or not) leave through TMA stores
   // (asynchronous, clipped at the edges) when D is a layout TMA can write; the rest use the
   // register epilogue.
+  // (16-bit results of 8-bit operands too.)
   int tma_store = 0;
   CUtensorMap map_d;
   std::memset(&map_d, 0, sizeof(map_d));
-  if (g.out == g.in && esize == 2 &&
-      TmaFriendly(p.d, p.d_row, p.batch > 1 ? p.d_batch : 0, esize)) {
-    const Sm90Operand d{p.d, p.n, p.m, p.d_row, p.batch > 1 ? p.d_batch : 0, p.batch, true, esize};
-    absl::StatusOr<CUtensorMap> m = EncodeMap(api, d, type, 64);
+  const int out_bytes = ItemSize(g.out);
+  if ((g.out == g.in || IsFloat8(g.in)) && out_bytes == 2 &&
+      TmaFriendly(p.d, p.d_row, p.batch > 1 ? p.d_batch : 0, out_bytes)) {
+    const Sm90Operand d{p.d,     p.n,  p.m,      p.d_row, p.batch > 1 ? p.d_batch : 0,
+                        p.batch, true, out_bytes};
+    const CUtensorMapDataType d_type = g.out == DType::BFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                                : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    absl::StatusOr<CUtensorMap> m = EncodeMap(api, d, d_type, 64);
     if (m.ok()) {
       map_d = *m;
       tma_store = 1;

@@ -6,6 +6,7 @@
 #include <cuda.h>  // CUtensorMap (a plain 128-byte struct): no driver calls here
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include "ops/gemm/cuda/wgmma_sm90.h"
 #include "ops/gemm/gemm_epilogue.h"
@@ -22,8 +23,8 @@ namespace {
 
 constexpr int kBM = 128;  // tile rows: two consumer warpgroups of 64
 // K extent of a stage: one 128-byte swizzle row (64 16-bit or 32 float32 elements). Every
-// k-step (k16 for 16-bit, k8 for tf32) advances 32 bytes, so the byte geometry below is the same
-// for all input dtypes.
+// k-step (k16 for 16-bit, k8 for tf32, k32 for 8-bit floats) advances 32 bytes, so the byte
+// geometry below is the same for all input dtypes.
 template <typename In>
 constexpr int kBK = 128 / static_cast<int>(sizeof(In));
 constexpr int kThreads = 384;
@@ -172,7 +173,14 @@ __device__ __forceinline__ void FenceAcc(float (&acc)[N]) {
 
 template <typename In, int BN, int TA, int TB>
 __device__ __forceinline__ void Mma(float (&acc)[BN / 2], uint64_t da, uint64_t db, int scale) {
-  if constexpr (std::is_same_v<In, float>) {
+  if constexpr (std::is_same_v<In, __nv_fp8_e4m3>) {
+    static_assert(TA == 0 && TB == 0, "8-bit wgmma reads K-major operands only");
+    if constexpr (BN == 256) {
+      pygpukit::sm90::Wgmma256E4m3(acc, da, db, scale);
+    } else {
+      pygpukit::sm90::Wgmma128E4m3(acc, da, db, scale);
+    }
+  } else if constexpr (std::is_same_v<In, float>) {
     static_assert(TA == 0 && TB == 0, "tf32 wgmma reads K-major operands only");
     if constexpr (BN == 256) {
       pygpukit::sm90::Wgmma256Tf32(acc, da, db, scale);

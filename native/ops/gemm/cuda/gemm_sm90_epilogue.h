@@ -67,9 +67,23 @@ __device__ __noinline__ float ActivateOutlined(float x, int32_t act) {
 
 // The fused epilogue of one value held in registers: C and the bias read and added inline, the
 // activation called (GemmEpilogueValue's logic, with the activation out of line).
+// Whether anything beyond storing the accumulator applies: alpha, beta * C, a bias, an
+// activation, or an 8-bit product's scales.
+__device__ __forceinline__ bool HasEpilogue(const pk::GemmParams& p) {
+  return p.alpha != 1.0 || p.beta != 0.0 || p.bias != nullptr || p.activation != pk::kActNone ||
+         p.scale_kind_a != pk::kScaleNone || p.scale_kind_b != pk::kScaleNone;
+}
+
 template <typename Out>
 __device__ __forceinline__ float FusedValue(const pk::GemmParams& p, float acc, int64_t batch,
                                             int64_t row, int64_t col) {
+  // The scales of an 8-bit product first: they dequantize the product itself.
+  if (p.scale_kind_a != pk::kScaleNone) {
+    acc *= __ldg(p.scale_a + (p.scale_kind_a == pk::kScaleOuter ? row : 0));
+  }
+  if (p.scale_kind_b != pk::kScaleNone) {
+    acc *= __ldg(p.scale_b + (p.scale_kind_b == pk::kScaleOuter ? col : 0));
+  }
   const float c = p.beta != 0.0 ? AsFloat(pk::GemmAddend<Out>(p, batch, row, col)) : 0.f;
   const float bias = p.bias != nullptr ? AsFloat(pk::GemmBias<Out>(p, batch, col)) : 0.f;
   const float v = pk::GemmEpilogueAffine(p, acc, c, bias);
@@ -85,8 +99,7 @@ __device__ __forceinline__ void Epilogue(const pk::GemmParams& p, const float (&
   const int row0 = tile.m0 + consumer * 64 + (t / 32) * 16 + (t % 32) / 4;
   const int col0 = tile.n0 + (t % 4) * 2;
   Out* d = static_cast<Out*>(p.d) + tile.batch * p.d_batch;
-  const bool plain =
-      p.alpha == 1.0 && p.beta == 0.0 && p.bias == nullptr && p.activation == pk::kActNone;
+  const bool plain = !HasEpilogue(p);
   const bool paired = plain && (p.d_row % 2) == 0 &&
                       (reinterpret_cast<uintptr_t>(p.d) % (2 * sizeof(Out))) == 0 &&
                       (p.d_batch % 2) == 0;
@@ -151,8 +164,7 @@ __device__ __forceinline__ void EpilogueTma(const pk::GemmParams& p, const CUten
   const int t = threadIdx.x % 128;
   const int lane = t % 32;
   const int row_base = (t / 32) * 16 + lane / 4;
-  const bool fused =
-      p.alpha != 1.0 || p.beta != 0.0 || p.bias != nullptr || p.activation != pk::kActNone;
+  const bool fused = HasEpilogue(p);
 #pragma unroll
   for (int slab = 0; slab < BN / 64; ++slab) {
     uint8_t* buf = staging + (slab & 1) * kSlab;

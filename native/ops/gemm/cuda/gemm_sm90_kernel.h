@@ -1,13 +1,14 @@
-// Hopper GEMM (sm_90a): D = epilogue(A @ B) for bf16 / fp16 inputs with fp32 accumulation, and
-// for float32 inputs read as TF32 (K-major A and B only: tf32 wgmma has no transpose).
+// Hopper GEMM (sm_90a): D = epilogue(A @ B) for bf16 / fp16 inputs with fp32 accumulation, for
+// float32 inputs read as TF32 and for e4m3 inputs with per-tensor or per-row / column scales
+// (K-major A and B only: tf32 and 8-bit wgmma have no transpose).
 //
 // Design (one CTA per SM, persistent):
 //   * Block tile 128 x BN x 64 (BN = 256 or 128; x 32 for tf32: the same 128 bytes of K).
 //     384 threads = 3 warpgroups: warpgroup 0 is the
 //     producer (one thread issues TMA copies; the group gives registers back with setmaxnreg),
 //     warpgroups 1 and 2 are consumers, each owning 64 rows of the tile and issuing
-//     wgmma.m64nBNk16 (k8 for tf32) with both operands in shared memory (accumulators: BN / 2
-//     fp32 registers per thread).
+//     wgmma.m64nBNk16 (k8 for tf32, k32 for e4m3) with both operands in shared memory
+//     (accumulators: BN / 2 fp32 registers per thread).
 //   * Pipeline: kStages shared-memory stages, each holding a 128 x 64 A tile and a BN x 64 B tile
 //     (x 32 for tf32)
 //     in the 128-byte-swizzled layout TMA writes and wgmma reads. Per stage, a `full` mbarrier
