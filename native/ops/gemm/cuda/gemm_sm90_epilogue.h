@@ -157,14 +157,16 @@ __device__ __forceinline__ void Epilogue(const pk::GemmParams& p, const float (&
 // one is rewritten, the store issued from it two slabs ago must have finished reading it. A fused
 // epilogue (alpha, beta * C, bias, activation) is applied to each value in registers before it
 // is staged, inside the matrix only (C and the bias are not read past it).
-template <typename Out, int BN>
-__device__ __forceinline__ void EpilogueTma(const pk::GemmParams& p, const CUtensorMap* tma_d,
-                                            const float (&acc)[BN / 2], const Tile& tile,
-                                            int consumer, uint8_t* staging) {
+// kFused is a template parameter, not a runtime flag inside the loop: with both forms of each
+// value in one unrolled loop, the plain path's few instructions per value were scattered
+// between the fused ones and fetched as sparsely as they were.
+template <typename Out, int BN, bool kFused>
+__device__ __forceinline__ void EpilogueTmaImpl(const pk::GemmParams& p, const CUtensorMap* tma_d,
+                                                const float (&acc)[BN / 2], const Tile& tile,
+                                                int consumer, uint8_t* staging) {
   const int t = threadIdx.x % 128;
   const int lane = t % 32;
   const int row_base = (t / 32) * 16 + lane / 4;
-  const bool fused = HasEpilogue(p);
 #pragma unroll
   for (int slab = 0; slab < BN / 64; ++slab) {
     uint8_t* buf = staging + (slab & 1) * kSlab;
@@ -178,7 +180,7 @@ __device__ __forceinline__ void EpilogueTma(const pk::GemmParams& p, const CUten
         const int row = row_base + 8 * h;
         const uint32_t off = row * 128 + ((jj ^ (row & 7)) << 4) + (lane % 4) * 4;
         float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
-        if (fused) {
+        if constexpr (kFused) {
           const int64_t grow = int64_t{tile.m0} + consumer * 64 + row;
           const int64_t gcol = int64_t{tile.n0} + 8 * j + (lane % 4) * 2;
           if (grow < tile.m_end && gcol < p.n) {
@@ -200,6 +202,17 @@ __device__ __forceinline__ void EpilogueTma(const pk::GemmParams& p, const CUten
       TmaStore(tma_d, buf, tile.n0 + 64 * slab, tile.m0 + 64 * consumer,
                p.groups > 0 ? 0 : static_cast<int>(tile.batch));
     }
+  }
+}
+
+template <typename Out, int BN>
+__device__ __forceinline__ void EpilogueTma(const pk::GemmParams& p, const CUtensorMap* tma_d,
+                                            const float (&acc)[BN / 2], const Tile& tile,
+                                            int consumer, uint8_t* staging) {
+  if (HasEpilogue(p)) {
+    EpilogueTmaImpl<Out, BN, true>(p, tma_d, acc, tile, consumer, staging);
+  } else {
+    EpilogueTmaImpl<Out, BN, false>(p, tma_d, acc, tile, consumer, staging);
   }
 }
 
