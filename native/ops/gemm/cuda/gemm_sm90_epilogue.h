@@ -103,7 +103,7 @@ __device__ __forceinline__ void Epilogue(const pk::GemmParams& p, const float (&
   const bool paired = plain && (p.d_row % 2) == 0 &&
                       (reinterpret_cast<uintptr_t>(p.d) % (2 * sizeof(Out))) == 0 &&
                       (p.d_batch % 2) == 0;
-  const bool full = tile.m0 + kBM <= tile.m_end && int64_t{tile.n0} + BN <= p.n;
+  const bool full = int64_t{tile.m0} + kBM <= tile.m_end && int64_t{tile.n0} + BN <= p.n;
   if (paired && full) {
 #pragma unroll
     for (int j = 0; j < BN / 8; ++j) {
