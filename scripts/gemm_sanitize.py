@@ -117,10 +117,6 @@ def grouped(rng):
     return failures
 
 
-if __name__ == "__main__":
-    main()
-
-
 def scaled_sm90(rng):
     """gp.scaled_matmul on the sm90 e4m3 kernels (backend="sm90"): per-row / per-column scales
     with a bias, tails in M and N, bf16 (TMA stores) and float32 (register stores) results."""
@@ -153,3 +149,7 @@ def scaled_sm90(rng):
             continue
         failures += report(f"scaled sm90 {out}", y, ref, scale)
     return failures
+
+
+if __name__ == "__main__":
+    main()

@@ -408,6 +408,21 @@ absl::StatusOr<GPUArray> GroupedMatmul(const GPUArray& a_in, const GPUArray& b_i
   PGK_ASSIGN_OR_RETURN(GPUArray d, Empty({m, n}, dtype, a.device()));
   if (m == 0 || n == 0) return d;
   PGK_ASSIGN_OR_RETURN(Mat A, Prepare(a, 0, true));
+  // An M-major a sliced at a group start off a 16-byte boundary is a matrix that neither the
+  // one launch (TMA box starts) nor the per-group families read (cuBLASLt found no algorithm
+  // for such a start on an H200): such an a is copied row-major once, an m x k pass beside the
+  // m x n x k product.
+  if (A.col != 1 && m > 1) {
+    const int64_t align = 16 / ItemSize(dtype);
+    bool misaligned = false;
+    for (size_t g = 0; g + 1 < offsets.size(); ++g) {
+      misaligned |= offsets[g] % align != 0 && offsets[g + 1] > offsets[g];
+    }
+    if (misaligned) {
+      PGK_ASSIGN_OR_RETURN(GPUArray row_major, Copy(A.arr));
+      PGK_ASSIGN_OR_RETURN(A, Prepare(row_major, 0, true));
+    }
+  }
   PGK_ASSIGN_OR_RETURN(Mat B, Prepare(b, 1, true));
   PGK_ASSIGN_OR_RETURN(LaunchContext ctx, LaunchContext::Open(op, {&A.arr, &B.arr, &d}));
   GemmProblem all;

@@ -126,10 +126,14 @@ absl::Status GemmSm90Impl(LaunchContext& ctx, const GemmProblem& g, const GemmCh
   plan_in.force_splits = choice.sm90_cluster > 1 ? 1 : env.splits;
   plan_in.clusters = env.clusters;
   if (IsFloat8(g.in)) {
-    // The 8-bit kernels are built without clusters.
+    // The 8-bit kernels are built without clusters, with 128-wide tiles only (promotion).
     if (choice.sm90_cluster > 1) {
       return NotImplementedError("scaled_matmul: the sm90 8-bit kernels run without clusters");
     }
+    if (choice.sm90_bn == 256) {
+      return NotImplementedError("scaled_matmul: the sm90 8-bit kernels use 128-wide tiles");
+    }
+    plan_in.force_bn = 128;
     plan_in.force_cluster = 1;
     plan_in.clusters = false;
   }

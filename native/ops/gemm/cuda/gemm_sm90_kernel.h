@@ -243,6 +243,14 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
     constexpr uint32_t kStepA = TA == 0 ? 32 : 16 * 128;
     constexpr uint32_t kStepB = TB == 0 ? 32 : 16 * 128;
     float acc[BN / 2];
+    // 8-bit wgmma adds its products into the accumulator at reduced precision (low bits are
+    // dropped, so the error grows with K); each k-block's sum is started fresh and promoted into
+    // float32 `sums` instead, so a product's error is that of one 128-deep block. Only the
+    // 128-wide tiles have the registers for both.
+    constexpr bool kPromote = sizeof(In) == 1;
+    static_assert(!kPromote || BN == 128, "8-bit kernels promote into a second accumulator");
+    float sums[kPromote ? BN / 2 : 1];
+    float(&res)[BN / 2] = *reinterpret_cast<float(*)[BN / 2]>(kPromote ? sums : acc);
     int stage = 0;
     uint32_t phase = 0;
     // Releases a stage to every producer that writes into it.
@@ -271,6 +279,10 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
       const bool reload = resumed && acc_saved;
       int prev = -1;
       int kb = kb_first;
+      if constexpr (kPromote) {
+#pragma unroll
+        for (int i = 0; i < BN / 2; ++i) sums[i] = 0.0f;
+      }
       for (; kb < unit.kb_end; ++kb) {
         MbarWait(&full[stage], phase);
         if constexpr (kPreempt) {
@@ -287,11 +299,20 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
 #pragma unroll
           for (int kk = 0; kk < 4; ++kk) {
             Mma<In, BN, TA, TB>(acc, Desc(a + kk * kStepA, kBox), Desc(b + kk * kStepB, kBox),
-                                (kb != kb_first) | (kk != 0));
+                                ((kb != kb_first) && !kPromote) | (kk != 0));
           }
           asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-          asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-          FenceAcc(acc);
+          if constexpr (kPromote) {
+            // The block's sum is read before the next block's first wgmma overwrites it; the
+            // other consumer's wgmmas keep the tensor cores busy meanwhile.
+            asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+            FenceAcc(acc);
+#pragma unroll
+            for (int i = 0; i < BN / 2; ++i) sums[i] += acc[i];
+          } else {
+            asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+            FenceAcc(acc);
+          }
         }
         if (prev >= 0) release(prev);
         prev = stage;
@@ -334,7 +355,7 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
         // Recomputed here rather than kept live across the main loop (register pressure).
         const Unit u = UnitOf(p, t, kblocks);
         const int rows = tile.m_end - (tile.m0 + consumer * 64);
-        if (!SplitReduce<BN>(p, acc, (u.tile - p.dp_tiles) * 2 + consumer, u.split,
+        if (!SplitReduce<BN>(p, res, (u.tile - p.dp_tiles) * 2 + consumer, u.split,
                              rows < 64 ? rows : 64, consumer, last_arrival + consumer)) {
           continue;
         }
@@ -343,11 +364,11 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
         // A grouped tile's rows past its group belong to the next one: a TMA store (clipped at
         // the matrix only) would overwrite them, so such a half leaves through registers.
         if (tma_store && (p.groups == 0 || tile.m0 + consumer * 64 + 64 <= tile.m_end)) {
-          EpilogueTma<Out, BN>(p, tma_d, acc, tile, consumer, staging + consumer * 2 * kSlab);
+          EpilogueTma<Out, BN>(p, tma_d, res, tile, consumer, staging + consumer * 2 * kSlab);
           continue;
         }
       }
-      Epilogue<Out, BN>(p, acc, tile, consumer);
+      Epilogue<Out, BN>(p, res, tile, consumer);
     }
     if constexpr (kPreempt) {
       if (!stopped && threadIdx.x == 128) {
