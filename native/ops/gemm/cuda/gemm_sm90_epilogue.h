@@ -65,8 +65,6 @@ __device__ __noinline__ float ActivateOutlined(float x, int32_t act) {
   return pk::GemmActivate(x, act);
 }
 
-// The fused epilogue of one value held in registers: C and the bias read and added inline, the
-// activation called (GemmEpilogueValue's logic, with the activation out of line).
 // Whether anything beyond storing the accumulator applies: alpha, beta * C, a bias, an
 // activation, or an 8-bit product's scales.
 __device__ __forceinline__ bool HasEpilogue(const pk::GemmParams& p) {
@@ -74,15 +72,21 @@ __device__ __forceinline__ bool HasEpilogue(const pk::GemmParams& p) {
          p.scale_kind_a != pk::kScaleNone || p.scale_kind_b != pk::kScaleNone;
 }
 
-template <typename Out>
+// The fused epilogue of one value held in registers: C and the bias read and added inline, the
+// activation called (GemmEpilogueValue's logic, with the activation out of line).
+// kScaled (the 8-bit kernels only): the scales of the product first, as they dequantize the
+// product itself. A compile-time flag, so that the 16-bit kernels do not carry the scale reads
+// in each of their 128 inlined values (code size again).
+template <typename Out, bool kScaled>
 __device__ __forceinline__ float FusedValue(const pk::GemmParams& p, float acc, int64_t batch,
                                             int64_t row, int64_t col) {
-  // The scales of an 8-bit product first: they dequantize the product itself.
-  if (p.scale_kind_a != pk::kScaleNone) {
-    acc *= __ldg(p.scale_a + (p.scale_kind_a == pk::kScaleOuter ? row : 0));
-  }
-  if (p.scale_kind_b != pk::kScaleNone) {
-    acc *= __ldg(p.scale_b + (p.scale_kind_b == pk::kScaleOuter ? col : 0));
+  if constexpr (kScaled) {
+    if (p.scale_kind_a != pk::kScaleNone) {
+      acc *= __ldg(p.scale_a + (p.scale_kind_a == pk::kScaleOuter ? row : 0));
+    }
+    if (p.scale_kind_b != pk::kScaleNone) {
+      acc *= __ldg(p.scale_b + (p.scale_kind_b == pk::kScaleOuter ? col : 0));
+    }
   }
   const float c = p.beta != 0.0 ? AsFloat(pk::GemmAddend<Out>(p, batch, row, col)) : 0.f;
   const float bias = p.bias != nullptr ? AsFloat(pk::GemmBias<Out>(p, batch, col)) : 0.f;
@@ -92,7 +96,7 @@ __device__ __forceinline__ float FusedValue(const pk::GemmParams& p, float acc, 
 
 // Writes one consumer warpgroup's 64 x BN accumulator block. Thread (warp w, lane l) holds, for
 // each 8-column group j, rows w*16 + l/4 (+8) and columns 8j + 2(l%4) (+1).
-template <typename Out, int BN>
+template <typename Out, int BN, bool kScaled>
 __device__ __forceinline__ void Epilogue(const pk::GemmParams& p, const float (&acc)[BN / 2],
                                          const Tile& tile, int consumer) {
   const int t = threadIdx.x % 128;
@@ -142,7 +146,7 @@ __device__ __forceinline__ void Epilogue(const pk::GemmParams& p, const float (&
         const int64_t col = col0 + 8 * j + e;
         if (row < tile.m_end && col < p.n) {
           d[row * p.d_row + col] =
-              ToOut<Out>(FusedValue<Out>(p, acc[4 * j + 2 * h + e], tile.batch, row, col));
+              ToOut<Out>(FusedValue<Out, kScaled>(p, acc[4 * j + 2 * h + e], tile.batch, row, col));
         }
       }
     }
@@ -160,7 +164,7 @@ __device__ __forceinline__ void Epilogue(const pk::GemmParams& p, const float (&
 // kFused is a template parameter, not a runtime flag inside the loop: with both forms of each
 // value in one unrolled loop, the plain path's few instructions per value were scattered
 // between the fused ones and fetched as sparsely as they were.
-template <typename Out, int BN, bool kFused>
+template <typename Out, int BN, bool kScaled, bool kFused>
 __device__ __forceinline__ void EpilogueTmaImpl(const pk::GemmParams& p, const CUtensorMap* tma_d,
                                                 const float (&acc)[BN / 2], const Tile& tile,
                                                 int consumer, uint8_t* staging) {
@@ -184,10 +188,10 @@ __device__ __forceinline__ void EpilogueTmaImpl(const pk::GemmParams& p, const C
           const int64_t grow = int64_t{tile.m0} + consumer * 64 + row;
           const int64_t gcol = int64_t{tile.n0} + 8 * j + (lane % 4) * 2;
           if (grow < tile.m_end && gcol < p.n) {
-            v0 = FusedValue<Out>(p, v0, tile.batch, grow, gcol);
+            v0 = FusedValue<Out, kScaled>(p, v0, tile.batch, grow, gcol);
           }
           if (grow < tile.m_end && gcol + 1 < p.n) {
-            v1 = FusedValue<Out>(p, v1, tile.batch, grow, gcol + 1);
+            v1 = FusedValue<Out, kScaled>(p, v1, tile.batch, grow, gcol + 1);
           }
         }
         const uint32_t v = Pack<Out>(v0, v1);
@@ -205,14 +209,14 @@ __device__ __forceinline__ void EpilogueTmaImpl(const pk::GemmParams& p, const C
   }
 }
 
-template <typename Out, int BN>
+template <typename Out, int BN, bool kScaled>
 __device__ __forceinline__ void EpilogueTma(const pk::GemmParams& p, const CUtensorMap* tma_d,
                                             const float (&acc)[BN / 2], const Tile& tile,
                                             int consumer, uint8_t* staging) {
   if (HasEpilogue(p)) {
-    EpilogueTmaImpl<Out, BN, true>(p, tma_d, acc, tile, consumer, staging);
+    EpilogueTmaImpl<Out, BN, kScaled, true>(p, tma_d, acc, tile, consumer, staging);
   } else {
-    EpilogueTmaImpl<Out, BN, false>(p, tma_d, acc, tile, consumer, staging);
+    EpilogueTmaImpl<Out, BN, kScaled, false>(p, tma_d, acc, tile, consumer, staging);
   }
 }
 

@@ -364,11 +364,12 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
         // A grouped tile's rows past its group belong to the next one: a TMA store (clipped at
         // the matrix only) would overwrite them, so such a half leaves through registers.
         if (tma_store && (p.groups == 0 || tile.m0 + consumer * 64 + 64 <= tile.m_end)) {
-          EpilogueTma<Out, BN>(p, tma_d, res, tile, consumer, staging + consumer * 2 * kSlab);
+          EpilogueTma<Out, BN, sizeof(In) == 1>(p, tma_d, res, tile, consumer,
+                                                staging + consumer * 2 * kSlab);
           continue;
         }
       }
-      Epilogue<Out, BN>(p, res, tile, consumer);
+      Epilogue<Out, BN, sizeof(In) == 1>(p, res, tile, consumer);
     }
     if constexpr (kPreempt) {
       if (!stopped && threadIdx.x == 128) {
