@@ -6,7 +6,8 @@ same input values. Writes benchmarks/results/<gpu>-sm<XY>-gemm-epilogue[-quick].
 Cases: bf16 / fp16, B = W.T (a linear layer's weight, "kk": both operands K-major) or B
 row-major ("kn"); epilogues none, bias, bias + relu, bias + gelu (erf), bias + gelu_tanh,
 bias + silu; shapes 2048^3 ... 8192^3 and 2048 x 14336 x 4096, or with --grid llm the LLM
-projections (M 16 ... 8192 times (N, K) up to the 128k-vocabulary head; file suffix -llm).
+projections (M 16 ... 8192 times (N, K) up to the 128k-vocabulary head; file suffix -llm), or
+with --grid small products under 2048^3 MACs (file suffix -small).
 
 Timing is interleaved (as in benchmarks/gemm.py): each round times one batch of
 back-to-back calls of every candidate in turn between two device events, so clock and power
@@ -33,6 +34,16 @@ SHAPES = ((2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192), (2048, 143
 # --grid llm: the LLM projections of benchmarks/gemm.py's llm section, as (M, N, K).
 LLM_M = (16, 128, 2048, 8192)
 LLM_NK = ((4096, 4096), (14336, 4096), (4096, 14336), (28672, 8192), (8192, 28672), (128256, 4096))
+# --grid small: products under 2048^3 MACs, where the plain sm90 kernels lead cuBLASLt (squares,
+# a 64-tile short-K product, a few-tile long-K one).
+SMALL_SHAPES = (
+    (512, 512, 512),
+    (1024, 1024, 1024),
+    (1024, 1024, 1536),
+    (128, 8192, 1024),
+    (256, 4096, 4096),
+    (1024, 4096, 1024),
+)
 QUICK_SHAPES = ((2048, 2048, 2048), (4096, 4096, 4096), (2048, 14336, 4096))
 SMOKE_SHAPES = ((33, 40, 24),)
 EPILOGUES = {  # name -> (bias, activation)
@@ -50,8 +61,12 @@ def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="three shapes")
     p.add_argument(
-        "--grid", choices=("square", "llm"), default="square", help="shapes (default square)"
+        "--grid",
+        choices=("square", "llm", "small"),
+        default="square",
+        help="shapes (default square)",
     )
+    p.add_argument("--llm-m", default=None, help="M values of --grid llm, e.g. 16,128")
     p.add_argument("--dtypes", default="bf16", help="comma list of bf16, fp16")
     p.add_argument("--layouts", default="kk,kn", help="comma list of kk (B = W.T), kn")
     p.add_argument("--epilogues", default=",".join(EPILOGUES))
@@ -200,7 +215,10 @@ def main():
     if cpu:
         shapes = SMOKE_SHAPES
     elif args.grid == "llm":
-        shapes = [(m, n, k) for m in LLM_M for n, k in LLM_NK]
+        ms = [int(v) for v in args.llm_m.split(",")] if args.llm_m else LLM_M
+        shapes = [(m, n, k) for m in ms for n, k in LLM_NK]
+    elif args.grid == "small":
+        shapes = SMALL_SHAPES
     else:
         shapes = QUICK_SHAPES if args.quick else SHAPES
     epis = [e for e in args.epilogues.split(",") if e]
@@ -241,7 +259,9 @@ def main():
         props,
         "gemm-epilogue",
         cuda=not cpu,
-        suffix=("-llm" if args.grid == "llm" else "") + ("-quick" if args.quick else ""),
+        suffix=("" if args.grid == "square" else f"-{args.grid}")
+        + (f"-m{args.llm_m.replace(',', '-')}" if args.grid == "llm" and args.llm_m else "")
+        + ("-quick" if args.quick else ""),
     )
     return 0
 

@@ -134,35 +134,45 @@ TEST(GemmSelect, HalfOnHopperUsesSm90AboveSixtyFourRows) {
     s.n = 1;
     s.k = 1;
     EXPECT_EQ(Auto(s, kHopper), GemmFamily::kSm90);
-    // float32 output of 16-bit inputs (a "fused" epilogue) stays on sm90.
-    s = Problem(d, 2048, true);
+    // float32 output of 16-bit inputs (a "fused" epilogue) stays on sm90 where it leads.
+    s = Problem(d, 1024, true);
     s.out = DType::Float32;
     EXPECT_EQ(Auto(s, kHopper), GemmFamily::kSm90);
   }
 }
 
-TEST(GemmSelect, LargeFusedHalfOnHopperGoesToCublasLt) {
+TEST(GemmSelect, FusedHalfOnHopperTakesSm90OnlyWhereThePlainKernelsLead) {
   for (DType d : {DType::BFloat16, DType::Float16}) {
     GemmSummary s = Problem(d, 2048, true);
-    s.n = s.k = 2048;  // 2048^3 MACs: measured, cuBLASLt ahead
+    s.n = s.k = 2048;  // 2048^3 MACs: measured, cuBLASLt's epilogue ahead
     EXPECT_EQ(Auto(s, kHopper), GemmFamily::kCublasLt);
     s.out = DType::Float32;
     EXPECT_EQ(Auto(s, kHopper), GemmFamily::kCublasLt) << "float32 output counts as fused";
-    s.k = 2047;  // below: not measured, stays on the fused sm90 kernels
+    s = Problem(d, 1024, true);  // 1024^3: the plain sm90 kernels lead
     EXPECT_EQ(Auto(s, kHopper), GemmFamily::kSm90);
+    s.k = 1544;  // past 1.5 * 1024^3 MACs
+    EXPECT_EQ(Auto(s, kHopper), GemmFamily::kCublasLt);
     s.k = 1024;
-    s.batch = 4;  // the batch counts toward the size
+    s.batch = 2;  // the batch counts toward the size
     EXPECT_EQ(Auto(s, kHopper), GemmFamily::kCublasLt);
     EXPECT_EQ(Auto(s, GemmTarget{9, 0, true, true}), GemmFamily::kSm90) << "an SM partition";
     s.fused = false;
-    EXPECT_EQ(Auto(s, kHopper), GemmFamily::kCublasLt) << "plain: the size rule";
+    EXPECT_EQ(Auto(s, kHopper), GemmFamily::kCublasLt) << "plain: the same size rule";
+    // LLM projections with few rows (measured: cuBLASLt's epilogue 1.0-3.7x at M 16 and 128).
+    s = Problem(d, 16, true);
+    s.n = 4096;
+    s.k = 14336;
+    EXPECT_EQ(Auto(s, kHopper), GemmFamily::kCublasLt) << "M <= 64";
+    s.m = 128;
+    s.k = 4096;
+    EXPECT_EQ(Auto(s, kHopper), GemmFamily::kCublasLt) << "32 tiles, long K";
   }
   GemmSummary tf32 = Tf32(4096, true);  // TF32 fused keeps its own rule
   tf32.n = tf32.k = 4096;
   EXPECT_EQ(Auto(tf32, kHopper), GemmFamily::kSm90);
 }
 
-TEST(GemmSelect, LargePlainHalfOnHopperGoesToCublasLtFusedStaysOnSm90) {
+TEST(GemmSelect, LargePlainHalfOnHopperGoesToCublasLt) {
   for (DType d : {DType::BFloat16, DType::Float16}) {
     GemmSummary s = Problem(d, 1024);  // 1024^3: 64 tiles of 128 x 128
     EXPECT_EQ(Auto(s, kHopper), GemmFamily::kSm90);
@@ -174,7 +184,7 @@ TEST(GemmSelect, LargePlainHalfOnHopperGoesToCublasLtFusedStaysOnSm90) {
     s.batch = 2;
     EXPECT_EQ(Auto(s, kHopper), GemmFamily::kCublasLt) << "batch counts toward the size";
     s.fused = true;
-    EXPECT_EQ(Auto(s, kHopper), GemmFamily::kSm90);
+    EXPECT_EQ(Auto(s, kHopper), GemmFamily::kCublasLt) << "fused: the same size rule";
     // Few output tiles (a long-K skinny product) leave SMs idle: cuBLASLt splits K.
     s = Problem(d, 128);
     s.n = 4096;
@@ -194,12 +204,13 @@ TEST(GemmSelect, SkinnyHalfOnHopperGoesToCublasLt) {
     for (int64_t m : {1, 8, 63, 64}) {
       EXPECT_EQ(Auto(Problem(d, m), kHopper), GemmFamily::kCublasLt) << "m=" << m;
     }
-    // A fused epilogue must still be fused: sm80 where it accepts the layout, else sm90.
-    EXPECT_EQ(Auto(Problem(d, 64, true), kHopper), GemmFamily::kSm80);
+    // A fused epilogue: cuBLASLt (its epilogue, or its product and our pass) where the
+    // operands suit TMA (and so cuBLASLt's epilogues), else sm80 where it accepts the layout.
+    EXPECT_EQ(Auto(Problem(d, 64, true), kHopper), GemmFamily::kCublasLt);
     GemmSummary s = Problem(d, 64, true);
-    s.sm80_ok = false;
-    EXPECT_EQ(Auto(s, kHopper), GemmFamily::kSm90);
     s.tma_ok = false;
+    EXPECT_EQ(Auto(s, kHopper), GemmFamily::kSm80);
+    s.sm80_ok = false;
     EXPECT_EQ(Auto(s, kHopper), GemmFamily::kCublasLt);  // the op layer then splits it
   }
 }
@@ -339,6 +350,8 @@ TEST(GemmSelect, AutoNeverPicksAFamilyOutsideItsPreconditions) {
                     EXPECT_TRUE((half || tf32) && t.sm_major == 9 && t.sm90a_built && tma_ok)
                         << what;
                     EXPECT_TRUE(m > 64 || (fused && half)) << what;
+                    // a fused 16-bit product leaves cuBLASLt only where sm90 leads (M > 64)
+                    EXPECT_TRUE(!(fused && half) || m > 64) << what;
                     break;
                   case GemmFamily::kSm80:
                     EXPECT_TRUE(fused && sm80_ok && t.sm_major >= 8) << what;
@@ -356,7 +369,11 @@ TEST(GemmSelect, AutoNeverPicksAFamilyOutsideItsPreconditions) {
                     EXPECT_FALSE(half && t.sm_major == 9 && t.sm90a_built && tma_ok && m > 64 &&
                                  fused)
                         << what;
-                    EXPECT_FALSE(fused && sm80_ok && t.sm_major >= 8 && (half || tf32)) << what;
+                    // (fused 16-bit products with TMA-friendly operands on Hopper go to
+                    // cuBLASLt's epilogues where the sm90 kernels do not lead)
+                    EXPECT_FALSE(fused && sm80_ok && t.sm_major >= 8 && (half || tf32) &&
+                                 !(half && t.sm_major == 9 && t.sm90a_built && tma_ok))
+                        << what;
                     EXPECT_FALSE(fused && tf32 && t.sm_major == 9 && t.sm90a_built && tma_ok &&
                                  m > 64)
                         << what;

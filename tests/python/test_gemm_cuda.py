@@ -298,9 +298,18 @@ def test_auto_skinny_bf16_on_hopper_uses_cublaslt(rng, cuda):
     if sm(cuda)[0] != 9:
         pytest.skip(f"SM 9.x expectation; this GPU is SM {sm(cuda)}")
     a, b = randn(rng, (64, 1024), "bfloat16"), randn(rng, (1024, 512), "bfloat16")
-    x, launched = launched_by(lambda: gp.asarray(a, device=cuda) @ gp.asarray(b, device=cuda), cuda)
+    ga, gb = gp.asarray(a, device=cuda), gp.asarray(b, device=cuda)
+    x, launched = launched_by(lambda: ga @ gb, cuda)
     assert launched == {"cublaslt"}, launched
     spot_check(x, a, b, "bfloat16")
+    # Fused epilogues of few rows too (measured: cuBLASLt's epilogue ahead of the fused sm90 and
+    # sm80 kernels at M 16 and 128): its bias epilogue, or its product and our pass for SiLU.
+    bias = randn(rng, (512,), "bfloat16", 32.0)
+    gbias = gp.asarray(bias, device=cuda)
+    for act, want in ((None, {"cublaslt"}), ("silu", {"cublaslt", "epilogue"})):
+        y, launched = launched_by(lambda a=act: gp.gemm(ga, gb, bias=gbias, activation=a), cuda)
+        assert launched == (want if sm90_built() else {"sm80"}), (act, launched)
+        spot_check(y, a, b, "bfloat16", bias=bias, activation=act)
 
 
 def test_auto_fused_half_on_ampere_uses_sm80(rng, cuda):

@@ -36,9 +36,7 @@ GemmFamily SelectGemm(const TuneKey& s, const GemmFit& fit, const GemmTarget& t,
     // to 1.5 * 1024^3 MACs that fill at least 64 128x128 tiles or have K <= 1024 (1.6-1.9x at
     // 256^3-1024^3). Larger plain products are 0.88x (2048^3) to 1.01x (8192^3) of cuBLASLt
     // (...-gemm-square.json), and few-tile long-K ones (128 x 4096 x 4096) 0.72x, so those stay
-    // on cuBLASLt. Fused
-    // epilogues take the sm90 kernels at every size with M > 64 (one pass over D instead of a
-    // product plus an epilogue pass).
+    // on cuBLASLt.
     const bool hopper = t.sm_major == 9 && t.sm90a_built && fit.tma_ok && s.m > 64;
     const double macs = static_cast<double>(s.m) * s.n * s.k * s.batch;
     const double tiles = std::ceil(s.m / 128.0) * std::ceil(s.n / 128.0) * s.batch;
@@ -48,15 +46,18 @@ GemmFamily SelectGemm(const TuneKey& s, const GemmFit& fit, const GemmTarget& t,
     // cuBLASLt's grid of short-lived CTAs loses SMs to higher-priority streams' kernels between
     // CTAs (H200, 8192^3 bf16 on 112 SMs beside the scheduler benchmark's guaranteed loop: 377
     // matmul/s sm90 vs 140 cuBLASLt; alone 548 vs 576).
-    // Fused epilogues of 16-bit products from 2048^3 MACs up: cuBLASLt, with its own epilogue
-    // where it has one (bias, ReLU, GELU-tanh) and otherwise its plain product plus our
-    // epilogue pass, both ahead of the sm90 kernels' fused epilogue (H200,
-    // benchmarks/results/NVIDIA-H200-sm90-gemm-epilogue-quick.json, bf16, B row-major and
-    // transposed: cuBLASLt's epilogue 2.6-3.3x faster at 2048^3, 4096^3 and 2048 x 14336 x
-    // 4096; unfused 1.2-1.9x; with sm90's fused results leaving through TMA stores too, GELU's
-    // erf form and SiLU measured 2.6x faster unfused on cuBLASLt). Smaller products were not
-    // measured and stay on sm90; an SM partition keeps the persistent kernels (see below).
-    if (hopper && half && s.fused && !t.partitioned && macs >= 2048.0 * 2048 * 2048) {
+    // Fused epilogues of 16-bit products: cuBLASLt, with its own epilogue where it has one
+    // (bias, ReLU, GELU-tanh) and otherwise its plain product plus our epilogue pass, except
+    // where the plain sm90 kernels lead (ours_faster, M > 64). H200,
+    // benchmarks/results/NVIDIA-H200-sm90-gemm-epilogue-quick.json (2048^3 and up: cuBLASLt's
+    // epilogue 1.4-1.7x the sm90 fused kernels) and -gemm-epilogue-llm.json (M 16 and 128 of
+    // every LLM projection: cuBLASLt's epilogue 1.0-3.7x the sm90 and sm80 fused kernels;
+    // GELU-erf and SiLU unfused on cuBLASLt ahead too from 2048 rows). Needs TMA-friendly
+    // operands: cuBLASLt's epilogues take 16-byte aligned ones only; an SM partition keeps
+    // the persistent kernels (see below).
+    const bool sm90_leads = s.m > 64 && ours_faster;
+    if (t.sm_major == 9 && t.sm90a_built && fit.tma_ok && half && s.fused && !t.partitioned &&
+        !sm90_leads) {
       return GemmFamily::kCublasLt;
     }
     if (hopper && (s.fused || ours_faster || (half && t.partitioned))) return GemmFamily::kSm90;
