@@ -125,7 +125,9 @@ TEST(GemmSelect, HalfOnHopperUsesSm90AboveSixtyFourRows) {
         GemmSummary s = Problem(d, m, fused);
         s.n = 8192;  // enough tiles to fill the GPU
         s.k = 128;
-        EXPECT_EQ(Auto(s, kHopper), GemmFamily::kSm90) << Describe(s, kHopper);
+        // (a fused epilogue of fewer than 512 rows: cuBLASLt's)
+        const GemmFamily want = fused && m < 512 ? GemmFamily::kCublasLt : GemmFamily::kSm90;
+        EXPECT_EQ(Auto(s, kHopper), want) << Describe(s, kHopper);
       }
     }
     // Batch, n and k do not move the choice.
@@ -166,6 +168,11 @@ TEST(GemmSelect, FusedHalfOnHopperTakesSm90OnlyWhereThePlainKernelsLead) {
     s.m = 128;
     s.k = 4096;
     EXPECT_EQ(Auto(s, kHopper), GemmFamily::kCublasLt) << "32 tiles, long K";
+    s.n = 8192;
+    s.k = 1024;
+    EXPECT_EQ(Auto(s, kHopper), GemmFamily::kCublasLt) << "64 tiles, short K, but 128 rows";
+    s.fused = false;
+    EXPECT_EQ(Auto(s, kHopper), GemmFamily::kSm90) << "plain: the sm90 kernels lead";
   }
   GemmSummary tf32 = Tf32(4096, true);  // TF32 fused keeps its own rule
   tf32.n = tf32.k = 4096;
@@ -350,8 +357,8 @@ TEST(GemmSelect, AutoNeverPicksAFamilyOutsideItsPreconditions) {
                     EXPECT_TRUE((half || tf32) && t.sm_major == 9 && t.sm90a_built && tma_ok)
                         << what;
                     EXPECT_TRUE(m > 64 || (fused && half)) << what;
-                    // a fused 16-bit product leaves cuBLASLt only where sm90 leads (M > 64)
-                    EXPECT_TRUE(!(fused && half) || m > 64) << what;
+                    // a fused 16-bit product leaves cuBLASLt only where sm90 leads (M >= 512)
+                    EXPECT_TRUE(!(fused && half) || m >= 512) << what;
                     break;
                   case GemmFamily::kSm80:
                     EXPECT_TRUE(fused && sm80_ok && t.sm_major >= 8) << what;
@@ -365,8 +372,9 @@ TEST(GemmSelect, AutoNeverPicksAFamilyOutsideItsPreconditions) {
                     // Only where none of ours is the rule's pick.
                     EXPECT_FALSE(fused && !tf32 && (d == DType::Float32 || d == DType::Float64))
                         << what;
-                    // (plain Hopper products go to cuBLASLt where it measured faster)
-                    EXPECT_FALSE(half && t.sm_major == 9 && t.sm90a_built && tma_ok && m > 64 &&
+                    // (a fused Hopper product of 1000 x 1024 x 1024 is where the sm90 kernels
+                    // lead, so not cuBLASLt's)
+                    EXPECT_FALSE(half && t.sm_major == 9 && t.sm90a_built && tma_ok && m >= 512 &&
                                  fused)
                         << what;
                     // (fused 16-bit products with TMA-friendly operands on Hopper go to

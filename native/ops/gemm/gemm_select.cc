@@ -48,14 +48,15 @@ GemmFamily SelectGemm(const TuneKey& s, const GemmFit& fit, const GemmTarget& t,
     // matmul/s sm90 vs 140 cuBLASLt; alone 548 vs 576).
     // Fused epilogues of 16-bit products: cuBLASLt, with its own epilogue where it has one
     // (bias, ReLU, GELU-tanh) and otherwise its plain product plus our epilogue pass, except
-    // where the plain sm90 kernels lead (ours_faster, M > 64). H200,
+    // where the plain sm90 kernels lead (ours_faster) with at least 512 rows. H200,
     // benchmarks/results/NVIDIA-H200-sm90-gemm-epilogue-quick.json (2048^3 and up: cuBLASLt's
     // epilogue 1.4-1.7x the sm90 fused kernels) and -gemm-epilogue-llm.json (M 16 and 128 of
     // every LLM projection: cuBLASLt's epilogue 1.0-3.7x the sm90 and sm80 fused kernels;
-    // GELU-erf and SiLU unfused on cuBLASLt ahead too from 2048 rows). Needs TMA-friendly
+    // GELU-erf and SiLU unfused on cuBLASLt ahead too from 2048 rows) and -small.json (sm90
+    // fused 1.0-1.5x cuBLASLt at 512^3-1024^3, behind at 128 x 8192 x 1024). Needs TMA-friendly
     // operands: cuBLASLt's epilogues take 16-byte aligned ones only; an SM partition keeps
     // the persistent kernels (see below).
-    const bool sm90_leads = s.m > 64 && ours_faster;
+    const bool sm90_leads = s.m >= 512 && ours_faster;
     if (t.sm_major == 9 && t.sm90a_built && fit.tma_ok && half && s.fused && !t.partitioned &&
         !sm90_leads) {
       return GemmFamily::kCublasLt;
