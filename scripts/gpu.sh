@@ -2,11 +2,14 @@
 # One-call GPU run for the lent H100/H200 machines (see CONTRIBUTING.md): unpacks the carried
 # Abseil / GoogleTest .debs (the machine has no network), builds for sm_90a with -j16, runs the
 # C++ and Python suites (backend parity included) with PYGPUKIT_DEVICE=cuda, python -m pygpukit and the benchmarks.
-#   steps: any of "build test test-gemm sanitize-gemm profile-gemm selfcheck bench bench-gemm
-#   bench-gemm-epilogue bench-scaled-matmul bench-grouped bench-mlp bench-jit
+#   steps: any of "build test test-gemm test-nn sanitize-gemm profile-gemm selfcheck bench bench-gemm
+#   bench-gemm-epilogue bench-scaled-matmul bench-grouped bench-mlp bench-nn bench-jit
 #   bench-elementwise bench-sorting bench-rng bench-launch
 #   bench-memory bench-scheduler bench-suite"
 #   (default: build test selfcheck bench bench-memory bench-scheduler)
+#   test-nn: tests/python/test_nn.py and the C++ nn_test on the GPU, then under memcheck
+#   bench-nn: benchmarks/nn.py (softmax / norms beside torch; JSON in $OUT); extra arguments in
+#   NN_ARGS
 #   test-gemm: only the matmul / gemm Python tests (fast signal on kernel work; GEMM_K replaces
 #   the -k expression, GEMM_PYTEST_ARGS adds pytest arguments)
 #   sanitize-gemm: scripts/gemm_sanitize.py under compute-sanitizer memcheck
@@ -108,6 +111,20 @@ if has test-gemm; then
   grep -E "^(FAILED|ERROR)" "$OUTDIR/pytest_gemm.log" | head -40
   tail -3 "$OUTDIR/pytest_gemm.log"
 fi
+if has test-nn; then
+  # gp.nn's tests and its C++ test on the GPU, then under compute-sanitizer memcheck.
+  PYGPUKIT_DEVICE=cuda $PY -m pytest tests/python/test_nn.py -q -p no:cacheprovider -rf \
+    >"$OUTDIR/pytest_nn.log" 2>&1 || rc=1
+  PYGPUKIT_DEVICE=cuda "$BUILD/tests/cpp/nn_test" >>"$OUTDIR/pytest_nn.log" 2>&1 || rc=1
+  grep -E "^(FAILED|ERROR)|FAILED  \]" "$OUTDIR/pytest_nn.log" | head -40
+  grep -E "[0-9]+ (passed|failed)|tests? ran" "$OUTDIR/pytest_nn.log"
+  SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+  if [ -n "$SAN" ]; then
+    PYGPUKIT_DEVICE=cuda "$SAN" --tool memcheck --report-api-errors no --error-exitcode 9 \
+      $PY -m pytest tests/python/test_nn.py -x -q -p no:cacheprovider >"$OUTDIR/sanitize_nn.log" 2>&1 || rc=1
+    grep -E "ERROR SUMMARY" "$OUTDIR/sanitize_nn.log" | tail -1
+  fi
+fi
 if has sanitize-gemm; then
   SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
   if [ -n "$SAN" ]; then
@@ -185,6 +202,10 @@ fi
 if has bench-scaled-matmul; then
   PYGPUKIT_DEVICE=cuda $PY benchmarks/scaled_matmul.py --out "$OUTDIR" ${SCALED_ARGS:-} 2>&1 |
     tee "$OUTDIR/bench_scaled_matmul.log" || rc=1
+fi
+if has bench-nn; then
+  PYGPUKIT_DEVICE=cuda $PY benchmarks/nn.py --out "$OUTDIR" ${NN_ARGS:-} 2>&1 |
+    tee "$OUTDIR/bench_nn.log" || rc=1
 fi
 if has bench-grouped; then
   PYGPUKIT_DEVICE=cuda $PY benchmarks/grouped_matmul.py --out "$OUTDIR" ${GROUPED_ARGS:-} 2>&1 |

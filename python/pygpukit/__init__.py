@@ -12,7 +12,7 @@ Default dtypes: float32 for floating values, int64 for integers, complex64 for c
 
 import numpy as _np
 
-from . import _core, jit, memory, profiler, random, scheduler
+from . import _core, jit, memory, nn, profiler, random, scheduler
 from ._core import (
     Device,
     ElementwiseKernel,
@@ -495,6 +495,7 @@ __all__ = [
     "positive",
     "pow",
     "prod",
+    "nn",
     "random",
     "real",
     "reciprocal",

@@ -173,6 +173,11 @@ const GPUArray& AsArray(const pyb::handle& obj, absl::string_view op) {
   return *a;
 }
 
+std::optional<GPUArray> OptionalArray(const pyb::handle& x, absl::string_view op) {
+  if (x.is_none()) return std::nullopt;
+  return AsArray(x, op);
+}
+
 pyb::array ToNumpy(const GPUArray& a, const pyb::object& out_obj, bool blocking) {
   pyb::object dt = NumpyDType(a.dtype());
   std::vector<pyb::ssize_t> shape(a.shape().begin(), a.shape().end());

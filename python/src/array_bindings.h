@@ -4,6 +4,8 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <optional>
+
 #include "convert.h"
 
 namespace pygpukit::py {
@@ -44,6 +46,8 @@ void BindJit(pyb::module_& m);
 void BindScheduler(pyb::module_& m);
 /// Registers pygpukit._core._random (random_bindings.cc).
 void BindRandom(pyb::module_& m);
+/// Registers pygpukit._core._nn (nn_bindings.cc).
+void BindNn(pyb::module_& m);
 /// Registers pygpukit._core._trace (trace_bindings.cc).
 void BindTrace(pyb::module_& m);
 /// Copies an array into a NumPy array: a new one, or `out` (C-contiguous, writeable, same shape
@@ -58,6 +62,8 @@ absl::StatusOr<pyb::array> PinnedArray(const Shape& shape, DType dtype, DeviceTy
                                        absl::string_view op);
 /// The GPUArray `obj` is, or TypeError naming `op`.
 const GPUArray& AsArray(const pyb::handle& obj, absl::string_view op);
+/// None -> nullopt; else AsArray.
+std::optional<GPUArray> OptionalArray(const pyb::handle& x, absl::string_view op);
 /// The GPUArray `obj` is, or null (one type check: the per-call path of every op).
 const GPUArray* ArrayOrNull(const pyb::handle& obj);
 

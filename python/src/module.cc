@@ -129,11 +129,6 @@ pyb::dict TuneInfoDict(Device d) {
   return out;
 }
 
-std::optional<GPUArray> OptionalArray(const pyb::handle& x, absl::string_view op) {
-  if (x.is_none()) return std::nullopt;
-  return AsArray(x, op);
-}
-
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -202,6 +197,7 @@ PYBIND11_MODULE(_core, m) {
   BindScheduler(m);
   BindJit(m);
   BindRandom(m);
+  BindNn(m);
   BindTrace(m);
 
   m.def(

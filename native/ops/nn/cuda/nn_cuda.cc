@@ -1,0 +1,69 @@
+// CUDA host side of the nn family: picks the row kernel's vector width and block size
+// (cuda/nn_rows.cu) and launches it.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "core/status.h"
+#include "ops/launch/cuda_launch.h"
+#include "ops/launch/launch_cost.h"
+#include "ops/nn/nn_kernels.h"
+
+namespace pygpukit::ops {
+namespace {
+
+using kernels::RowsParams;
+
+constexpr int64_t kCache = 8;         // vectors a thread holds in registers (nn_rows.cu)
+constexpr int64_t kMaxThreads = 512;  // its launch bound
+
+bool Aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
+
+absl::Status RowsCuda(LaunchContext& ctx, DType dtype, const RowsParams& p) {
+  const char* code = nullptr;
+  switch (dtype) {
+    case DType::Float16:
+      code = "f2";
+      break;
+    case DType::BFloat16:
+      code = "bf2";
+      break;
+    case DType::Float32:
+      code = "f4";
+      break;
+    case DType::Float64:
+      code = "f8";
+      break;
+    default:
+      return TypeError(absl::StrCat(ctx.op(), ": unsupported dtype ", DTypeName(dtype)));
+  }
+  const int64_t esize = ItemSize(dtype);
+  // 16-byte vectors when every row start and operand allows them.
+  const int64_t wide = 16 / esize;
+  const bool vec =
+      p.cols % wide == 0 && Aligned16(p.x) && Aligned16(p.y) &&
+      (p.residual == nullptr || (Aligned16(p.residual) && Aligned16(p.residual_out))) &&
+      (p.weight == nullptr || Aligned16(p.weight)) && (p.bias == nullptr || Aligned16(p.bias));
+  const int64_t v = vec ? wide : 1;
+  const int64_t nvec = p.cols / v;
+  // Enough threads that kCache vectors each cover the row (up to 512; longer rows re-read the
+  // rest), at least one warp.
+  const int64_t want = (nvec + kCache - 1) / kCache;
+  const unsigned threads =
+      static_cast<unsigned>(std::clamp<int64_t>((want + 31) / 32 * 32, 32, kMaxThreads));
+  const int64_t blocks = std::min<int64_t>(p.rows, int64_t{1} << 30);
+  // Bytes: x (and residual, residual_out) read / written once, y written, weight and bias read
+  // per row from cache (not counted); FLOPs: a few per element.
+  const int64_t elems = p.rows * p.cols;
+  const int64_t streams = 2 + (p.residual != nullptr ? 2 : 0);
+  LaunchCost cost;
+  cost.bytes = static_cast<double>(elems * esize * streams);
+  cost.flops = static_cast<double>(elems) * 5.0;
+  return LaunchBlocks(ctx, absl::StrCat("pgk_nn_rows_", code, "_v", v), blocks, threads, p, cost);
+}
+
+PGK_REGISTER_KERNEL(kRowsKernel, kCuda, RowsCuda);
+
+}  // namespace
+}  // namespace pygpukit::ops

@@ -1,0 +1,17 @@
+// The nn family's launches and kernel entry points (ops/launch/kernel_slot.h), implemented in
+// cpu/ and cuda/.
+#pragma once
+
+#include "absl/status/status.h"
+#include "core/dtype.h"
+#include "ops/launch/kernel_slot.h"
+#include "ops/nn/nn_rows.h"
+
+namespace pygpukit::ops {
+
+/// A row op (kernels::RowOp) over p.rows contiguous rows of `dtype` (p's pointers pinned by the
+/// context).
+inline constinit KernelSlot<absl::Status(LaunchContext&, DType, const kernels::RowsParams&)>
+    kRowsKernel{"nn rows"};
+
+}  // namespace pygpukit::ops

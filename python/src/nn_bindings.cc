@@ -1,0 +1,65 @@
+// pygpukit._core._nn: the nn family's ops (wrapped by pygpukit/nn/functional.py). Argument
+// conversion and error mapping only.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <optional>
+
+#include "array_bindings.h"
+#include "convert.h"
+#include "ops/nn/nn.h"
+
+namespace pygpukit::py {
+namespace {
+
+const GPUArray* Ptr(const std::optional<GPUArray>& a) { return a ? &*a : nullptr; }
+
+// y, or (y, new residual) when a residual was given.
+pyb::object NormResultOf(ops::NormResult r) {
+  if (!r.residual) return pyb::cast(std::move(r.y));
+  return pyb::make_tuple(std::move(r.y), std::move(*r.residual));
+}
+
+}  // namespace
+
+void BindNn(pyb::module_& m) {
+  pyb::module_ nn = m.def_submodule("_nn", "nn ops (see pygpukit.nn).");
+  nn.def(
+      "softmax",
+      [](const pyb::handle& x, const pyb::handle& axis, bool log, const pyb::handle& dtype) {
+        const absl::string_view op = log ? "log_softmax" : "softmax";
+        std::optional<DType> dt;
+        if (!dtype.is_none()) dt = ToDType(dtype, op);
+        return Unwrap(ops::Softmax(AsArray(x, op), ToInt(axis, "axis", op), log, dt));
+      },
+      pyb::arg("x"), pyb::arg("axis"), pyb::arg("log"), pyb::arg("dtype"));
+  nn.def(
+      "layer_norm",
+      [](const pyb::handle& x, const pyb::handle& shape, const pyb::handle& weight,
+         const pyb::handle& bias, const pyb::handle& eps, const pyb::handle& residual) {
+        constexpr absl::string_view op = "layer_norm";
+        const Shape ns = ToShape(shape, op);
+        const std::optional<GPUArray> w = OptionalArray(weight, op), b = OptionalArray(bias, op),
+                                      r = OptionalArray(residual, op);
+        return NormResultOf(Unwrap(
+            ops::LayerNorm(AsArray(x, op), ns, Ptr(w), Ptr(b), RealArg(eps, "eps", op), Ptr(r))));
+      },
+      pyb::arg("x"), pyb::arg("normalized_shape"), pyb::arg("weight"), pyb::arg("bias"),
+      pyb::arg("eps"), pyb::arg("residual"));
+  nn.def(
+      "rms_norm",
+      [](const pyb::handle& x, const pyb::handle& shape, const pyb::handle& weight,
+         const pyb::handle& eps, const pyb::handle& residual) {
+        constexpr absl::string_view op = "rms_norm";
+        const Shape ns = ToShape(shape, op);
+        const std::optional<GPUArray> w = OptionalArray(weight, op),
+                                      r = OptionalArray(residual, op);
+        std::optional<double> e;
+        if (!eps.is_none()) e = RealArg(eps, "eps", op);
+        return NormResultOf(Unwrap(ops::RmsNorm(AsArray(x, op), ns, Ptr(w), e, Ptr(r))));
+      },
+      pyb::arg("x"), pyb::arg("normalized_shape"), pyb::arg("weight"), pyb::arg("eps"),
+      pyb::arg("residual"));
+}
+
+}  // namespace pygpukit::py
