@@ -60,6 +60,32 @@ void BindNn(pyb::module_& m) {
       },
       pyb::arg("x"), pyb::arg("normalized_shape"), pyb::arg("weight"), pyb::arg("eps"),
       pyb::arg("residual"));
+  nn.def(
+      "apply_rotary",
+      [](const pyb::handle& x, const pyb::handle& cos, const pyb::handle& sin,
+         const pyb::handle& positions, const pyb::handle& interleaved, const pyb::handle& out) {
+        constexpr absl::string_view op = "apply_rotary";
+        const std::optional<GPUArray> pos = OptionalArray(positions, op),
+                                      o = OptionalArray(out, op);
+        return Unwrap(ops::ApplyRotary(AsArray(x, op), AsArray(cos, op), AsArray(sin, op), Ptr(pos),
+                                       BoolArg(interleaved, "interleaved", op), Ptr(o)));
+      },
+      pyb::arg("x"), pyb::arg("cos"), pyb::arg("sin"), pyb::arg("positions"),
+      pyb::arg("interleaved"), pyb::arg("out"));
+  nn.def(
+      "scaled_dot_product_attention",
+      [](const pyb::handle& q, const pyb::handle& k, const pyb::handle& v, const pyb::handle& mask,
+         const pyb::handle& is_causal, const pyb::handle& scale, const pyb::handle& enable_gqa) {
+        constexpr absl::string_view op = "scaled_dot_product_attention";
+        const std::optional<GPUArray> m = OptionalArray(mask, op);
+        std::optional<double> sc;
+        if (!scale.is_none()) sc = RealArg(scale, "scale", op);
+        return Unwrap(ops::ScaledDotProductAttention(AsArray(q, op), AsArray(k, op), AsArray(v, op),
+                                                     Ptr(m), BoolArg(is_causal, "is_causal", op),
+                                                     sc, BoolArg(enable_gqa, "enable_gqa", op)));
+      },
+      pyb::arg("q"), pyb::arg("k"), pyb::arg("v"), pyb::arg("attn_mask"), pyb::arg("is_causal"),
+      pyb::arg("scale"), pyb::arg("enable_gqa"));
 }
 
 }  // namespace pygpukit::py

@@ -1,7 +1,10 @@
 """gp.nn on the default device: softmax, log_softmax, layer_norm and rms_norm against float64
 references of the dtype-rounded inputs, over float16 / bfloat16 / float32 / float64, odd and
 long rows (past what a CUDA thread block holds on chip), other axes, non-contiguous and
-misaligned inputs, empty and 0-d arrays, -inf / NaN rows, the fused residual, and bad input."""
+misaligned inputs, empty and 0-d arrays, -inf / NaN rows, the fused residual; the activations
+(gelu in both forms, silu) and the gated products (swiglu, geglu); and bad input."""
+
+import math
 
 import ml_dtypes
 import numpy as np
@@ -38,7 +41,7 @@ def check(got, ref, dtype, scale):
     tiny = float(ml_dtypes.finfo(npdt(dtype)).smallest_subnormal)
     tol = 2 * UNIT_ROUNDOFF[dtype] * np.abs(ref) + 256 * ACC_ROUNDOFF[dtype] * scale + 2 * tiny
     with np.errstate(invalid="ignore"):
-        bad = ~((np.abs(g - ref) <= tol) | (np.isnan(g) & np.isnan(ref)))
+        bad = ~((np.abs(g - ref) <= tol) | (g == ref) | (np.isnan(g) & np.isnan(ref)))
     assert not bad.any(), (
         f"{int(bad.sum())} of {bad.size} off; first got {g[bad][0]} want {ref[bad][0]} "
         f"tol {np.broadcast_to(tol, ref.shape)[bad][0]}"
@@ -217,3 +220,149 @@ def test_norm_bad_input(device):
         gp.nn.rms_norm(gp.asarray(np.float32(1.0), device=device))
     with pytest.raises(TypeError, match="layer_norm: eps"):
         gp.nn.layer_norm(x, 4, eps="small")
+
+
+def erf(x):
+    return np.vectorize(math.erf, otypes=[np.float64])(x)
+
+
+ACTS = {
+    "gelu": lambda x: 0.5 * x * (1 + erf(x / np.sqrt(2))),
+    "gelu_tanh": lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3))),
+    "silu": lambda x: x / (1 + np.exp(-x)),
+}
+
+
+def act_call(name, gx):
+    if name == "gelu_tanh":
+        return gp.nn.gelu(gx, approximate="tanh")
+    return getattr(gp.nn, name)(gx)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", sorted(ACTS))
+def test_activations(rng, device, dtype, name):
+    x = rand(rng, (5, 37), dtype, scale=3.0)
+    x.reshape(-1)[:6] = np.array([0.0, -0.0, 20.0, -20.0, np.inf, -np.inf]).astype(npdt(dtype))
+    with np.errstate(over="ignore", invalid="ignore"):
+        ref = ACTS[name](f64(x))
+    # (-inf gives NaN: -inf times a factor that reaches 0, as the formulas say)
+    got = act_call(name, gp.asarray(x, device=device))
+    check(got, ref, dtype, np.abs(ref) + 1)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+@pytest.mark.parametrize("gated", ["swiglu", "geglu", "geglu_tanh"])
+def test_gated_products(rng, device, dtype, gated):
+    x = rand(rng, (3, 4, 2 * 50), dtype, scale=2.0)
+    gx = gp.asarray(x, device=device)
+    act = {"swiglu": "silu", "geglu": "gelu", "geglu_tanh": "gelu_tanh"}[gated]
+    g, u = f64(x)[..., :50], f64(x)[..., 50:]
+    ref = ACTS[act](g) * u
+    if gated == "geglu_tanh":
+        one = gp.nn.geglu(gx, approximate="tanh")
+        two = F.geglu(gx[..., :50], gx[..., 50:], approximate="tanh")
+    else:
+        fn = getattr(gp.nn, gated)
+        one, two = fn(gx), fn(gx[..., :50], gx[..., 50:])
+    assert one.shape == (3, 4, 50)
+    check(one, ref, dtype, np.abs(ref) + 1)
+    np.testing.assert_array_equal(host(one), host(two))
+    # Two arguments broadcast.
+    up = rand(rng, (50,), dtype, scale=1.0)
+    b = gp.nn.swiglu(gx[..., :50], gp.asarray(up, device=device))
+    check(b, ACTS["silu"](g) * f64(up), dtype, np.abs(ACTS["silu"](g) * f64(up)) + 1)
+
+
+def test_activation_bad_input(device):
+    x = gp.asarray(np.ones((2, 5), np.float32), device=device)
+    with pytest.raises(
+        ValueError, match=r"swiglu: the last dim .* must be even, got shape \(2, 5\)"
+    ):
+        gp.nn.swiglu(x)
+    with pytest.raises(ValueError, match="gelu: approximate must be 'none' or 'tanh'"):
+        gp.nn.gelu(x, approximate="erf")
+    with pytest.raises(TypeError, match="silu"):
+        gp.nn.silu(gp.asarray(np.ones(3, np.complex64), device=device))
+
+
+def rope_ref(x, cos, sin, pos, interleaved):
+    """float64 rotary embedding of x (..., D) with tables (P, R / 2) at positions pos (broadcast
+    to x.shape[:-1])."""
+    half = cos.shape[1]
+    c, s = cos[pos], sin[pos]  # (..., R / 2)
+    out = x.copy()
+    if interleaved:
+        a, b = x[..., 0 : 2 * half : 2], x[..., 1 : 2 * half : 2]
+        out[..., 0 : 2 * half : 2], out[..., 1 : 2 * half : 2] = a * c - b * s, b * c + a * s
+    else:
+        a, b = x[..., :half], x[..., half : 2 * half]
+        out[..., :half], out[..., half : 2 * half] = a * c - b * s, b * c + a * s
+    return out
+
+
+def test_rope_cache(device):
+    cos, sin = gp.nn.rope_cache(50, 16, base=500.0, device=device)
+    assert cos.shape == (50, 8) and cos.dtype == gp.float32
+    angle = np.arange(50)[:, None] * 500.0 ** (-np.arange(0, 16, 2) / 16)[None, :]
+    np.testing.assert_allclose(f64(host(cos)), np.cos(angle), rtol=0, atol=2**-24)
+    np.testing.assert_allclose(f64(host(sin)), np.sin(angle), rtol=0, atol=2**-24)
+    with pytest.raises(ValueError, match="rotary_dim must be a positive even"):
+        gp.nn.rope_cache(4, 7)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("interleaved", [False, True])
+@pytest.mark.parametrize("rot", [64, 32])  # the whole head dim, or partial rotary
+def test_apply_rotary_bhsd(rng, device, dtype, interleaved, rot):
+    b, h, s, d = 2, 3, 11, 64
+    x = rand(rng, (b, h, s, d), dtype, scale=1.0)
+    cos, sin = gp.nn.rope_cache(40, rot, device=device, dtype=gp.float64)
+    gx = gp.asarray(x, device=device)
+    y = gp.nn.apply_rotary(gx, cos, sin, interleaved=interleaved)  # positions 0 .. s-1
+    ref = rope_ref(f64(x), f64(host(cos)), f64(host(sin)), np.arange(s), interleaved)
+    check(y, ref, dtype, np.abs(f64(x)).max() + 1)
+    # Offsets (a chunk of a longer sequence) and in place.
+    pos = gp.asarray(np.arange(20, 20 + s), device=device)
+    gp.nn.apply_rotary(gx, cos, sin, pos, interleaved=interleaved, out=gx)
+    ref = rope_ref(f64(x), f64(host(cos)), f64(host(sin)), np.arange(20, 20 + s), interleaved)
+    check(gx, ref, dtype, np.abs(f64(x)).max() + 1)
+
+
+def test_apply_rotary_bshd_and_decode(rng, device):
+    b, s, h, d = 2, 5, 4, 32
+    x = rand(rng, (b, s, h, d), "bfloat16", scale=1.0)
+    cos, sin = gp.nn.rope_cache(64, d, device=device)
+    pos = np.array([[3, 4, 5, 6, 7], [0, 1, 2, 3, 4]])  # per sequence: (B, S) -> (B, S, 1)
+    y = gp.nn.apply_rotary(
+        gp.asarray(x, device=device), cos, sin, gp.asarray(pos[:, :, None], device=device)
+    )
+    ref = rope_ref(f64(x), f64(host(cos)), f64(host(sin)), pos[:, :, None], False)
+    check(y, ref, "bfloat16", 4.0)
+    # Decode: one token per sequence at its own position, (B, H, 1, D) with positions (B, 1, 1).
+    q = rand(rng, (b, h, 1, d), "float32", scale=1.0)
+    at = np.array([17, 63])[:, None, None]
+    y = gp.nn.apply_rotary(gp.asarray(q, device=device), cos, sin, gp.asarray(at, device=device))
+    check(y, rope_ref(f64(q), f64(host(cos)), f64(host(sin)), at, False), "float32", 4.0)
+
+
+def test_apply_rotary_bad_input(device):
+    x = gp.asarray(np.ones((2, 4, 8), np.float32), device=device)
+    cos, sin = gp.nn.rope_cache(6, 8, device=device)
+    with pytest.raises(
+        IndexError, match="apply_rotary: position 6 is out of range for tables of 6"
+    ):
+        gp.nn.apply_rotary(x, cos, sin, gp.asarray(np.array([0, 1, 2, 6]), device=device))
+    with pytest.raises(IndexError, match="apply_rotary: position -1"):
+        gp.nn.apply_rotary(x, cos, sin, gp.asarray(np.array([0, -1, 2, 3]), device=device))
+    with pytest.raises(TypeError, match="apply_rotary: positions must be integers"):
+        gp.nn.apply_rotary(x, cos, sin, gp.asarray(np.zeros(4, np.float32), device=device))
+    with pytest.raises(ValueError, match=r"positions of shape \(3,\) do not broadcast"):
+        gp.nn.apply_rotary(x, cos, sin, gp.asarray(np.zeros(3, np.int64), device=device))
+    big_c, big_s = gp.nn.rope_cache(6, 16, device=device)
+    with pytest.raises(ValueError, match="R <= the head dim 8"):
+        gp.nn.apply_rotary(x, big_c, big_s)
+    with pytest.raises(IndexError, match="sequence length 4 exceeds the tables' 3 positions"):
+        gp.nn.apply_rotary(x, cos[:3], sin[:3])
+    with pytest.raises(ValueError, match="apply_rotary: out must be a contiguous array"):
+        gp.nn.apply_rotary(x, cos, sin, out=gp.matrix_transpose(x))

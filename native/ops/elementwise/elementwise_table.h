@@ -46,6 +46,8 @@ enum class EwResult : uint8_t {
   X(Exp, exp, ExpOp, 1, kInexact, kSame)                                  \
   X(Expm1, expm1, Expm1Op, 1, kInexact, kSame)                            \
   X(Floor, floor, FloorOp, 1, kReal, kSame)                               \
+  X(Gelu, gelu, GeluOp, 1, kRealInexact, kSame)                           \
+  X(GeluTanh, gelu_tanh, GeluTanhOp, 1, kRealInexact, kSame)              \
   X(Imag, imag, ImagOp, 1, kAll, kReal)                                   \
   X(IsFinite, isfinite, IsFiniteOp, 1, kAll, kBool)                       \
   X(IsInf, isinf, IsInfOp, 1, kAll, kBool)                                \
@@ -61,6 +63,7 @@ enum class EwResult : uint8_t {
   X(Round, round, RoundOp, 1, kNumeric, kSame)                            \
   X(Sign, sign, SignOp, 1, kNumeric, kSame)                               \
   X(Signbit, signbit, SignbitOp, 1, kRealInexact, kBool)                  \
+  X(Silu, silu, SiluOp, 1, kRealInexact, kSame)                           \
   X(Sin, sin, SinOp, 1, kInexact, kSame)                                  \
   X(Sinh, sinh, SinhOp, 1, kInexact, kSame)                               \
   X(Sqrt, sqrt, SqrtOp, 1, kInexact, kSame)                               \
@@ -79,6 +82,8 @@ enum class EwResult : uint8_t {
   X(Divide, divide, DivOp, 2, kInexact, kSame)                            \
   X(Equal, equal, EqualOp, 2, kAll, kBool)                                \
   X(FloorDivide, floor_divide, FloorDivideOp, 2, kReal, kSame)            \
+  X(GeluMul, gelu_mul, GeluOp, 2, kRealInexact, kSame)                    \
+  X(GeluTanhMul, gelu_tanh_mul, GeluTanhOp, 2, kRealInexact, kSame)       \
   X(Greater, greater, GreaterOp, 2, kRealOrBool, kBool)                   \
   X(GreaterEqual, greater_equal, GreaterEqualOp, 2, kRealOrBool, kBool)   \
   X(Hypot, hypot, HypotOp, 2, kRealInexact, kSame)                        \
@@ -95,6 +100,7 @@ enum class EwResult : uint8_t {
   X(NotEqual, not_equal, NotEqualOp, 2, kAll, kBool)                      \
   X(Pow, pow, PowOp, 2, kNumeric, kSame)                                  \
   X(Remainder, remainder, RemainderOp, 2, kReal, kSame)                   \
+  X(SiluMul, silu_mul, SiluOp, 2, kRealInexact, kSame)                    \
   X(Subtract, subtract, SubOp, 2, kNumeric, kSame)                        \
   X(Clip, clip, ClipOp, 3, kRealOrBool, kSame)                            \
   X(Where, where, WhereOp, 3, kAll, kSame)

@@ -6,6 +6,7 @@
 
 #include "core/scalar_types.h"
 #include "ops/gemm/gemm_params.h"
+#include "ops/kernels/activations.h"
 
 namespace pygpukit::kernels {
 
@@ -15,14 +16,13 @@ template <typename Acc>
 PGK_HD Acc GemmActivate(Acc x, int32_t act) {
   switch (act) {
     case kActRelu:
-      return x < Acc(0) ? Acc(0) : x;  // NaN fails the comparison and propagates
+      return Relu(x);
     case kActGelu:
-      return Acc(0.5) * x * (Acc(1) + erf(x * Acc(0.70710678118654752440)));
+      return Gelu(x);
     case kActSilu:
-      return x / (Acc(1) + exp(-x));
-    case kActGeluTanh:  // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
-      return Acc(0.5) * x *
-             (Acc(1) + tanh(Acc(0.79788456080286535588) * (x + Acc(0.044715) * x * x * x)));
+      return Silu(x);
+    case kActGeluTanh:
+      return GeluTanh(x);
     default:
       return x;
   }

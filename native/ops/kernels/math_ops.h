@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "ops/kernels/activations.h"
 #include "ops/kernels/scalar_ops.h"
 
 namespace pygpukit::kernels {
@@ -497,6 +498,33 @@ struct MinimumOp {
 PGK_REAL_BINARY(Atan2Op, atan2)
 PGK_REAL_BINARY(HypotOp, hypot)
 #undef PGK_REAL_BINARY
+
+// Activations (ops/kernels/activations.h, the GEMM epilogue's too) over real floats, and the
+// gated products act(a) * b of a GLU layer (SwiGLU: silu(gate) * up): 16-bit floats compute in
+// float and round once.
+#define PGK_ACTIVATION(NAME, FN)                                     \
+  struct NAME {                                                      \
+    template <typename T>                                            \
+    PGK_HD static T Apply(T x) {                                     \
+      if constexpr (IsNarrowFloatT<T>::value) {                      \
+        return T(FN(static_cast<float>(x)));                         \
+      } else {                                                       \
+        return FN(x);                                                \
+      }                                                              \
+    }                                                                \
+    template <typename T>                                            \
+    PGK_HD static T Apply(T a, T b) {                                \
+      if constexpr (IsNarrowFloatT<T>::value) {                      \
+        return T(FN(static_cast<float>(a)) * static_cast<float>(b)); \
+      } else {                                                       \
+        return FN(a) * b;                                            \
+      }                                                              \
+    }                                                                \
+  };
+PGK_ACTIVATION(GeluOp, Gelu)
+PGK_ACTIVATION(GeluTanhOp, GeluTanh)
+PGK_ACTIVATION(SiluOp, Silu)
+#undef PGK_ACTIVATION
 
 /// |a| with b's sign (bit operations for 16-bit floats: exact for NaN payloads too).
 struct CopysignOp {

@@ -113,7 +113,113 @@ absl::StatusOr<NormResult> Norm(absl::string_view op, kernels::RowOp row_op, con
   return out;
 }
 
+// The positions of apply_rotary as a contiguous int64 array over `rows_shape`, each checked to
+// lie in [0, n) (a min / max reduction and one read back, as integer indexing does).
+absl::StatusOr<GPUArray> RopePositions(const GPUArray* positions,
+                                       absl::Span<const int64_t> rows_shape, int64_t n,
+                                       Device device) {
+  constexpr absl::string_view op = "apply_rotary";
+  GPUArray pos;
+  if (positions == nullptr) {
+    if (rows_shape.empty()) {
+      return ValueError("apply_rotary: without positions x needs a sequence axis (ndim >= 2)");
+    }
+    const int64_t s = rows_shape.back();
+    PGK_ASSIGN_OR_RETURN(pos, Arange(0, static_cast<double>(s), 1, DType::Int64, device));
+  } else {
+    if (positions->device() != device) {
+      return ValueError(absl::StrCat(op, ": positions are on ", positions->device().ToString(),
+                                     ", x on ", device.ToString()));
+    }
+    if (!IsInteger(positions->dtype())) {
+      return TypeError(
+          absl::StrCat(op, ": positions must be integers, got ", DTypeName(positions->dtype())));
+    }
+    pos = *positions;
+  }
+  absl::StatusOr<GPUArray> wide = BroadcastTo(pos, rows_shape);
+  if (!wide.ok()) {
+    return ValueError(absl::StrCat(op, ": positions of shape ", ShapeToString(pos.shape()),
+                                   " do not broadcast to x's rows ", ShapeToString(rows_shape)));
+  }
+  PGK_ASSIGN_OR_RETURN(GPUArray out, AsType(*wide, DType::Int64, /*copy=*/true));
+  if (positions != nullptr && out.size() > 0) {
+    PGK_ASSIGN_OR_RETURN(GPUArray lo, Reduce(ReduceOp::kMin, out));
+    PGK_ASSIGN_OR_RETURN(GPUArray hi, Reduce(ReduceOp::kMax, out));
+    const GPUArray both[] = {lo, hi};
+    PGK_ASSIGN_OR_RETURN(GPUArray pair, Stack(both, 0));
+    int64_t host[2];
+    PGK_RETURN_IF_ERROR(ToHost(pair, host));
+    if (host[0] < 0 || host[1] >= n) {
+      return IndexError(absl::StrCat(op, ": position ", host[0] < 0 ? host[0] : host[1],
+                                     " is out of range for tables of ", n, " positions"));
+    }
+  } else if (positions == nullptr && rows_shape.back() > n) {
+    return IndexError(absl::StrCat(op, ": sequence length ", rows_shape.back(),
+                                   " exceeds the tables' ", n, " positions"));
+  }
+  return out;
+}
+
 }  // namespace
+
+absl::StatusOr<GPUArray> ApplyRotary(const GPUArray& x_in, const GPUArray& cos_in,
+                                     const GPUArray& sin_in, const GPUArray* positions,
+                                     bool interleaved, const GPUArray* out_in) {
+  constexpr absl::string_view op = "apply_rotary";
+  PGK_RETURN_IF_ERROR(CheckRowDType(x_in.dtype(), op));
+  if (x_in.ndim() < 1) return ValueError("apply_rotary: x must have at least 1 dimension");
+  for (const GPUArray* t : {&cos_in, &sin_in}) {
+    if (t->device() != x_in.device()) {
+      return ValueError(absl::StrCat(op, ": the tables are on ", t->device().ToString(), ", x on ",
+                                     x_in.device().ToString()));
+    }
+    PGK_RETURN_IF_ERROR(CheckRowDType(t->dtype(), op));
+  }
+  const int64_t dim = x_in.shape().back();
+  if (cos_in.ndim() != 2 || cos_in.shape() != sin_in.shape() || 2 * cos_in.shape()[1] > dim) {
+    return ValueError(absl::StrCat(op,
+                                   ": cos and sin must be (positions, R / 2) tables of one "
+                                   "shape with R <= the head dim ",
+                                   dim, "; got ", ShapeToString(cos_in.shape()), " and ",
+                                   ShapeToString(sin_in.shape())));
+  }
+  const int64_t n = cos_in.shape()[0], half = cos_in.shape()[1];
+  const Shape rows_shape(x_in.shape().begin(), x_in.shape().end() - 1);
+  PGK_ASSIGN_OR_RETURN(GPUArray pos, RopePositions(positions, rows_shape, n, x_in.device()));
+  const DType acc = x_in.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
+  PGK_ASSIGN_OR_RETURN(GPUArray x, Contiguous(x_in));
+  PGK_ASSIGN_OR_RETURN(GPUArray cos, AsType(cos_in, acc, false));
+  PGK_ASSIGN_OR_RETURN(cos, Contiguous(cos));
+  PGK_ASSIGN_OR_RETURN(GPUArray sin, AsType(sin_in, acc, false));
+  PGK_ASSIGN_OR_RETURN(sin, Contiguous(sin));
+  GPUArray out;
+  if (out_in != nullptr) {
+    if (out_in->device() != x_in.device() || out_in->dtype() != x_in.dtype() ||
+        out_in->shape() != x_in.shape() || !out_in->is_contiguous()) {
+      return ValueError(absl::StrCat(op, ": out must be a contiguous array of x's shape ",
+                                     ShapeToString(x_in.shape()), " and dtype ",
+                                     DTypeName(x_in.dtype()), " on its device"));
+    }
+    out = *out_in;
+  } else {
+    PGK_ASSIGN_OR_RETURN(out, Empty(x.shape(), x.dtype(), x.device()));
+  }
+  if (x.size() == 0) return out;
+  PGK_ASSIGN_OR_RETURN(LaunchContext ctx, LaunchContext::Open(op, {&x, &out, &cos, &sin, &pos}));
+  kernels::RopeParams p{};
+  p.rows = x.size() / dim;
+  p.dim = dim;
+  p.rot = 2 * half;
+  p.x = x.data();
+  p.out = out.data();
+  p.cos = cos.data();
+  p.sin = sin.data();
+  p.pos = static_cast<const int64_t*>(pos.data());
+  p.interleaved = interleaved ? 1 : 0;
+  PGK_RETURN_IF_ERROR(kRopeKernel(ctx, x.dtype(), p));
+  return out;
+}
 
 absl::StatusOr<GPUArray> Softmax(const GPUArray& x_in, int64_t axis, bool log,
                                  std::optional<DType> dtype) {
@@ -150,6 +256,18 @@ absl::StatusOr<GPUArray> Softmax(const GPUArray& x_in, int64_t axis, bool log,
       RunRows(op, row_op, rows, y, rows.shape()[last], nullptr, nullptr, nullptr, nullptr, 0.0));
   PGK_ASSIGN_OR_RETURN(GPUArray back, MoveAxis(y, to, from));
   return Contiguous(back);
+}
+
+absl::StatusOr<GPUArray> SoftmaxMasked(const GPUArray& x_in) {
+  constexpr absl::string_view op = "softmax";
+  PGK_RETURN_IF_ERROR(CheckRowDType(x_in.dtype(), op));
+  if (x_in.ndim() == 0) return ValueError("softmax: a masked softmax needs at least one axis");
+  PGK_ASSIGN_OR_RETURN(GPUArray x, Contiguous(x_in));
+  PGK_ASSIGN_OR_RETURN(GPUArray y, Empty(x.shape(), x.dtype(), x.device()));
+  if (x.shape().back() == 0) return y;
+  PGK_RETURN_IF_ERROR(RunRows(op, kernels::kRowSafeSoftmax, x, y, x.shape().back(), nullptr,
+                              nullptr, nullptr, nullptr, 0.0));
+  return y;
 }
 
 absl::StatusOr<NormResult> LayerNorm(const GPUArray& x, absl::Span<const int64_t> normalized_shape,

@@ -18,6 +18,23 @@ namespace pygpukit::ops {
 absl::StatusOr<GPUArray> Softmax(const GPUArray& x, int64_t axis, bool log,
                                  std::optional<DType> dtype = std::nullopt);
 
+/// softmax over the last axis in which a row of only -inf gives zeros (no key to attend to; as
+/// torch's scaled_dot_product_attention), not NaN.
+absl::StatusOr<GPUArray> SoftmaxMasked(const GPUArray& x);
+
+/// scaled_dot_product_attention with torch's semantics and layout: q (..., Hq, Sq, E), k (...,
+/// Hk, Sk, E), v (..., Hk, Sk, Ev) of one floating dtype (or 2-D: one head) -> (..., Hq, Sq, Ev);
+/// softmax(scale * q @ k^T + mask) @ v with scale 1 / sqrt(E) by default. `mask`: bool (True
+/// takes part) or floating (added), broadcast to (..., Hq, Sq, Sk). `is_causal`: query i sees
+/// keys j <= i + Sk - Sq (aligned at the bottom right, as FlashAttention-2; torch aligns at the
+/// top left when Sq != Sk). `enable_gqa`: Hq a multiple of Hk, query head h reading kv head
+/// h / (Hq / Hk). A query row with no key left gives zeros (as torch). Scores in float32
+/// (float64 for float64), the probabilities rounded to the inputs' dtype for the product with v.
+absl::StatusOr<GPUArray> ScaledDotProductAttention(const GPUArray& q, const GPUArray& k,
+                                                   const GPUArray& v, const GPUArray* mask,
+                                                   bool is_causal, std::optional<double> scale,
+                                                   bool enable_gqa);
+
 /// A normalization's result: y, and with a residual also x + residual (rounded to the dtype),
 /// the value that was normalized (the pre-norm transformer's next residual).
 struct NormResult {
@@ -37,5 +54,16 @@ absl::StatusOr<NormResult> LayerNorm(const GPUArray& x, absl::Span<const int64_t
 absl::StatusOr<NormResult> RmsNorm(const GPUArray& x, absl::Span<const int64_t> normalized_shape,
                                    const GPUArray* weight, std::optional<double> eps,
                                    const GPUArray* residual = nullptr);
+
+/// Rotary position embedding of x (..., D): the first R columns, R = 2 * cos.shape[1] <= D,
+/// rotated pairwise by the angles of each row's position (cos and sin: (P, R / 2) tables, any
+/// floating dtype, read in the compute type), the other columns copied. `positions` (integers)
+/// broadcast against x.shape[:-1], each in [0, P) (IndexError otherwise); absent: the index
+/// along axis -2 (the sequence axis of (B, H, S, D)). `interleaved`: GPT-J pairs (2j, 2j + 1),
+/// else GPT-NeoX halves (j, j + R / 2). Into `out` (x's shape and dtype, contiguous; may be x
+/// itself) or a new array.
+absl::StatusOr<GPUArray> ApplyRotary(const GPUArray& x, const GPUArray& cos, const GPUArray& sin,
+                                     const GPUArray* positions, bool interleaved,
+                                     const GPUArray* out = nullptr);
 
 }  // namespace pygpukit::ops

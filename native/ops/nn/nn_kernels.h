@@ -5,6 +5,7 @@
 #include "absl/status/status.h"
 #include "core/dtype.h"
 #include "ops/launch/kernel_slot.h"
+#include "ops/nn/nn_rope.h"
 #include "ops/nn/nn_rows.h"
 
 namespace pygpukit::ops {
@@ -13,5 +14,8 @@ namespace pygpukit::ops {
 /// context).
 inline constinit KernelSlot<absl::Status(LaunchContext&, DType, const kernels::RowsParams&)>
     kRowsKernel{"nn rows"};
+/// Rotary embedding of p.rows rows of `dtype` (kernels::RopeItem over every work item).
+inline constinit KernelSlot<absl::Status(LaunchContext&, DType, const kernels::RopeParams&)>
+    kRopeKernel{"apply_rotary"};
 
 }  // namespace pygpukit::ops

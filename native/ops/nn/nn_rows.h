@@ -13,7 +13,15 @@
 namespace pygpukit::kernels {
 
 /// Which row op a RowsParams block runs.
-enum RowOp : int32_t { kRowSoftmax = 0, kRowLogSoftmax = 1, kRowLayerNorm = 2, kRowRmsNorm = 3 };
+/// kRowSafeSoftmax: softmax whose rows of only -inf give 0 instead of NaN (attention's fully
+/// masked query rows, as torch's SDPA).
+enum RowOp : int32_t {
+  kRowSoftmax = 0,
+  kRowLogSoftmax = 1,
+  kRowLayerNorm = 2,
+  kRowRmsNorm = 3,
+  kRowSafeSoftmax = 4,
+};
 
 /// `rows` contiguous rows of `cols` elements (row stride `cols`) of one floating dtype.
 /// Norms may add `residual` (same layout) to x first: the sum, rounded to the dtype, is written
@@ -47,7 +55,9 @@ PGK_HD A RowExp(A x) {
 
 /// The first pass: softmax takes the row's maximum (max-reduced), layer_norm its sum (the mean
 /// follows); rms_norm has no first pass.
-PGK_HD bool RowFirstIsMax(int32_t op) { return op == kRowSoftmax || op == kRowLogSoftmax; }
+PGK_HD bool RowFirstIsMax(int32_t op) {
+  return op == kRowSoftmax || op == kRowLogSoftmax || op == kRowSafeSoftmax;
+}
 
 /// The statistic a from the first pass's result (layer_norm: sum -> mean).
 template <typename A>
@@ -74,6 +84,8 @@ PGK_HD A RowOut(int32_t op, A v, A a, A b, A w, A c) {
   switch (op) {
     case kRowSoftmax:
       return RowExp(v - a) * b;
+    case kRowSafeSoftmax:
+      return a == -static_cast<A>(INFINITY) ? A(0) : RowExp(v - a) * b;
     case kRowLogSoftmax:
       return v - a - b;
     case kRowLayerNorm:
@@ -89,6 +101,7 @@ template <typename A>
 PGK_HD A RowScale(int32_t op, A sum, int64_t cols, float eps) {
   switch (op) {
     case kRowSoftmax:
+    case kRowSafeSoftmax:
       return A(1) / sum;
     case kRowLogSoftmax:
       if constexpr (std::is_same_v<A, float>) {

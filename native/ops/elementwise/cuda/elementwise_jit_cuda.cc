@@ -284,6 +284,12 @@ bool CallsMathLibrary(ElementwiseOp op) {
     case ElementwiseOp::kHypot:
     case ElementwiseOp::kLogaddexp:
     case ElementwiseOp::kPow:
+    case ElementwiseOp::kGelu:  // the activations: erf, tanh or exp
+    case ElementwiseOp::kGeluTanh:
+    case ElementwiseOp::kSilu:
+    case ElementwiseOp::kGeluMul:
+    case ElementwiseOp::kGeluTanhMul:
+    case ElementwiseOp::kSiluMul:
       return true;
     case ElementwiseOp::kReciprocal:  // one division
       return false;

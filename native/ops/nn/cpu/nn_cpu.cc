@@ -71,7 +71,21 @@ absl::Status RowsCpu(LaunchContext& ctx, DType dtype, const RowsParams& p) {
   });
 }
 
+absl::Status RopeCpu(LaunchContext& ctx, DType dtype, const kernels::RopeParams& p) {
+  return VisitDType(dtype, [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> ||
+                  std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>) {
+      return ctx.ForEach("apply_rotary", p.rows * (p.dim - p.rot / 2),
+                         [p](int64_t i) { kernels::RopeItem<T>(p, i); });
+    } else {
+      return TypeError(absl::StrCat("apply_rotary: unsupported dtype ", DTypeName(dtype)));
+    }
+  });
+}
+
 PGK_REGISTER_KERNEL(kRowsKernel, kCpu, RowsCpu);
+PGK_REGISTER_KERNEL(kRopeKernel, kCpu, RopeCpu);
 
 }  // namespace
 }  // namespace pygpukit::ops

@@ -20,24 +20,24 @@ constexpr int64_t kMaxThreads = 512;  // its launch bound
 
 bool Aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 
-absl::Status RowsCuda(LaunchContext& ctx, DType dtype, const RowsParams& p) {
-  const char* code = nullptr;
+// The kernels' dtype code, or TypeError (the op layer admits these four only).
+absl::StatusOr<const char*> CodeOf(DType dtype, absl::string_view op) {
   switch (dtype) {
     case DType::Float16:
-      code = "f2";
-      break;
+      return "f2";
     case DType::BFloat16:
-      code = "bf2";
-      break;
+      return "bf2";
     case DType::Float32:
-      code = "f4";
-      break;
+      return "f4";
     case DType::Float64:
-      code = "f8";
-      break;
+      return "f8";
     default:
-      return TypeError(absl::StrCat(ctx.op(), ": unsupported dtype ", DTypeName(dtype)));
+      return TypeError(absl::StrCat(op, ": unsupported dtype ", DTypeName(dtype)));
   }
+}
+
+absl::Status RowsCuda(LaunchContext& ctx, DType dtype, const RowsParams& p) {
+  PGK_ASSIGN_OR_RETURN(const char* code, CodeOf(dtype, ctx.op()));
   const int64_t esize = ItemSize(dtype);
   // 16-byte vectors when every row start and operand allows them.
   const int64_t wide = 16 / esize;
@@ -58,12 +58,22 @@ absl::Status RowsCuda(LaunchContext& ctx, DType dtype, const RowsParams& p) {
   const int64_t elems = p.rows * p.cols;
   const int64_t streams = 2 + (p.residual != nullptr ? 2 : 0);
   LaunchCost cost;
-  cost.bytes = static_cast<double>(elems * esize * streams);
-  cost.flops = static_cast<double>(elems) * 5.0;
+  cost.bytes = elems * esize * streams;
+  cost.flops = elems * 5;
   return LaunchBlocks(ctx, absl::StrCat("pgk_nn_rows_", code, "_v", v), blocks, threads, p, cost);
 }
 
+absl::Status RopeCuda(LaunchContext& ctx, DType dtype, const kernels::RopeParams& p) {
+  PGK_ASSIGN_OR_RETURN(const char* code, CodeOf(dtype, ctx.op()));
+  const int64_t items = p.rows * (p.dim - p.rot / 2);
+  LaunchCost cost;
+  cost.bytes = 2 * p.rows * p.dim * ItemSize(dtype);  // x read, out written (tables cached)
+  cost.flops = 6 * p.rows * (p.rot / 2);
+  return LaunchGridStride(ctx, absl::StrCat("pgk_nn_rope_", code), items, p, cost);
+}
+
 PGK_REGISTER_KERNEL(kRowsKernel, kCuda, RowsCuda);
+PGK_REGISTER_KERNEL(kRopeKernel, kCuda, RopeCuda);
 
 }  // namespace
 }  // namespace pygpukit::ops

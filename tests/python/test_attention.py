@@ -1,0 +1,152 @@
+"""gp.nn.scaled_dot_product_attention on the default device against a float64 reference: torch's
+layout and arguments, Sq != Sk, a value head dim other than the query's, grouped- and multi-query
+heads, causal (bottom-right aligned) with more and fewer queries than keys, boolean and additive
+masks that broadcast, fully masked rows (zeros, as torch), 2-D inputs, empty sequences, long
+sequences that run in chunks of query rows, and bad input."""
+
+import numpy as np
+import pytest
+from helpers import UNIT_ROUNDOFF, host, rand
+
+import pygpukit as gp
+
+DTYPES = ["float16", "bfloat16", "float32", "float64"]
+
+
+def f64(a):
+    return np.asarray(a).astype(np.float64)
+
+
+def sdpa_ref(q, k, v, mask=None, causal=False, scale=None, rows=None):
+    """float64 attention of q (..., Hq, Sq, E) over k, v (..., Hk, Sk, *) with Hk dividing Hq;
+    `rows` restricts the query rows computed."""
+    q, k, v = f64(q), f64(k), f64(v)
+    hq, hk = q.shape[-3], k.shape[-3]
+    if hq != hk:
+        k, v = np.repeat(k, hq // hk, axis=-3), np.repeat(v, hq // hk, axis=-3)
+    sq, sk = q.shape[-2], k.shape[-2]
+    scale = 1 / np.sqrt(q.shape[-1]) if scale is None else scale
+    idx = np.arange(sq) if rows is None else np.asarray(rows)
+    s = q[..., idx, :] @ np.swapaxes(k, -1, -2) * scale
+    if mask is not None:
+        m = np.broadcast_to(mask, s.shape[:-2] + (sq, sk))[..., idx, :]
+        s = np.where(m, s, -np.inf) if m.dtype == bool else s + f64(m)
+    if causal:
+        s = np.where(np.arange(sk)[None, :] <= idx[:, None] + sk - sq, s, -np.inf)
+    mx = s.max(axis=-1, keepdims=True)
+    dead = np.isneginf(mx)
+    p = np.exp(s - np.where(dead, 0, mx))
+    p = np.where(dead, 0, p / np.where(dead, 1, p.sum(axis=-1, keepdims=True)))
+    return p @ v
+
+
+def check(got, ref, dtype, vmax):
+    """Within the inputs' rounding of the probabilities and the product with v (16-bit: P
+    rounded to the dtype), relative to the largest |v|."""
+    assert str(got.dtype) == dtype
+    g = f64(host(got))
+    assert g.shape == ref.shape, (g.shape, ref.shape)
+    u = UNIT_ROUNDOFF[dtype]
+    tol = (8 * u + (2**-20 if dtype != "float64" else 2**-45)) * vmax + 4 * u * np.abs(ref)
+    bad = ~(np.abs(g - ref) <= tol)
+    assert not bad.any(), f"{int(bad.sum())} of {bad.size} off: got {g[bad][0]} want {ref[bad][0]}"
+
+
+def arrays(rng, dtype, device, *shapes, scale=1.0):
+    host_arrays = [rand(rng, s, dtype, scale=scale) for s in shapes]
+    return host_arrays, [gp.asarray(a, device=device) for a in host_arrays]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_sq_ne_sk_and_value_dim(rng, device, dtype):
+    (q, k, v), (gq, gk, gv) = arrays(
+        rng, dtype, device, (2, 3, 33, 64), (2, 3, 47, 64), (2, 3, 47, 32)
+    )
+    y = gp.nn.scaled_dot_product_attention(gq, gk, gv)
+    assert y.shape == (2, 3, 33, 32)
+    check(y, sdpa_ref(q, k, v), dtype, np.abs(f64(v)).max())
+    y = gp.nn.scaled_dot_product_attention(gq, gk, gv, scale=0.05)
+    check(y, sdpa_ref(q, k, v, scale=0.05), dtype, np.abs(f64(v)).max())
+
+
+@pytest.mark.parametrize("hk", [2, 1])  # grouped-query, multi-query
+@pytest.mark.parametrize("causal", [False, True])
+def test_grouped_query_heads(rng, device, hk, causal):
+    (q, k, v), (gq, gk, gv) = arrays(
+        rng, "bfloat16", device, (2, 8, 20, 64), (2, hk, 20, 64), (2, hk, 20, 64)
+    )
+    y = gp.nn.scaled_dot_product_attention(gq, gk, gv, is_causal=causal, enable_gqa=True)
+    check(y, sdpa_ref(q, k, v, causal=causal), "bfloat16", np.abs(f64(v)).max())
+
+
+@pytest.mark.parametrize("sq, sk", [(1, 20), (7, 20), (20, 20), (20, 7)])
+def test_causal_bottom_right(rng, device, sq, sk):
+    (q, k, v), (gq, gk, gv) = arrays(rng, "float32", device, (2, sq, 16), (2, sk, 16), (2, sk, 16))
+    y = gp.nn.scaled_dot_product_attention(gq[None], gk[None], gv[None], is_causal=True)
+    ref = sdpa_ref(q[None], k[None], v[None], causal=True)
+    check(y, ref, "float32", np.abs(v).max())
+    if sq > sk:  # the first sq - sk rows see no key: zeros
+        assert not np.any(host(y)[..., : sq - sk, :])
+
+
+def test_masks(rng, device):
+    (q, k, v), (gq, gk, gv) = arrays(
+        rng, "float16", device, (2, 4, 9, 32), (2, 4, 13, 32), (2, 4, 13, 32)
+    )
+    vmax = np.abs(f64(v)).max()
+    keep = rng.random((9, 13)) < 0.7
+    keep[3] = False  # a fully masked row: zeros
+    y = gp.nn.scaled_dot_product_attention(gq, gk, gv, gp.asarray(keep, device=device))
+    check(y, sdpa_ref(q, k, v, keep), "float16", vmax)
+    assert not np.any(host(y)[:, :, 3])
+    per_batch = rng.random((2, 1, 9, 13)) < 0.5  # broadcast over heads
+    y = gp.nn.scaled_dot_product_attention(gq, gk, gv, gp.asarray(per_batch, device=device))
+    check(y, sdpa_ref(q, k, v, per_batch), "float16", vmax)
+    bias = (rng.standard_normal((4, 1, 13)) * 2).astype(np.float32)  # additive, per head and key
+    y = gp.nn.scaled_dot_product_attention(gq, gk, gv, gp.asarray(bias, device=device))
+    check(y, sdpa_ref(q, k, v, bias), "float16", vmax)
+
+
+def test_two_dims_empty_and_long(rng, device):
+    (q, k, v), (gq, gk, gv) = arrays(rng, "float32", device, (5, 8), (6, 8), (6, 3))
+    y = gp.nn.scaled_dot_product_attention(gq, gk, gv)
+    assert y.shape == (5, 3)
+    check(y, sdpa_ref(q[None], k[None], v[None])[0], "float32", np.abs(v).max())
+    e = gp.nn.scaled_dot_product_attention(gq[:0], gk, gv)
+    assert e.shape == (0, 3)
+    z = gp.nn.scaled_dot_product_attention(gq, gk[:0], gv[:0])  # no keys: zeros
+    assert z.shape == (5, 3) and not np.any(host(z))
+    # Scores past the chunk budget (64M float32): query rows in chunks, causal mask sliced too.
+    (q, k, v), (gq, gk, gv) = arrays(rng, "float32", device, (8200, 4), (8200, 4), (8200, 4))
+    y = host(gp.nn.scaled_dot_product_attention(gq, gk, gv, is_causal=True))
+    rows = [0, 1, 4000, 8198, 8199]
+    ref = sdpa_ref(q[None], k[None], v[None], causal=True, rows=rows)[0]
+    np.testing.assert_allclose(y[rows], ref, rtol=1e-5, atol=1e-5)
+
+
+def test_bad_input(device):
+    z = lambda *s, dt=np.float32: gp.asarray(np.zeros(s, dt), device=device)  # noqa: E731
+    q, k, v = z(1, 4, 5, 8), z(1, 4, 6, 8), z(1, 4, 6, 8)
+    sdpa = gp.nn.scaled_dot_product_attention
+    with pytest.raises(
+        TypeError, match="scaled_dot_product_attention: q, k and v must have one dtype"
+    ):
+        sdpa(q, k.astype(gp.float16), v)
+    with pytest.raises(TypeError, match="unsupported dtype int32"):
+        sdpa(*(a.astype(gp.int32) for a in (q, k, v)))
+    with pytest.raises(ValueError, match="4 query heads and 2 key / value heads .*enable_gqa"):
+        sdpa(q, z(1, 2, 6, 8), z(1, 2, 6, 8))
+    with pytest.raises(ValueError, match="4 query heads and 3 key / value heads .*multiple"):
+        sdpa(q, z(1, 3, 6, 8), z(1, 3, 6, 8), enable_gqa=True)
+    with pytest.raises(ValueError, match="q's head dim E"):
+        sdpa(q, z(1, 4, 6, 4), v)
+    with pytest.raises(ValueError, match=r"attn_mask of shape \(5, 7\) does not broadcast"):
+        sdpa(q, k, v, z(5, 7, dt=bool))
+    with pytest.raises(ValueError, match="attn_mask or is_causal, not both"):
+        sdpa(q, k, v, z(5, 6, dt=bool), is_causal=True)
+    with pytest.raises(ValueError, match="inference only, dropout_p must be 0"):
+        sdpa(q, k, v, dropout_p=0.1)
+    with pytest.raises(ValueError, match="same batch dims"):
+        sdpa(q, z(2, 4, 6, 8), z(2, 4, 6, 8))
+    with pytest.raises(TypeError, match="attn_mask must be bool or floating"):
+        sdpa(q, k, v, z(5, 6, dt=np.int32))
