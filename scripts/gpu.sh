@@ -3,13 +3,17 @@
 # Abseil / GoogleTest .debs (the machine has no network), builds for sm_90a with -j16, runs the
 # C++ and Python suites (backend parity included) with PYGPUKIT_DEVICE=cuda, python -m pygpukit and the benchmarks.
 #   steps: any of "build test test-gemm test-nn sanitize-gemm profile-gemm selfcheck bench bench-gemm
-#   bench-gemm-epilogue bench-scaled-matmul bench-grouped bench-mlp bench-nn bench-jit
+#   bench-gemm-epilogue bench-scaled-matmul bench-grouped bench-mlp bench-nn bench-transformer
+#   bench-jit
 #   bench-elementwise bench-sorting bench-rng bench-launch
 #   bench-memory bench-scheduler bench-suite"
 #   (default: build test selfcheck bench bench-memory bench-scheduler)
-#   test-nn: tests/python/test_nn.py and the C++ nn_test on the GPU, then under memcheck
+#   test-nn: gp.nn's Python tests (nn, attention, the llama example) and the C++ nn_test on the
+#   GPU, then the Python ones under memcheck
 #   bench-nn: benchmarks/nn.py (softmax / norms beside torch; JSON in $OUT); extra arguments in
 #   NN_ARGS
+#   bench-transformer: benchmarks/transformer.py (the Llama-style stack beside torch; JSON in
+#   $OUT); extra arguments in TRANSFORMER_ARGS
 #   test-gemm: only the matmul / gemm Python tests (fast signal on kernel work; GEMM_K replaces
 #   the -k expression, GEMM_PYTEST_ARGS adds pytest arguments)
 #   sanitize-gemm: scripts/gemm_sanitize.py under compute-sanitizer memcheck
@@ -113,7 +117,8 @@ if has test-gemm; then
 fi
 if has test-nn; then
   # gp.nn's tests and its C++ test on the GPU, then under compute-sanitizer memcheck.
-  PYGPUKIT_DEVICE=cuda $PY -m pytest tests/python/test_nn.py -q -p no:cacheprovider -rf \
+  NN_TESTS="tests/python/test_nn.py tests/python/test_attention.py tests/python/test_llama_example.py"
+  PYGPUKIT_DEVICE=cuda $PY -m pytest $NN_TESTS -q -p no:cacheprovider -rf \
     >"$OUTDIR/pytest_nn.log" 2>&1 || rc=1
   PYGPUKIT_DEVICE=cuda "$BUILD/tests/cpp/nn_test" >>"$OUTDIR/pytest_nn.log" 2>&1 || rc=1
   grep -E "^(FAILED|ERROR)|FAILED  \]" "$OUTDIR/pytest_nn.log" | head -40
@@ -121,7 +126,7 @@ if has test-nn; then
   SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
   if [ -n "$SAN" ]; then
     PYGPUKIT_DEVICE=cuda "$SAN" --tool memcheck --report-api-errors no --error-exitcode 9 \
-      $PY -m pytest tests/python/test_nn.py -x -q -p no:cacheprovider >"$OUTDIR/sanitize_nn.log" 2>&1 || rc=1
+      $PY -m pytest $NN_TESTS -x -q -p no:cacheprovider >"$OUTDIR/sanitize_nn.log" 2>&1 || rc=1
     grep -E "ERROR SUMMARY" "$OUTDIR/sanitize_nn.log" | tail -1
   fi
 fi
@@ -206,6 +211,10 @@ fi
 if has bench-nn; then
   PYGPUKIT_DEVICE=cuda $PY benchmarks/nn.py --out "$OUTDIR" ${NN_ARGS:-} 2>&1 |
     tee "$OUTDIR/bench_nn.log" || rc=1
+fi
+if has bench-transformer; then
+  PYGPUKIT_DEVICE=cuda $PY benchmarks/transformer.py --out "$OUTDIR" ${TRANSFORMER_ARGS:-} 2>&1 |
+    tee "$OUTDIR/bench_transformer.log" || rc=1
 fi
 if has bench-grouped; then
   PYGPUKIT_DEVICE=cuda $PY benchmarks/grouped_matmul.py --out "$OUTDIR" ${GROUPED_ARGS:-} 2>&1 |
