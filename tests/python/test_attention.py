@@ -150,3 +150,38 @@ def test_bad_input(device):
         sdpa(q, z(2, 4, 6, 8), z(2, 4, 6, 8))
     with pytest.raises(TypeError, match="attn_mask must be bool or floating"):
         sdpa(q, k, v, z(5, 6, dt=np.int32))
+
+
+FUSED_CASES = {  # name -> (B, Hq, Hk, Sq, Sk, causal, mask)
+    "plain": (2, 4, 4, 100, 130, False, None),
+    "causal": (1, 4, 2, 130, 130, True, None),
+    "causal_longer_keys": (2, 2, 1, 70, 200, True, None),
+    "decode": (3, 8, 2, 1, 333, True, None),
+    "bool_mask": (2, 2, 2, 65, 77, False, "bool"),
+    "float_mask": (1, 4, 4, 33, 64, False, "float"),
+}
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("case", sorted(FUSED_CASES))
+def test_fused_kernel_shapes(rng, device, dtype, d, case):
+    """The shapes the fused CUDA kernel takes (16-bit, head dim 64 / 128, 4-D): tails in both
+    sequences, causal with Sq < Sk, decode, masks; on CUDA SM 8.0+ the fused kernel must run."""
+    b, hq, hk, sq, sk, causal, mask_kind = FUSED_CASES[case]
+    (q, k, v), (gq, gk, gv) = arrays(
+        rng, dtype, device, (b, hq, sq, d), (b, hk, sk, d), (b, hk, sk, d)
+    )
+    mask = None
+    if mask_kind == "bool":
+        mask = rng.random((b, 1, sq, sk)) < 0.6
+        mask[0, 0, 5] = False  # a fully masked row
+    elif mask_kind == "float":
+        mask = (rng.standard_normal((sq, sk)) * 2).astype(np.float32)
+    gmask = None if mask is None else gp.asarray(mask, device=device)
+    gp.reset_dispatch_stats()
+    y = gp.nn.scaled_dot_product_attention(gq, gk, gv, gmask, is_causal=causal, enable_gqa=True)
+    ran = set(gp.dispatch_stats()["per_kernel"])
+    check(y, sdpa_ref(q, k, v, mask, causal), dtype, np.abs(f64(v)).max())
+    if device.type == "cuda" and gp.device_properties(device)["compute_capability"][0] >= 8:
+        assert any(n.startswith("pgk_attn_sm80") for n in ran), ran

@@ -1,5 +1,6 @@
-// scaled_dot_product_attention: validation and the composed path (the reference on every
-// backend, and the path for what the fused kernels do not take): per chunk of query rows,
+// scaled_dot_product_attention: validation, the fused kernels where they serve the problem
+// (CUDA, 16-bit, head dim 64 / 128: nn_kernels.h kAttentionKernel), else the composed path (the
+// reference on every backend): per chunk of query rows,
 // scores = scale * q @ k^T + mask in float32 (one GEMM with the mask as its C), a softmax over
 // keys that gives 0 for a row with no key left, then P (in the inputs' dtype) @ v. Grouped-query
 // heads are a broadcast of the batched product (q split into (kv heads, group)), not a copy of
@@ -59,6 +60,73 @@ std::vector<IndexItem> RowsOf(int ndim, int64_t r0, int64_t r1) {
   items[ndim - 2].start = r0;
   items[ndim - 2].stop = r1;
   return items;
+}
+
+// Whether `a`'s rows suit the fused kernels' 16-byte copies: unit stride along the last dim,
+// the other strides non-negative multiples of 8 elements (size-1 dims excepted), base aligned.
+bool FusedLayout(const GPUArray& a) {
+  const int n = a.ndim();
+  if (a.strides()[n - 1] != 1 && a.shape()[n - 1] != 1) return false;
+  for (int d = 0; d < n - 1; ++d) {
+    if (a.shape()[d] != 1 && (a.strides()[d] < 0 || a.strides()[d] % 8 != 0)) return false;
+  }
+  return reinterpret_cast<uintptr_t>(a.data()) % 16 == 0;
+}
+
+// The fused kernels' result for q (..., Hq, Sq, E) with at most one batch dim, or nullopt where
+// none serves the problem (the CPU backend, other dtypes or head dims, layouts, old GPUs).
+absl::StatusOr<std::optional<GPUArray>> Fused(const GPUArray& q, const GPUArray& k,
+                                              const GPUArray& v, const GPUArray* mask, bool causal,
+                                              double scale) {
+  const int nd = q.ndim();
+  const int64_t e = q.shape()[nd - 1];
+  if (nd > 4 || (q.dtype() != DType::BFloat16 && q.dtype() != DType::Float16) ||
+      v.shape()[nd - 1] != e || !FusedLayout(q) || !FusedLayout(k) || !FusedLayout(v)) {
+    return std::nullopt;
+  }
+  kernels::AttnParams p{};
+  auto strides = [nd](const GPUArray& a, int64_t& sb, int64_t& sh, int64_t& ss) {
+    sb = nd == 4 ? a.strides()[0] : 0;
+    sh = a.strides()[nd - 3];
+    ss = a.strides()[nd - 2];
+  };
+  strides(q, p.q_b, p.q_h, p.q_s);
+  strides(k, p.k_b, p.k_h, p.k_s);
+  strides(v, p.v_b, p.v_h, p.v_s);
+  p.batch = nd == 4 ? q.shape()[0] : 1;
+  p.hq = q.shape()[nd - 3];
+  p.hk = k.shape()[nd - 3];
+  p.sq = q.shape()[nd - 2];
+  p.sk = k.shape()[nd - 2];
+  p.scale_log2 = static_cast<float>(scale * 1.4426950408889634);
+  p.causal = causal ? 1 : 0;
+  PGK_ASSIGN_OR_RETURN(GPUArray out, Empty(q.shape(), q.dtype(), q.device()));
+  p.o_s = e;
+  p.o_h = p.sq * e;
+  p.o_b = p.hq * p.sq * e;
+  std::optional<GPUArray> m;
+  if (mask != nullptr) {
+    PGK_ASSIGN_OR_RETURN(GPUArray add, AdditiveMask(*mask, DType::Float32));
+    Shape full(q.shape().begin(), q.shape().end() - 1);
+    full.push_back(p.sk);
+    PGK_ASSIGN_OR_RETURN(m, BroadcastTo(add, full));
+    const Strides& st = m->strides();
+    p.m_b = nd == 4 ? st[0] : 0;
+    p.m_h = st[nd - 3];
+    p.m_q = st[nd - 2];
+    p.m_k = st[nd - 1];
+  }
+  PGK_ASSIGN_OR_RETURN(LaunchContext ctx,
+                       LaunchContext::Open(kOp, {&q, &k, &v, &out, m ? &*m : nullptr}));
+  p.q = q.data();
+  p.k = k.data();
+  p.v = v.data();
+  p.o = out.data();
+  p.mask = m ? static_cast<const float*>(m->data()) : nullptr;
+  absl::Status st = kAttentionKernel(ctx, q.dtype(), e, p);
+  if (absl::IsUnimplemented(st)) return std::nullopt;
+  PGK_RETURN_IF_ERROR(st);
+  return out;
 }
 
 }  // namespace
@@ -177,6 +245,11 @@ absl::StatusOr<GPUArray> ScaledDotProductAttention(const GPUArray& q_in, const G
     PGK_ASSIGN_OR_RETURN(GPUArray z, Zeros(out_shape, q.dtype(), q.device()));
     if (headless) return Reshape(z, {sq, dv});
     return z;
+  }
+  PGK_ASSIGN_OR_RETURN(std::optional<GPUArray> fused, Fused(q, k, v, mask, is_causal, s));
+  if (fused) {
+    if (headless) return Reshape(*fused, {sq, dv});
+    return *fused;
   }
   PGK_ASSIGN_OR_RETURN(GPUArray qg, Reshape(q, split(sq, e)));
   PGK_ASSIGN_OR_RETURN(GPUArray kg, Insert(k, -3));

@@ -5,6 +5,7 @@
 #include "absl/status/status.h"
 #include "core/dtype.h"
 #include "ops/launch/kernel_slot.h"
+#include "ops/nn/nn_attention.h"
 #include "ops/nn/nn_rope.h"
 #include "ops/nn/nn_rows.h"
 
@@ -17,5 +18,10 @@ inline constinit KernelSlot<absl::Status(LaunchContext&, DType, const kernels::R
 /// Rotary embedding of p.rows rows of `dtype` (kernels::RopeItem over every work item).
 inline constinit KernelSlot<absl::Status(LaunchContext&, DType, const kernels::RopeParams&)>
     kRopeKernel{"apply_rotary"};
+/// Fused attention of 16-bit q, k, v with head dim `head_dim` (CUDA only: where no kernel
+/// serves the problem, NotImplementedError and the op layer composes it instead).
+inline constinit KernelSlot<absl::Status(LaunchContext&, DType, int64_t,
+                                         const kernels::AttnParams&)>
+    kAttentionKernel{"scaled_dot_product_attention"};
 
 }  // namespace pygpukit::ops

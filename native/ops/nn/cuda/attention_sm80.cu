@@ -1,0 +1,220 @@
+// Fused attention forward for SM80+ (FlashAttention-2 style, inference):
+// pgk_attn_sm80_<dtype code>_d<D>(AttnParams), 16-bit q / k / v, head dim D = 64 or 128.
+//
+// One CTA per (64 query rows, query head, batch); 4 warps, each owning 16 query rows.
+//   * Q's tile is loaded once; K and V stream through shared memory in tiles of 64 keys, two
+//     stages deep (cp.async: the next tile's copies are in flight while this one is used).
+//     Rows are D / 8 chunks of 16 bytes, chunk c of row r stored at c ^ (r % 8), so the
+//     ldmatrix phases (8 rows of one chunk column) hit distinct banks. Rows past the sequence
+//     are zero-filled.
+//   * S = Q K^T with mma.sync m16n8k16 (Q fragments kept in registers, K fragments by ldmatrix
+//     from the key rows), scaled by scale * log2(e); keys past Sk, past the causal diagonal
+//     (bottom-right aligned) get -inf, an additive mask is added.
+//   * Online softmax in registers: per row the running maximum and sum; the tile's
+//     probabilities exp2(s - max) become the A fragments of P V directly (the accumulator
+//     layout of two 8-key tiles is the A layout of one 16-key step), rounded to the inputs'
+//     dtype; V fragments by ldmatrix.trans.
+//   * Causal: tiles wholly past the block's last row's diagonal are skipped.
+//   * At the end O / sum (0 for a row with no key), rounded, stored from registers.
+// Launch contract (attention_cuda.cc): grid (ceil(Sq / 64), Hq, B), 128 threads, dynamic shared
+// memory 5 * 64 * D * 2 bytes; q, k, v 16-byte aligned with row / head / batch strides multiples
+// of 8 elements, unit stride along D; Hq a multiple of Hk.
+#include <cstdint>
+
+#include "core/scalar_types.h"
+#include "ops/kernels/mma_sm80.h"
+#include "ops/nn/nn_attention.h"
+
+namespace pk = pygpukit::kernels;
+using pk::AttnParams;
+using namespace pk::sm80;  // NOLINT(build/namespaces): the PTX wrappers
+
+namespace {
+
+constexpr int kBM = 64, kBN = 64, kThreads = 128;
+constexpr float kLog2e = 1.4426950408889634f;
+
+// Byte offset of 16-byte chunk c of row r in a tile of D-element rows.
+template <int D>
+__device__ __forceinline__ uint32_t Off(int r, int c) {
+  return static_cast<uint32_t>((r * (D / 8) + (c ^ (r & 7))) * 16);
+}
+
+// Rows [row0, row0 + 64) of a (rows_end x D) matrix with row stride `ld` into a tile; rows past
+// rows_end are zero-filled (no byte read).
+template <typename T, int D>
+__device__ __forceinline__ void LoadTile(uint32_t tile, const T* base, int64_t ld, int64_t row0,
+                                         int64_t rows_end) {
+  constexpr int kC = D / 8;
+#pragma unroll
+  for (int i = threadIdx.x; i < kBN * kC; i += kThreads) {
+    const int r = i / kC, c = i % kC;
+    const bool ok = row0 + r < rows_end;
+    const T* src = ok ? base + (row0 + r) * ld + c * 8 : base;
+    CpAsync16(tile + Off<D>(r, c), src, ok ? 16 : 0);
+  }
+}
+
+// Two floats as the inputs' 16-bit pair (lo in the low half), rounded to nearest.
+template <typename T>
+__device__ __forceinline__ uint32_t Pack2(float lo, float hi) {
+  uint32_t r;
+  if constexpr (std::is_same_v<T, pygpukit::bfloat16>) {
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  } else {
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  }
+  return r;
+}
+
+template <typename T, int D>
+__device__ __forceinline__ void AttnBody(const AttnParams& p) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  constexpr int kTile = kBN * D * 2;  // bytes of one Q, K or V tile (kBM == kBN)
+  constexpr int kND = D / 8;          // 8-column tiles of O
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, tig = lane % 4;
+  const int64_t q0 = int64_t{blockIdx.x} * kBM, h = blockIdx.y, b = blockIdx.z;
+  const int64_t hk = h / (p.hq / p.hk);
+  const T* q = static_cast<const T*>(p.q) + b * p.q_b + h * p.q_h;
+  const T* k = static_cast<const T*>(p.k) + b * p.k_b + hk * p.k_h;
+  const T* v = static_cast<const T*>(p.v) + b * p.v_b + hk * p.v_h;
+  const uint32_t sq = SmemAddr(smem), sk = sq + kTile, sv = sq + 3 * kTile;
+  // Keys this block's rows can see: causal stops after the last row's diagonal.
+  int64_t kend = p.sk;
+  if (p.causal) {
+    const int64_t last = q0 + kBM + p.sk - p.sq;  // one past the last row's last key
+    kend = last < kend ? last : kend;
+  }
+  const int ntiles = kend > 0 ? static_cast<int>((kend + kBN - 1) / kBN) : 0;
+  LoadTile<T, D>(sq, q, p.q_s, q0, p.sq);
+  if (ntiles > 0) {
+    LoadTile<T, D>(sk, k, p.k_s, 0, p.sk);
+    LoadTile<T, D>(sv, v, p.v_s, 0, p.sk);
+  }
+  CpAsyncCommit();
+  float o[kND][4];
+#pragma unroll
+  for (int d = 0; d < kND; ++d) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.0f;
+  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
+  uint32_t qf[D / 16][4];
+  const int mi = lane / 8, ri = lane % 8;  // this lane's ldmatrix row address: matrix, row
+  for (int t = 0; t < ntiles; ++t) {
+    const uint32_t st = (t & 1) * kTile;
+    if (t + 1 < ntiles) {
+      LoadTile<T, D>(sk + (st ^ kTile), k, p.k_s, int64_t{t + 1} * kBN, p.sk);
+      LoadTile<T, D>(sv + (st ^ kTile), v, p.v_s, int64_t{t + 1} * kBN, p.sk);
+    }
+    CpAsyncCommit();
+    CpAsyncWait<1>();
+    __syncthreads();
+    if (t == 0) {
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) {
+        LdMatrixX4(qf[kk], sq + Off<D>(warp * 16 + ri + (mi & 1) * 8, kk * 2 + (mi >> 1)));
+      }
+    }
+    // S = Q K^T: 16 rows x 64 keys per warp.
+    float s[kBN / 8][4];
+#pragma unroll
+    for (int n = 0; n < kBN / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+#pragma unroll
+      for (int np = 0; np < kBN / 16; ++np) {
+        uint32_t r[4];
+        LdMatrixX4(r, sk + st + Off<D>(np * 16 + ri + (mi >> 1) * 8, kk * 2 + (mi & 1)));
+        const uint32_t b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};
+        Mma16816<T>(s[2 * np], qf[kk], b0);
+        Mma16816<T>(s[2 * np + 1], qf[kk], b1);
+      }
+    }
+    // Scale, mask, online softmax (rows g and g + 8 of the warp's 16).
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      const int64_t qi = q0 + warp * 16 + g + 8 * hh;
+      float mx = -INFINITY;
+#pragma unroll
+      for (int n = 0; n < kBN / 8; ++n) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int64_t key = int64_t{t} * kBN + n * 8 + 2 * tig + e;
+          float x = s[n][2 * hh + e] * p.scale_log2;
+          if (key >= p.sk || (p.causal && key > qi + p.sk - p.sq)) {
+            x = -INFINITY;
+          } else if (p.mask != nullptr && qi < p.sq) {
+            x += p.mask[b * p.m_b + h * p.m_h + qi * p.m_q + key * p.m_k] * kLog2e;
+          }
+          s[n][2 * hh + e] = x;
+          mx = fmaxf(mx, x);
+        }
+      }
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      const float m_new = fmaxf(m_run[hh], mx);
+      const float base = m_new == -INFINITY ? 0.0f : m_new;  // a row with no key yet: all 0
+      const float corr = exp2f(m_run[hh] - base);
+      m_run[hh] = m_new;
+      float sum = 0.0f;
+#pragma unroll
+      for (int n = 0; n < kBN / 8; ++n) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const float pr = exp2f(s[n][2 * hh + e] - base);
+          s[n][2 * hh + e] = pr;
+          sum += pr;
+        }
+      }
+      l_run[hh] = l_run[hh] * corr + sum;
+#pragma unroll
+      for (int d = 0; d < kND; ++d) {
+        o[d][2 * hh] *= corr;
+        o[d][2 * hh + 1] *= corr;
+      }
+    }
+    // O += P V: P's accumulators are the A fragments of 16-key steps.
+#pragma unroll
+    for (int j = 0; j < kBN / 16; ++j) {
+      const uint32_t a[4] = {Pack2<T>(s[2 * j][0], s[2 * j][1]), Pack2<T>(s[2 * j][2], s[2 * j][3]),
+                             Pack2<T>(s[2 * j + 1][0], s[2 * j + 1][1]),
+                             Pack2<T>(s[2 * j + 1][2], s[2 * j + 1][3])};
+#pragma unroll
+      for (int dp = 0; dp < kND / 2; ++dp) {
+        uint32_t r[4];
+        LdMatrixX4Trans(r, sv + st + Off<D>(j * 16 + ri + (mi & 1) * 8, dp * 2 + (mi >> 1)));
+        const uint32_t b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};
+        Mma16816<T>(o[2 * dp], a, b0);
+        Mma16816<T>(o[2 * dp + 1], a, b1);
+      }
+    }
+    __syncthreads();  // the next iteration's copies overwrite this stage
+  }
+  CpAsyncWait<0>();
+  T* out = static_cast<T*>(p.o) + b * p.o_b + h * p.o_h;
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    float l = l_run[hh];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const float inv = l > 0.0f ? 1.0f / l : 0.0f;  // no key: zeros, as torch
+    const int64_t qi = q0 + warp * 16 + g + 8 * hh;
+    if (qi >= p.sq) continue;
+    uint32_t* row = reinterpret_cast<uint32_t*>(out + qi * p.o_s);
+#pragma unroll
+    for (int d = 0; d < kND; ++d) {
+      row[(d * 8 + 2 * tig) / 2] = Pack2<T>(o[d][2 * hh] * inv, o[d][2 * hh + 1] * inv);
+    }
+  }
+}
+
+}  // namespace
+
+#define PGK_ATTN_SM80(T, C, D)                                                                    \
+  extern "C" __global__ void __launch_bounds__(kThreads) pgk_attn_sm80_##C##_d##D(AttnParams p) { \
+    AttnBody<T, D>(p);                                                                            \
+  }
+
+PGK_ATTN_SM80(pygpukit::bfloat16, bf2, 64)
+PGK_ATTN_SM80(pygpukit::bfloat16, bf2, 128)
+PGK_ATTN_SM80(pygpukit::float16, f2, 64)
+PGK_ATTN_SM80(pygpukit::float16, f2, 128)

@@ -1,0 +1,29 @@
+// The fused attention kernels' parameter block (the op layer fills it, cuda/attention_sm80.cu
+// reads it): q (B, Hq, Sq, D), k and v (B, Hk, Sk, D), o (B, Hq, Sq, D), each with its own
+// batch / head / row strides in elements and a unit stride along D; an optional additive
+// float32 mask with broadcast strides (0 where it is broadcast).
+#pragma once
+
+#include <cstdint>
+
+namespace pygpukit::kernels {
+
+struct AttnParams {
+  const void* q;
+  const void* k;
+  const void* v;
+  void* o;
+  const float* mask;  // nullptr: none
+  int64_t q_b, q_h, q_s;
+  int64_t k_b, k_h, k_s;
+  int64_t v_b, v_h, v_s;
+  int64_t o_b, o_h, o_s;
+  int64_t m_b, m_h, m_q, m_k;
+  int64_t batch, hq, hk, sq, sk;
+  float scale_log2;  // softmax scale times log2(e): scores go through exp2
+  int32_t causal;    // query i sees keys j <= i + sk - sq
+};
+
+static_assert(sizeof(AttnParams) == 216, "AttnParams layout changed");
+
+}  // namespace pygpukit::kernels
