@@ -3,8 +3,8 @@
 # Abseil / GoogleTest .debs (the machine has no network), builds for sm_90a with -j16, runs the
 # C++ and Python suites (backend parity included) with PYGPUKIT_DEVICE=cuda, python -m pygpukit and the benchmarks.
 #   steps: any of "build test test-gemm test-nn sanitize-gemm profile-gemm selfcheck bench bench-gemm
-#   bench-gemm-epilogue bench-scaled-matmul bench-grouped bench-mlp bench-nn bench-transformer
-#   bench-jit
+#   bench-gemm-epilogue bench-scaled-matmul bench-grouped bench-mlp bench-nn bench-attention
+#   bench-transformer bench-jit
 #   bench-elementwise bench-sorting bench-rng bench-launch
 #   bench-memory bench-scheduler bench-suite"
 #   (default: build test selfcheck bench bench-memory bench-scheduler)
@@ -12,6 +12,8 @@
 #   GPU, then the Python ones under memcheck
 #   bench-nn: benchmarks/nn.py (softmax / norms beside torch; JSON in $OUT); extra arguments in
 #   NN_ARGS
+#   bench-attention: benchmarks/attention.py (SDPA prefill and decode beside torch's backends;
+#   JSON in $OUT); extra arguments in ATTN_ARGS
 #   bench-transformer: benchmarks/transformer.py (the Llama-style stack beside torch; JSON in
 #   $OUT); extra arguments in TRANSFORMER_ARGS
 #   test-gemm: only the matmul / gemm Python tests (fast signal on kernel work; GEMM_K replaces
@@ -211,6 +213,10 @@ fi
 if has bench-nn; then
   PYGPUKIT_DEVICE=cuda $PY benchmarks/nn.py --out "$OUTDIR" ${NN_ARGS:-} 2>&1 |
     tee "$OUTDIR/bench_nn.log" || rc=1
+fi
+if has bench-attention; then
+  PYGPUKIT_DEVICE=cuda $PY benchmarks/attention.py --out "$OUTDIR" ${ATTN_ARGS:-} 2>&1 |
+    tee "$OUTDIR/bench_attention.log" || rc=1
 fi
 if has bench-transformer; then
   PYGPUKIT_DEVICE=cuda $PY benchmarks/transformer.py --out "$OUTDIR" ${TRANSFORMER_ARGS:-} 2>&1 |

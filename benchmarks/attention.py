@@ -1,0 +1,161 @@
+"""scaled_dot_product_attention beside torch's backends (default, cuDNN, flash), interleaved.
+
+Prefill: bf16, head dim 128, 32 heads, sequence 1024 / 4096 / 16384 with batch x sequence =
+16384, causal and not; TFLOP/s count 4 B H Sq Sk D (half of it causal). Decode: batch 64, 32
+query heads over 8 KV heads, one query token, KV length 2048 ... 32768 (contiguous cache);
+TB/s count the cache's bytes (k and v read once). Timing as peers.interleaved_ms: each round
+runs a batch of calls of every candidate in turn with its own CUDA events; medians, spreads.
+Errors (max / mean absolute) against a float64 reference over 4 query rows of the first head.
+Results go to <out>/<gpu>-sm<XY>-attention.json.
+
+    python benchmarks/attention.py [--quick] [--reps 5]
+"""
+
+import argparse
+
+import numpy as np
+from peers import Lib, cuda_torch, interleaved_ms
+from results_file import write_result
+
+import pygpukit as gp
+
+PREFILL_SEQ = (1024, 4096, 16384)
+DECODE_KV = (2048, 8192, 32768)
+
+
+class TorchBackend(Lib):
+    """torch timed with one SDPA backend forced (None: its own choice)."""
+
+    def __init__(self, dev, backend):
+        super().__init__("torch", dev)
+        self.backend = backend
+
+    def time_ms(self, call, iters):
+        if self.backend is None:
+            return super().time_ms(call, iters)
+        from torch.nn.attention import sdpa_kernel
+
+        with sdpa_kernel(self.backend):
+            return super().time_ms(call, iters)
+
+
+def reference(q, k, v, causal, rows):
+    """float64 attention of query rows `rows` of batch 0, head 0 (kv head 0)."""
+    q = q[0, 0, rows].astype(np.float64)
+    k, v = k[0, 0].astype(np.float64), v[0, 0].astype(np.float64)
+    s = q @ k.T / np.sqrt(q.shape[-1])
+    sk = k.shape[0]
+    if causal:
+        s = np.where(np.arange(sk)[None, :] <= np.asarray(rows)[:, None], s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return (p / p.sum(-1, keepdims=True)) @ v
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true", help="one prefill and one decode length")
+    p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--iters", type=int, default=5)
+    p.add_argument("--out", default=None)
+    args = p.parse_args()
+    torch = cuda_torch()
+    if torch is None:
+        raise SystemExit("needs torch with a CUDA device")
+    from torch.nn.attention import SDPBackend
+
+    dev = gp.Device("cuda:0")
+    props = gp.device_properties(dev)
+    ours = Lib("ours", dev)
+    peers = {
+        "torch": TorchBackend(dev, None),
+        "torch_cudnn": TorchBackend(dev, SDPBackend.CUDNN_ATTENTION),
+        "torch_flash": TorchBackend(dev, SDPBackend.FLASH_ATTENTION),
+    }
+    rng = np.random.default_rng(0)
+    rows_out = []
+    cases = []
+    for s in PREFILL_SEQ[:1] if args.quick else PREFILL_SEQ:
+        for causal in (False, True):
+            cases.append(("prefill", 16384 // s, 32, 32, s, s, causal))
+    for n in DECODE_KV[:1] if args.quick else DECODE_KV:
+        cases.append(("decode", 64, 32, 8, 1, n, False))
+    for kind, b, hq, hk, sq, sk, causal in cases:
+        d = 128
+        qh = rng.standard_normal((b, hq, sq, d)).astype(np.float32)
+        kh = rng.standard_normal((b, hk, sk, d)).astype(np.float32)
+        vh = rng.standard_normal((b, hk, sk, d)).astype(np.float32)
+        gq, gk, gv = (gp.asarray(a, device=dev).astype(gp.bfloat16) for a in (qh, kh, vh))
+        tq, tk, tv = (torch.from_dlpack(a) for a in (gq, gk, gv))
+        gqa = hq != hk
+
+        def ours_call(gq=gq, gk=gk, gv=gv, causal=causal, gqa=gqa):
+            return gp.nn.scaled_dot_product_attention(gq, gk, gv, is_causal=causal, enable_gqa=gqa)
+
+        def torch_call(tq=tq, tk=tk, tv=tv, causal=causal, gqa=gqa):
+            F = torch.nn.functional
+            return F.scaled_dot_product_attention(tq, tk, tv, is_causal=causal, enable_gqa=gqa)
+
+        rows = [0, 1, sq // 2, sq - 1] if sq > 1 else [0]
+        ref = reference(
+            gp.to_numpy(gq.astype(gp.float32)),
+            gp.to_numpy(gk.astype(gp.float32)),
+            gp.to_numpy(gv.astype(gp.float32)),
+            causal,
+            rows,
+        )
+        calls = {"ours": (ours, ours_call)}
+        errors = {}
+        got = gp.to_numpy(ours_call().astype(gp.float32))[0, 0, rows]
+        errors["ours"] = got - ref
+        for name, lib in peers.items():
+            try:
+                lib.time_ms(torch_call, 1)  # warm-up; raises where the backend refuses the shape
+            except Exception as e:  # noqa: BLE001 - one backend's refusal must not end the run
+                print(f"  {name}: {type(e).__name__}: {str(e).splitlines()[0]}")
+                continue
+            calls[name] = (lib, torch_call)
+        errors["torch"] = torch_call()[0, 0, rows].float().cpu().numpy() - ref
+        gp.reset_dispatch_stats()
+        ours_call()
+        gp.synchronize(dev)
+        kernels = sorted(gp.dispatch_stats()["per_kernel"])
+        timed = interleaved_ms(calls, args.iters, args.reps)
+        flops = 4.0 * b * hq * sq * sk * d * (0.5 if causal else 1.0)
+        cache_bytes = 2.0 * b * hk * sk * d * 2
+        row = {"kind": kind, "batch": b, "hq": hq, "hk": hk, "sq": sq, "sk": sk, "d": d}
+        row |= {"causal": causal, "dtype": "bf16", "kernels": kernels}
+        for name, t in timed.items():
+            if "error" in t:
+                row[name] = t
+                continue
+            sec = t["ms"] * 1e-3
+            row[name] = {"us": t["ms"] * 1e3, "spread": t["spread"]}
+            row[name]["tflops" if kind == "prefill" else "tbps"] = (
+                flops / sec / 1e12 if kind == "prefill" else cache_bytes / sec / 1e12
+            )
+            if name in errors:
+                e = np.abs(errors[name])
+                row[name] |= {"max_abs": float(e.max()), "mean_abs": float(e.mean())}
+        best = min(
+            (row[k]["us"] for k in peers if k in row and "us" in row[k]), default=float("nan")
+        )
+        row["ours_vs_best_torch"] = best / row["ours"]["us"] if "us" in row["ours"] else None
+        rows_out.append(row)
+        unit = "tflops" if kind == "prefill" else "tbps"
+        cells = "  ".join(
+            f"{k} {row[k][unit]:7.1f}" for k in ("ours", *peers) if k in row and unit in row[k]
+        )
+        print(f"{kind} b{b} hq{hq} hk{hk} sq{sq} sk{sk} causal={causal}: {cells} ({unit})")
+    result = {
+        "gpu": props["name"],
+        "sm": props["sm"],
+        "versions": {"pygpukit": gp.__version__, "torch": torch.__version__},
+        "timing": "interleaved rounds, own CUDA events per library, median per call",
+        "results": rows_out,
+    }
+    write_result(result, args.out, props, "attention", cuda=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
