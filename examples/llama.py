@@ -74,12 +74,16 @@ class Llama:
         self.v_cache = [gp.zeros(shape, dtype=dtype, device=device) for _ in range(cfg.layers)]
         self.device = device
 
+    def _heads(self, a, t):
+        """(T, n * hd) columns of the projection as a (1, n, T, hd) view."""
+        hd = self.cfg.head_dim
+        return gp.permute_dims(gp.reshape(a, (1, t, a.shape[1] // hd, hd)), (0, 2, 1, 3))
+
     def forward(self, x, pos):
         cfg, hd = self.cfg, self.cfg.head_dim
         t = x.shape[0]
         if pos + t > cfg.max_len:
             raise ValueError(f"positions {pos} + {t} exceed the cache of {cfg.max_len}")
-        positions = gp.arange(pos, pos + t, device=self.device)[:, None]  # (T, 1): per token
         nq, nk = cfg.heads * hd, cfg.kv_heads * hd
         h, delta = x, None
         for i, lw in enumerate(self.w["layers"]):
@@ -88,15 +92,13 @@ class Llama:
             else:
                 y, h = gp.nn.rms_norm(delta, lw["attn_norm"], cfg.eps, residual=h)
             qkv = gp.linear(y, lw["wqkv"])  # (T, (H + 2 KV) * hd)
-            q = gp.reshape(qkv[:, :nq], (1, t, cfg.heads, hd))
-            k = gp.reshape(qkv[:, nq : nq + nk], (1, t, cfg.kv_heads, hd))
-            v = gp.reshape(qkv[:, nq + nk :], (1, t, cfg.kv_heads, hd))
-            q = gp.nn.apply_rotary(q, self.cos, self.sin, positions)
-            k = gp.nn.apply_rotary(k, self.cos, self.sin, positions)
-            self.k_cache[i][:, :, pos : pos + t] = gp.permute_dims(k, (0, 2, 1, 3))
-            self.v_cache[i][:, :, pos : pos + t] = gp.permute_dims(v, (0, 2, 1, 3))
+            # (1, heads, T, hd) views of the projection; rotary at positions pos .. pos + T - 1.
+            q = gp.nn.apply_rotary(self._heads(qkv[:, :nq], t), self.cos, self.sin, pos)
+            k = gp.nn.apply_rotary(self._heads(qkv[:, nq : nq + nk], t), self.cos, self.sin, pos)
+            self.k_cache[i][:, :, pos : pos + t] = k
+            self.v_cache[i][:, :, pos : pos + t] = self._heads(qkv[:, nq + nk :], t)
             o = gp.nn.scaled_dot_product_attention(
-                gp.permute_dims(q, (0, 2, 1, 3)),
+                q,
                 self.k_cache[i][:, :, : pos + t],
                 self.v_cache[i][:, :, : pos + t],
                 is_causal=True,  # bottom-right: token pos + j sees positions 0 .. pos + j

@@ -37,21 +37,23 @@ __all__ = [
 
 
 def _axis(axis, dim, op):
+    """The reduced axis: ``axis`` or torch's ``dim``, the last one when neither is given (not
+    torch's deprecated implicit dim, which depends on the rank)."""
+    if dim is not None and axis is not None:
+        raise TypeError(f"{op}: give axis or dim, not both")
     if dim is not None:
-        if axis != -1:
-            raise TypeError(f"{op}: give axis or dim, not both")
         return dim
-    return axis
+    return -1 if axis is None else axis
 
 
-def softmax(x, /, axis=-1, *, dtype=None, dim=None):
+def softmax(x, /, axis=None, *, dtype=None, dim=None):
     """exp(x) / sum(exp(x)) along ``axis`` (``dim`` is torch's name for it), computed stably
     (the row's maximum subtracted first). ``dtype`` casts x first. A row of only -inf gives NaN,
     as torch does; a NaN spreads over its row."""
     return _nn.softmax(x, _axis(axis, dim, "softmax"), False, dtype)
 
 
-def log_softmax(x, /, axis=-1, *, dtype=None, dim=None):
+def log_softmax(x, /, axis=None, *, dtype=None, dim=None):
     """x - log(sum(exp(x))) along ``axis``, computed stably; see :func:`softmax`."""
     return _nn.softmax(x, _axis(axis, dim, "log_softmax"), True, dtype)
 
@@ -72,8 +74,9 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5, *, residua
 
 def rms_norm(x, weight=None, eps=None, *, normalized_shape=None, residual=None):
     """h / sqrt(mean(h**2) + eps) * weight over the trailing dims: ``normalized_shape``, else
-    weight's shape, else the last dim. ``eps`` defaults to the dtype's machine epsilon (as
-    ``torch.nn.functional.rms_norm``; note that torch takes normalized_shape second).
+    weight's shape, else the last dim. ``eps`` defaults to float32's machine epsilon (float64's
+    for float64), as ``torch.nn.functional.rms_norm`` (note that torch takes normalized_shape
+    second).
 
     With ``residual``, h = x + residual (rounded to the dtype) and the result is ``(y, h)``, as
     for :func:`layer_norm`."""
@@ -149,10 +152,11 @@ def rope_cache(positions, rotary_dim, base=10000.0, *, dtype=None, device=None):
 def apply_rotary(x, cos, sin, positions=None, *, interleaved=False, out=None):
     """Rotary position embedding of ``x`` (..., head_dim) with the tables of :func:`rope_cache`
     (shape (P, R / 2), R <= head_dim): the first R columns of each row are rotated by its
-    position's angles, the rest copied (partial rotary). ``positions`` (integers, each in [0,
-    P)) broadcast against x.shape[:-1], e.g. (S,) for (B, H, S, D) or ``pos[:, None]`` for
-    (B, S, H, D), (B, 1) per sequence at decode; without them the index along axis -2 is the
-    position. ``interleaved=False`` rotates the halves (j, j + R / 2) (GPT-NeoX, Llama);
+    position's angles, the rest copied (partial rotary). ``positions``: an int, the position of
+    the first row along axis -2 (the sequence axis of (B, H, S, D); 0 when omitted: checked on
+    the host, no device read); or an integer array broadcast against x.shape[:-1], each in [0,
+    P) (checked with one read back), e.g. ``pos[:, None]`` for (B, S, H, D) or (B, 1, 1) per
+    sequence at decode. ``interleaved=False`` rotates the halves (j, j + R / 2) (GPT-NeoX, Llama);
     ``True`` the neighbours (2j, 2j + 1) (GPT-J). Computed in float32 (float64 for float64) and
     rounded once; ``out=x`` rotates in place."""
     return _nn.apply_rotary(x, cos, sin, positions, interleaved, out)

@@ -65,10 +65,13 @@ void BindNn(pyb::module_& m) {
       [](const pyb::handle& x, const pyb::handle& cos, const pyb::handle& sin,
          const pyb::handle& positions, const pyb::handle& interleaved, const pyb::handle& out) {
         constexpr absl::string_view op = "apply_rotary";
-        const std::optional<GPUArray> pos = OptionalArray(positions, op),
-                                      o = OptionalArray(out, op);
+        // An integer: the first position of the sequence axis (no device read to check it).
+        const bool offset = !pyb::isinstance<GPUArray>(positions) && IsInt(positions);
+        const std::optional<GPUArray> pos = offset ? std::nullopt : OptionalArray(positions, op);
+        const std::optional<GPUArray> o = OptionalArray(out, op);
+        const int64_t start = offset ? ToInt(positions, "positions", op) : 0;
         return Unwrap(ops::ApplyRotary(AsArray(x, op), AsArray(cos, op), AsArray(sin, op), Ptr(pos),
-                                       BoolArg(interleaved, "interleaved", op), Ptr(o)));
+                                       BoolArg(interleaved, "interleaved", op), Ptr(o), start));
       },
       pyb::arg("x"), pyb::arg("cos"), pyb::arg("sin"), pyb::arg("positions"),
       pyb::arg("interleaved"), pyb::arg("out"));

@@ -6,7 +6,7 @@ sequences that run in chunks of query rows, and bad input."""
 
 import numpy as np
 import pytest
-from helpers import UNIT_ROUNDOFF, host, rand
+from helpers import UNIT_ROUNDOFF, host, rand, run_child
 
 import pygpukit as gp
 
@@ -105,6 +105,13 @@ def test_masks(rng, device):
     bias = (rng.standard_normal((4, 1, 13)) * 2).astype(np.float32)  # additive, per head and key
     y = gp.nn.scaled_dot_product_attention(gq, gk, gv, gp.asarray(bias, device=device))
     check(y, sdpa_ref(q, k, v, bias), "float16", vmax)
+    # Grouped heads with a per-head mask: the mask's head axis splits like the query heads.
+    g2k, g2v = gk[:, :2], gv[:, :2]
+    per_head = rng.random((4, 9, 13)) < 0.6
+    y = gp.nn.scaled_dot_product_attention(
+        gq, g2k, g2v, gp.asarray(per_head, device=device), enable_gqa=True
+    )
+    check(y, sdpa_ref(q, k[:, :2], v[:, :2], per_head), "float16", vmax)
 
 
 def test_two_dims_empty_and_long(rng, device):
@@ -116,12 +123,33 @@ def test_two_dims_empty_and_long(rng, device):
     assert e.shape == (0, 3)
     z = gp.nn.scaled_dot_product_attention(gq, gk[:0], gv[:0])  # no keys: zeros
     assert z.shape == (5, 3) and not np.any(host(z))
-    # Scores past the chunk budget (64M float32): query rows in chunks, causal mask sliced too.
-    (q, k, v), (gq, gk, gv) = arrays(rng, "float32", device, (8200, 4), (8200, 4), (8200, 4))
-    y = host(gp.nn.scaled_dot_product_attention(gq, gk, gv, is_causal=True))
-    rows = [0, 1, 4000, 8198, 8199]
-    ref = sdpa_ref(q[None], k[None], v[None], causal=True, rows=rows)[0]
-    np.testing.assert_allclose(y[rows], ref, rtol=1e-5, atol=1e-5)
+
+
+def test_query_rows_in_chunks():
+    """Scores past the chunk budget (shrunk to 1000 floats in a child process): query rows in
+    chunks, with a causal mask built per chunk, a sliced per-row mask, folded grouped heads."""
+    code = """
+        import numpy as np, pygpukit as gp, sys
+        sys.path.insert(0, "tests/python")
+        from test_attention import sdpa_ref
+        rng = np.random.default_rng(0)
+        q = rng.standard_normal((2, 4, 37, 16)).astype(np.float32)
+        k = rng.standard_normal((2, 2, 45, 16)).astype(np.float32)
+        v = rng.standard_normal((2, 2, 45, 8)).astype(np.float32)
+        m = rng.random((2, 1, 37, 45)) < 0.7
+        g = [gp.asarray(a) for a in (q, k, v)]
+        sdpa = gp.nn.scaled_dot_product_attention
+        err = lambda got, want: np.abs(gp.to_numpy(got) - want).max()
+        errs = [
+            err(sdpa(*g, is_causal=c, enable_gqa=True), sdpa_ref(q, k, v, causal=c))
+            for c in (False, True)
+        ]
+        errs.append(err(sdpa(*g, gp.asarray(m), enable_gqa=True), sdpa_ref(q, k, v, m)))
+        print(max(errs))
+    """
+    proc = run_child(code, env={"PYGPUKIT_ATTENTION_SCORES": "1000"})
+    assert proc.returncode == 0, proc.stderr
+    assert float(proc.stdout.strip()) < 1e-5, proc.stdout
 
 
 def test_bad_input(device):

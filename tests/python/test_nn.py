@@ -147,7 +147,17 @@ def rms_norm_ref(h, nd, w, eps):
     return y, np.abs(y) + 1
 
 
-NORM_SHAPES = [((4, 1000), 1), ((2, 3, 4096), 1), ((3, 5, 7), 2), ((2, 20000), 1), ((0, 16), 1)]
+# (2, 40000): past what a CUDA block holds in registers for 16-bit rows too; (2, 20001): the
+# one-element path on rows past it.
+NORM_SHAPES = [
+    ((4, 1000), 1),
+    ((2, 3, 4096), 1),
+    ((3, 5, 7), 2),
+    ((2, 20000), 1),
+    ((2, 40000), 1),
+    ((2, 20001), 1),
+    ((0, 16), 1),
+]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -175,14 +185,36 @@ def test_rms_norm(rng, device, dtype, shape, nd):
     y = gp.nn.rms_norm(gp.asarray(x, device=device), gw, 1e-6)  # normalized over w's shape
     ref, scale = rms_norm_ref(f64(x), nd, f64(w), 1e-6)
     check(y, ref, dtype, scale)
-    # Without weight: the last dim; eps defaults to the dtype's machine epsilon (as torch).
+    # Without weight: the last dim; eps defaults to float32's machine epsilon (float64's for
+    # float64), as torch.
     y = F.rms_norm(gp.asarray(x, device=device))
-    ref, scale = rms_norm_ref(f64(x), 1, None, float(ml_dtypes.finfo(npdt(dtype)).eps))
+    eps = float(np.finfo(np.float64 if dtype == "float64" else np.float32).eps)
+    ref, scale = rms_norm_ref(f64(x), 1, None, eps)
+    check(y, ref, dtype, scale)
+    # Small values: the default eps must not swamp them (a row of 1e-3 normalizes to ~1).
+    tiny = np.full((2, 64), 1e-3).astype(npdt(dtype))
+    y = F.rms_norm(gp.asarray(tiny, device=device))
+    ref, scale = rms_norm_ref(f64(tiny), 1, None, eps)
     check(y, ref, dtype, scale)
 
 
+def test_norms_with_misaligned_operands_take_the_element_path(rng, device):
+    # Weight, bias and residual starting one element into their buffers: no 16-byte vectors.
+    x = rand(rng, (3, 256), "bfloat16", scale=2.0)
+    flat = rand(rng, (1 + 3 * 256,), "bfloat16", scale=1.0)
+    gx = gp.asarray(x, device=device)
+    gw = gp.asarray(flat, device=device)[1:257]
+    gr = gp.reshape(gp.asarray(flat, device=device)[1:], (3, 256))
+    w = f64(flat[1:257])
+    y, h = gp.nn.layer_norm(gx, 256, gw, gw, residual=gr)
+    hh = (f64(x) + f64(flat[1:]).reshape(3, 256)).astype(npdt("bfloat16"))
+    np.testing.assert_array_equal(host(h), hh)
+    ref, scale = layer_norm_ref(f64(hh), 1, w, w, 1e-5)
+    check(y, ref, "bfloat16", scale)
+
+
 @pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
-@pytest.mark.parametrize("cols", [4096, 20000, 1000])
+@pytest.mark.parametrize("cols", [4096, 20000, 40000, 1000])
 def test_fused_residual(rng, device, dtype, cols):
     x = rand(rng, (3, cols), dtype, scale=2.0)
     r = rand(rng, (3, cols), dtype, scale=2.0)
@@ -322,10 +354,12 @@ def test_apply_rotary_bhsd(rng, device, dtype, interleaved, rot):
     y = gp.nn.apply_rotary(gx, cos, sin, interleaved=interleaved)  # positions 0 .. s-1
     ref = rope_ref(f64(x), f64(host(cos)), f64(host(sin)), np.arange(s), interleaved)
     check(y, ref, dtype, np.abs(f64(x)).max() + 1)
-    # Offsets (a chunk of a longer sequence) and in place.
+    # Offsets (a chunk of a longer sequence): as an int start, or as an array; in place.
+    ref = rope_ref(f64(x), f64(host(cos)), f64(host(sin)), np.arange(20, 20 + s), interleaved)
+    y = gp.nn.apply_rotary(gx, cos, sin, 20, interleaved=interleaved)
+    check(y, ref, dtype, np.abs(f64(x)).max() + 1)
     pos = gp.asarray(np.arange(20, 20 + s), device=device)
     gp.nn.apply_rotary(gx, cos, sin, pos, interleaved=interleaved, out=gx)
-    ref = rope_ref(f64(x), f64(host(cos)), f64(host(sin)), np.arange(20, 20 + s), interleaved)
     check(gx, ref, dtype, np.abs(f64(x)).max() + 1)
 
 
@@ -362,7 +396,9 @@ def test_apply_rotary_bad_input(device):
     big_c, big_s = gp.nn.rope_cache(6, 16, device=device)
     with pytest.raises(ValueError, match="R <= the head dim 8"):
         gp.nn.apply_rotary(x, big_c, big_s)
-    with pytest.raises(IndexError, match="sequence length 4 exceeds the tables' 3 positions"):
+    with pytest.raises(IndexError, match=r"positions 0 .. 3 are out of range for tables of 3"):
         gp.nn.apply_rotary(x, cos[:3], sin[:3])
+    with pytest.raises(IndexError, match=r"positions 3 .. 6 are out of range for tables of 6"):
+        gp.nn.apply_rotary(x, cos, sin, 3)
     with pytest.raises(ValueError, match="apply_rotary: out must be a contiguous array"):
         gp.nn.apply_rotary(x, cos, sin, out=gp.matrix_transpose(x))

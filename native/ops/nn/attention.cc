@@ -7,6 +7,7 @@
 // k and v.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <string>
 #include <vector>
@@ -45,12 +46,25 @@ absl::StatusOr<GPUArray> AdditiveMask(const GPUArray& mask, DType acc) {
   return AsType(mask, acc, false);
 }
 
-// The causal mask, bottom-right aligned: query i sees keys j <= i + (sk - sq).
-absl::StatusOr<GPUArray> CausalMask(int64_t sq, int64_t sk, DType acc, Device device) {
+// The additive causal mask of `rows` query rows over sk keys: -inf from diagonal `first` of
+// each row on (row r's first masked key is r + first), 0 before.
+absl::StatusOr<GPUArray> CausalMask(int64_t rows, int64_t sk, int64_t first, DType acc,
+                                    Device device) {
   PGK_ASSIGN_OR_RETURN(
       GPUArray ninf,
-      Full({sq, sk}, Scalar::Float(-std::numeric_limits<double>::infinity()), acc, device));
-  return Triu(ninf, sk - sq + 1);
+      Full({rows, sk}, Scalar::Float(-std::numeric_limits<double>::infinity()), acc, device));
+  return Triu(ninf, first);
+}
+
+// Float32 scores held at once per chunk of query rows (PYGPUKIT_ATTENTION_SCORES overrides,
+// read once; tests use it to reach the chunked path with small problems).
+int64_t ScoreBudget() {
+  static const int64_t budget = [] {
+    const char* env = std::getenv("PYGPUKIT_ATTENTION_SCORES");
+    const int64_t v = env != nullptr ? std::atoll(env) : 0;
+    return v > 0 ? v : kScoreBudget;
+  }();
+  return budget;
 }
 
 // Index items selecting rows [r0, r1) of axis -2 of an array of `ndim` dims.
@@ -235,9 +249,10 @@ absl::StatusOr<GPUArray> ScaledDotProductAttention(const GPUArray& q_in, const G
     }
     grouped.insert(grouped.end(), padded.end() - 2, padded.end());
     PGK_ASSIGN_OR_RETURN(addmask, Reshape(m, grouped));
-  } else if (is_causal) {
-    PGK_ASSIGN_OR_RETURN(addmask, CausalMask(sq, sk, acc, q.device()));
   }
+  // The causal mask is built per chunk of query rows (below); with one query row it masks
+  // nothing (that row sees keys 0 .. sk - 1).
+  const bool causal = is_causal && sq > 1;
   // Empty problems: an empty result, or zeros when no key exists (softmax over nothing).
   int64_t out_size = 1;
   for (int64_t d : out_shape) out_size *= d;
@@ -251,38 +266,55 @@ absl::StatusOr<GPUArray> ScaledDotProductAttention(const GPUArray& q_in, const G
     if (headless) return Reshape(*fused, {sq, dv});
     return *fused;
   }
-  PGK_ASSIGN_OR_RETURN(GPUArray qg, Reshape(q, split(sq, e)));
-  PGK_ASSIGN_OR_RETURN(GPUArray kg, Insert(k, -3));
-  PGK_ASSIGN_OR_RETURN(GPUArray kt, MatrixTranspose(kg));
-  PGK_ASSIGN_OR_RETURN(GPUArray vg, Insert(v, -3));
-  // Query rows per chunk so that the float32 scores stay within the budget.
-  const int64_t per_row = out_size / (sq * dv) * sk;
-  const int64_t rows = std::clamp<int64_t>(kScoreBudget / std::max<int64_t>(per_row, 1), 1, sq);
+  // Without a mask the query heads of a group fold into the rows, q as (..., Hk, G * Sq, E)
+  // against k and v as they are (equal batch dims: nothing broadcast, so nothing copied). With
+  // one the heads split as (..., Hk, G, Sq, E) against k and v with a size-1 group axis, which
+  // the mask's rows follow.
+  const bool fold = !addmask && !causal;
+  const int64_t rows_total = fold ? g * sq : sq;
+  GPUArray qm, kt, vm;
+  if (fold) {
+    Shape folded = batch;
+    folded.insert(folded.end(), {hk, g * sq, e});
+    PGK_ASSIGN_OR_RETURN(qm, Reshape(q, folded));
+    PGK_ASSIGN_OR_RETURN(kt, MatrixTranspose(k));
+    vm = v;
+  } else {
+    PGK_ASSIGN_OR_RETURN(qm, Reshape(q, split(sq, e)));
+    PGK_ASSIGN_OR_RETURN(GPUArray kg, Insert(k, -3));
+    PGK_ASSIGN_OR_RETURN(kt, MatrixTranspose(kg));
+    PGK_ASSIGN_OR_RETURN(vm, Insert(v, -3));
+  }
+  // Rows per chunk so that the float32 scores stay within the budget.
+  const int64_t per_row = out_size / (sq * dv) * sk / (fold ? g : 1);
+  const int64_t rows =
+      std::clamp<int64_t>(ScoreBudget() / std::max<int64_t>(per_row, 1), 1, rows_total);
   std::vector<GPUArray> parts;
-  for (int64_t r0 = 0; r0 < sq; r0 += rows) {
-    const int64_t r1 = std::min(sq, r0 + rows);
-    const bool whole = r0 == 0 && r1 == sq;
-    GPUArray qc = qg;
+  for (int64_t r0 = 0; r0 < rows_total; r0 += rows) {
+    const int64_t r1 = std::min(rows_total, r0 + rows);
+    const bool whole = r0 == 0 && r1 == rows_total;
+    GPUArray qc = qm;
     if (!whole) {
-      PGK_ASSIGN_OR_RETURN(qc, Index(qg, RowsOf(qg.ndim(), r0, r1)));
+      PGK_ASSIGN_OR_RETURN(qc, Index(qm, RowsOf(qm.ndim(), r0, r1)));
     }
     GemmEpilogue epi;
     epi.alpha = s;
     epi.out_dtype = acc;
-    if (addmask) {
-      GPUArray mc = *addmask;
-      if (!whole && mc.ndim() >= 2 && mc.shape()[mc.ndim() - 2] == sq && sq > 1) {
-        PGK_ASSIGN_OR_RETURN(mc, Index(mc, RowsOf(mc.ndim(), r0, r1)));
-      }
-      Shape target = split(r1 - r0, sk);
-      PGK_ASSIGN_OR_RETURN(mc, BroadcastTo(mc, target));
-      epi.c = mc;
+    std::optional<GPUArray> mc = addmask;
+    if (mc && !whole && mc->shape()[mc->ndim() - 2] == sq && sq > 1) {
+      PGK_ASSIGN_OR_RETURN(mc, Index(*mc, RowsOf(mc->ndim(), r0, r1)));
+    }
+    if (causal) {  // rows r0 .. r1 - 1: key j masked past r + sk - sq
+      PGK_ASSIGN_OR_RETURN(mc, CausalMask(r1 - r0, sk, sk - sq + 1 + r0, acc, q.device()));
+    }
+    if (mc) {
+      PGK_ASSIGN_OR_RETURN(epi.c, BroadcastTo(*mc, split(r1 - r0, sk)));
       epi.beta = 1.0;
     }
     PGK_ASSIGN_OR_RETURN(GPUArray scores, Gemm(qc, kt, epi));
     PGK_ASSIGN_OR_RETURN(GPUArray p, SoftmaxMasked(scores));
     PGK_ASSIGN_OR_RETURN(GPUArray pin, AsType(p, q.dtype(), false));
-    PGK_ASSIGN_OR_RETURN(GPUArray o, Matmul(pin, vg));
+    PGK_ASSIGN_OR_RETURN(GPUArray o, Matmul(pin, vm));
     parts.push_back(std::move(o));
   }
   GPUArray out = parts.front();

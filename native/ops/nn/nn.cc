@@ -42,7 +42,7 @@ absl::Status RunRows(absl::string_view name, kernels::RowOp op, const GPUArray& 
   p.residual_out = residual_out != nullptr ? residual_out->data() : nullptr;
   p.weight = weight != nullptr ? weight->data() : nullptr;
   p.bias = bias != nullptr ? bias->data() : nullptr;
-  p.eps = static_cast<float>(eps);
+  p.eps = eps;
   p.op = op;
   return kRowsKernel(ctx, x.dtype(), p);
 }
@@ -117,7 +117,7 @@ absl::StatusOr<NormResult> Norm(absl::string_view op, kernels::RowOp row_op, con
 // lie in [0, n) (a min / max reduction and one read back, as integer indexing does).
 absl::StatusOr<GPUArray> RopePositions(const GPUArray* positions,
                                        absl::Span<const int64_t> rows_shape, int64_t n,
-                                       Device device) {
+                                       int64_t start, Device device) {
   constexpr absl::string_view op = "apply_rotary";
   GPUArray pos;
   if (positions == nullptr) {
@@ -125,7 +125,11 @@ absl::StatusOr<GPUArray> RopePositions(const GPUArray* positions,
       return ValueError("apply_rotary: without positions x needs a sequence axis (ndim >= 2)");
     }
     const int64_t s = rows_shape.back();
-    PGK_ASSIGN_OR_RETURN(pos, Arange(0, static_cast<double>(s), 1, DType::Int64, device));
+    if (start < 0 || start > n - s) {
+      return IndexError(absl::StrCat(op, ": positions ", start, " .. ", start + s - 1,
+                                     " are out of range for tables of ", n, " positions"));
+    }
+    PGK_ASSIGN_OR_RETURN(pos, ArangeInt(start, start + s, 1, DType::Int64, device));
   } else {
     if (positions->device() != device) {
       return ValueError(absl::StrCat(op, ": positions are on ", positions->device().ToString(),
@@ -154,9 +158,6 @@ absl::StatusOr<GPUArray> RopePositions(const GPUArray* positions,
       return IndexError(absl::StrCat(op, ": position ", host[0] < 0 ? host[0] : host[1],
                                      " is out of range for tables of ", n, " positions"));
     }
-  } else if (positions == nullptr && rows_shape.back() > n) {
-    return IndexError(absl::StrCat(op, ": sequence length ", rows_shape.back(),
-                                   " exceeds the tables' ", n, " positions"));
   }
   return out;
 }
@@ -165,7 +166,7 @@ absl::StatusOr<GPUArray> RopePositions(const GPUArray* positions,
 
 absl::StatusOr<GPUArray> ApplyRotary(const GPUArray& x_in, const GPUArray& cos_in,
                                      const GPUArray& sin_in, const GPUArray* positions,
-                                     bool interleaved, const GPUArray* out_in) {
+                                     bool interleaved, const GPUArray* out_in, int64_t start) {
   constexpr absl::string_view op = "apply_rotary";
   PGK_RETURN_IF_ERROR(CheckRowDType(x_in.dtype(), op));
   if (x_in.ndim() < 1) return ValueError("apply_rotary: x must have at least 1 dimension");
@@ -186,7 +187,7 @@ absl::StatusOr<GPUArray> ApplyRotary(const GPUArray& x_in, const GPUArray& cos_i
   }
   const int64_t n = cos_in.shape()[0], half = cos_in.shape()[1];
   const Shape rows_shape(x_in.shape().begin(), x_in.shape().end() - 1);
-  PGK_ASSIGN_OR_RETURN(GPUArray pos, RopePositions(positions, rows_shape, n, x_in.device()));
+  PGK_ASSIGN_OR_RETURN(GPUArray pos, RopePositions(positions, rows_shape, n, start, x_in.device()));
   const DType acc = x_in.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
   PGK_ASSIGN_OR_RETURN(GPUArray x, Contiguous(x_in));
   PGK_ASSIGN_OR_RETURN(GPUArray cos, AsType(cos_in, acc, false));
@@ -284,20 +285,9 @@ absl::StatusOr<NormResult> RmsNorm(const GPUArray& x, absl::Span<const int64_t> 
   if (eps) {
     e = *eps;
   } else {
-    switch (x.dtype()) {  // torch: torch.finfo(x.dtype).eps
-      case DType::Float16:
-        e = 0.0009765625;  // 2^-10
-        break;
-      case DType::BFloat16:
-        e = 0.0078125;  // 2^-7
-        break;
-      case DType::Float32:
-        e = FLT_EPSILON;
-        break;
-      default:
-        e = DBL_EPSILON;
-        break;
-    }
+    // torch: the float32 epsilon for 16-bit and float32 inputs (their compute type), float64's
+    // for float64.
+    e = x.dtype() == DType::Float64 ? DBL_EPSILON : FLT_EPSILON;
   }
   return Norm("rms_norm", kernels::kRowRmsNorm, x, normalized_shape, weight, nullptr, e, residual);
 }

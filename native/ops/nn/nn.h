@@ -50,7 +50,8 @@ absl::StatusOr<NormResult> LayerNorm(const GPUArray& x, absl::Span<const int64_t
                                      const GPUArray* residual = nullptr);
 
 /// rms_norm over the trailing dims `normalized_shape` of x: h / sqrt(mean(h^2) + eps) * weight
-/// with h = x (+ residual); eps absent: the dtype's machine epsilon (as torch).
+/// with h = x (+ residual); eps absent: float32's machine epsilon (float64's for float64), as
+/// torch.
 absl::StatusOr<NormResult> RmsNorm(const GPUArray& x, absl::Span<const int64_t> normalized_shape,
                                    const GPUArray* weight, std::optional<double> eps,
                                    const GPUArray* residual = nullptr);
@@ -58,12 +59,13 @@ absl::StatusOr<NormResult> RmsNorm(const GPUArray& x, absl::Span<const int64_t> 
 /// Rotary position embedding of x (..., D): the first R columns, R = 2 * cos.shape[1] <= D,
 /// rotated pairwise by the angles of each row's position (cos and sin: (P, R / 2) tables, any
 /// floating dtype, read in the compute type), the other columns copied. `positions` (integers)
-/// broadcast against x.shape[:-1], each in [0, P) (IndexError otherwise); absent: the index
-/// along axis -2 (the sequence axis of (B, H, S, D)). `interleaved`: GPT-J pairs (2j, 2j + 1),
+/// broadcast against x.shape[:-1], each in [0, P) (IndexError otherwise: a min / max and one
+/// read back); absent: `start` plus the index along axis -2 (the sequence axis of (B, H, S, D)),
+/// checked on the host without reading the device. `interleaved`: GPT-J pairs (2j, 2j + 1),
 /// else GPT-NeoX halves (j, j + R / 2). Into `out` (x's shape and dtype, contiguous; may be x
 /// itself) or a new array.
 absl::StatusOr<GPUArray> ApplyRotary(const GPUArray& x, const GPUArray& cos, const GPUArray& sin,
                                      const GPUArray* positions, bool interleaved,
-                                     const GPUArray* out = nullptr);
+                                     const GPUArray* out = nullptr, int64_t start = 0);
 
 }  // namespace pygpukit::ops

@@ -34,11 +34,12 @@ struct RowsParams {
   void* residual_out;    // with residual
   const void* weight;    // norms: per-column scale, nullptr: 1
   const void* bias;      // layer_norm: per-column shift, nullptr: 0
-  float eps;
+  double eps;  // norms (float64 norms use it unrounded)
   int32_t op;  // RowOp
+  int32_t pad;
 };
 
-static_assert(sizeof(RowsParams) == 72, "RowsParams layout changed");
+static_assert(sizeof(RowsParams) == 80, "RowsParams layout changed");
 
 /// The accumulation type of a row op over T: double for float64, else float.
 template <typename T>
@@ -98,7 +99,7 @@ PGK_HD A RowOut(int32_t op, A v, A a, A b, A w, A c) {
 /// The row statistic b from the second pass's sum (softmax: sum of exp(v - max); layer_norm:
 /// sum of squared deviations; rms_norm: sum of squares) over `cols` elements.
 template <typename A>
-PGK_HD A RowScale(int32_t op, A sum, int64_t cols, float eps) {
+PGK_HD A RowScale(int32_t op, A sum, int64_t cols, double eps) {
   switch (op) {
     case kRowSoftmax:
     case kRowSafeSoftmax:
@@ -111,9 +112,9 @@ PGK_HD A RowScale(int32_t op, A sum, int64_t cols, float eps) {
       }
     default:
       if constexpr (std::is_same_v<A, float>) {
-        return 1.0f / sqrtf(sum / static_cast<float>(cols) + eps);
+        return 1.0f / sqrtf(sum / static_cast<float>(cols) + static_cast<float>(eps));
       } else {
-        return 1.0 / sqrt(sum / static_cast<double>(cols) + static_cast<double>(eps));
+        return 1.0 / sqrt(sum / static_cast<double>(cols) + eps);
       }
   }
 }

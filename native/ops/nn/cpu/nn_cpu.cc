@@ -36,7 +36,7 @@ void RowCpu(const RowsParams& p, int64_t r, std::vector<double>& h) {
   double first = 0.0;
   if (kernels::RowFirstIsMax(p.op)) {
     first = -std::numeric_limits<double>::infinity();
-    for (double v : h) first = std::max(first, v);  // NaN does not win; it spreads below
+    for (double v : h) first = v > first || v != v ? v : first;  // NaN wins (as torch)
   } else if (p.op == kernels::kRowLayerNorm) {
     for (double v : h) first += v;
   }

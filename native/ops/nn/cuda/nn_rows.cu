@@ -77,7 +77,7 @@ __device__ __forceinline__ A WarpReduce(A v, bool max) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) {
     const A u = __shfl_xor_sync(0xffffffffu, v, o);
-    v = max ? (u > v ? u : v) : v + u;
+    v = max ? (u > v || u != u ? u : v) : v + u;  // a NaN wins the max (as torch)
   }
   return v;
 }
@@ -128,7 +128,7 @@ __device__ void RowsBody(const RowsParams& p) {
     // First pass.
     A first = is_max ? -INFINITY : A(0);
     if (p.op != pk::kRowRmsNorm) {
-      auto take = [&](A u) { first = is_max ? (u > first ? u : first) : first + u; };
+      auto take = [&](A u) { first = is_max ? (u > first || u != u ? u : first) : first + u; };
 #pragma unroll
       for (int c = 0; c < kCache; ++c) {
         if (t + int64_t{c} * threads < nvec) {
