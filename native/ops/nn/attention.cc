@@ -220,7 +220,6 @@ absl::StatusOr<GPUArray> ScaledDotProductAttention(const GPUArray& q_in, const G
   Shape out_shape = batch;
   out_shape.insert(out_shape.end(), {hq, sq, dv});
   // The additive mask, its head axis split like the scores'.
-  std::optional<GPUArray> addmask;
   if (mask != nullptr) {
     if (mask->device() != q.device()) {
       return ValueError(absl::StrCat(kOp, ": attn_mask is on ", mask->device().ToString(),
@@ -237,18 +236,6 @@ absl::StatusOr<GPUArray> ScaledDotProductAttention(const GPUArray& q_in, const G
       return ValueError(absl::StrCat(kOp, ": attn_mask of shape ", ShapeToString(mask->shape()),
                                      " does not broadcast to the scores' ", ShapeToString(full)));
     }
-    PGK_ASSIGN_OR_RETURN(GPUArray m, AdditiveMask(*mask, acc));
-    Shape padded(full.size() - m.ndim(), 1);
-    padded.insert(padded.end(), m.shape().begin(), m.shape().end());
-    Shape grouped(padded.begin(), padded.end() - 3);
-    const int64_t mh = padded[padded.size() - 3];
-    if (mh == 1) {
-      grouped.insert(grouped.end(), {1, 1});
-    } else {
-      grouped.insert(grouped.end(), {hk, g});
-    }
-    grouped.insert(grouped.end(), padded.end() - 2, padded.end());
-    PGK_ASSIGN_OR_RETURN(addmask, Reshape(m, grouped));
   }
   // The causal mask is built per chunk of query rows (below); with one query row it masks
   // nothing (that row sees keys 0 .. sk - 1).
@@ -265,6 +252,21 @@ absl::StatusOr<GPUArray> ScaledDotProductAttention(const GPUArray& q_in, const G
   if (fused) {
     if (headless) return Reshape(*fused, {sq, dv});
     return *fused;
+  }
+  // The composed path's additive mask, its head axis split like the scores' (kv heads, group).
+  std::optional<GPUArray> addmask;
+  if (mask != nullptr) {
+    PGK_ASSIGN_OR_RETURN(GPUArray m, AdditiveMask(*mask, acc));
+    Shape padded(q.ndim() - m.ndim(), 1);
+    padded.insert(padded.end(), m.shape().begin(), m.shape().end());
+    Shape grouped(padded.begin(), padded.end() - 3);
+    if (padded[padded.size() - 3] == 1) {
+      grouped.insert(grouped.end(), {1, 1});
+    } else {
+      grouped.insert(grouped.end(), {hk, g});
+    }
+    grouped.insert(grouped.end(), padded.end() - 2, padded.end());
+    PGK_ASSIGN_OR_RETURN(addmask, Reshape(m, grouped));
   }
   // Without a mask the query heads of a group fold into the rows, q as (..., Hk, G * Sq, E)
   // against k and v as they are (equal batch dims: nothing broadcast, so nothing copied). With
