@@ -187,6 +187,8 @@ FUSED_CASES = {  # name -> (B, Hq, Hk, Sq, Sk, causal, mask)
     "decode": (3, 8, 2, 1, 333, True, None),
     "bool_mask": (2, 2, 2, 65, 77, False, "bool"),
     "float_mask": (1, 4, 4, 33, 64, False, "float"),
+    "grouped_per_head_mask": (2, 6, 2, 50, 70, False, "per_head"),  # packed rows of 3 heads
+    "grouped_causal_prefill": (1, 8, 2, 40, 40, True, None),  # tiles across head boundaries
 }
 
 
@@ -206,6 +208,8 @@ def test_fused_kernel_shapes(rng, device, dtype, d, case):
         mask[0, 0, 5] = False  # a fully masked row
     elif mask_kind == "float":
         mask = (rng.standard_normal((sq, sk)) * 2).astype(np.float32)
+    elif mask_kind == "per_head":
+        mask = rng.random((b, hq, sq, sk)) < 0.5
     gmask = None if mask is None else gp.asarray(mask, device=device)
     gp.reset_dispatch_stats()
     y = gp.nn.scaled_dot_product_attention(gq, gk, gv, gmask, is_causal=causal, enable_gqa=True)

@@ -1,5 +1,6 @@
 // CUDA host side of the fused attention kernels (cuda/attention_sm80.cu): picks the kernel for
 // the dtype and head dim, checks the device, launches.
+#include <climits>
 #include <cstdint>
 #include <string>
 
@@ -20,13 +21,18 @@ absl::Status AttentionCuda(LaunchContext& ctx, DType dtype, int64_t head_dim,
     return NotImplementedError("scaled_dot_product_attention: the fused kernels need SM 8.0+");
   }
   if ((dtype != DType::BFloat16 && dtype != DType::Float16) ||
-      (head_dim != 64 && head_dim != 128) || p.hq > kMaxGridYZ || p.batch > kMaxGridYZ) {
+      (head_dim != 64 && head_dim != 128) || p.hk > kMaxGridYZ || p.batch > kMaxGridYZ) {
     return NotImplementedError(absl::StrCat("scaled_dot_product_attention: no fused kernel for ",
                                             DTypeName(dtype), " head dim ", head_dim));
   }
+  // A CTA per 64 packed rows of a KV head's group of query heads (attention_sm80.cu).
+  const int64_t rows = p.hq / p.hk * p.sq;
+  if ((rows + kBM - 1) / kBM > INT32_MAX) {
+    return NotImplementedError("scaled_dot_product_attention: too many query rows per head");
+  }
   hal::LaunchDims dims;
-  dims.grid[0] = static_cast<unsigned>((p.sq + kBM - 1) / kBM);
-  dims.grid[1] = static_cast<unsigned>(p.hq);
+  dims.grid[0] = static_cast<unsigned>((rows + kBM - 1) / kBM);
+  dims.grid[1] = static_cast<unsigned>(p.hk);
   dims.grid[2] = static_cast<unsigned>(p.batch);
   dims.block[0] = 128;
   dims.shared_bytes = static_cast<unsigned>(5 * kBN * head_dim * 2);  // Q, K x 2, V x 2

@@ -1,7 +1,10 @@
 // Fused attention forward for SM80+ (FlashAttention-2 style, inference):
 // pgk_attn_sm80_<dtype code>_d<D>(AttnParams), 16-bit q / k / v, head dim D = 64 or 128.
 //
-// One CTA per (64 query rows, query head, batch); 4 warps, each owning 16 query rows.
+// One CTA per (64 query rows, KV head, batch); 4 warps, each owning 16 query rows. The rows are
+// those of the G = Hq / Hk query heads that share the KV head, packed: row r is query r % Sq of
+// head (kv head) * G + r / Sq, so a decode step's G single-token heads fill one tile and read
+// their K and V once (not G times, on 16-row tiles of 15 padding rows).
 //   * Q's tile is loaded once; K and V stream through shared memory in tiles of 64 keys, two
 //     stages deep (cp.async: the next tile's copies are in flight while this one is used).
 //     Rows are D / 8 chunks of 16 bytes, chunk c of row r stored at c ^ (r % 8), so the
@@ -16,7 +19,7 @@
 //     dtype; V fragments by ldmatrix.trans.
 //   * Causal: tiles wholly past the block's last row's diagonal are skipped.
 //   * At the end O / sum (0 for a row with no key), rounded, stored from registers.
-// Launch contract (attention_cuda.cc): grid (ceil(Sq / 64), Hq, B), 128 threads, dynamic shared
+// Launch contract (attention_cuda.cc): grid (ceil(G * Sq / 64), Hk, B), 128 threads, dynamic shared
 // memory 5 * 64 * D * 2 bytes; q, k, v 16-byte aligned with row / head / batch strides multiples
 // of 8 elements, unit stride along D; Hq a multiple of Hk.
 #include <cstdint>
@@ -45,12 +48,29 @@ __device__ __forceinline__ uint32_t Off(int r, int c) {
 template <typename T, int D>
 __device__ __forceinline__ void LoadTile(uint32_t tile, const T* base, int64_t ld, int64_t row0,
                                          int64_t rows_end) {
+  // (K and V: rows of one head.)
   constexpr int kC = D / 8;
 #pragma unroll
   for (int i = threadIdx.x; i < kBN * kC; i += kThreads) {
     const int r = i / kC, c = i % kC;
     const bool ok = row0 + r < rows_end;
     const T* src = ok ? base + (row0 + r) * ld + c * 8 : base;
+    CpAsync16(tile + Off<D>(r, c), src, ok ? 16 : 0);
+  }
+}
+
+// The packed query rows [row0, row0 + 64) of G heads (head stride hs, row stride ld, sq rows
+// each; `base` at the group's first head) into a tile; rows past G * sq are zero-filled.
+template <typename T, int D>
+__device__ __forceinline__ void LoadQTile(uint32_t tile, const T* base, int64_t hs, int64_t ld,
+                                          int64_t sq, int64_t row0, int64_t rows_end) {
+  constexpr int kC = D / 8;
+#pragma unroll
+  for (int i = threadIdx.x; i < kBN * kC; i += kThreads) {
+    const int r = i / kC, c = i % kC;
+    const int64_t row = row0 + r;
+    const bool ok = row < rows_end;
+    const T* src = ok ? base + (row / sq) * hs + (row % sq) * ld + c * 8 : base;
     CpAsync16(tile + Off<D>(r, c), src, ok ? 16 : 0);
   }
 }
@@ -74,20 +94,24 @@ __device__ __forceinline__ void AttnBody(const AttnParams& p) {
   constexpr int kND = D / 8;          // 8-column tiles of O
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, tig = lane % 4;
-  const int64_t q0 = int64_t{blockIdx.x} * kBM, h = blockIdx.y, b = blockIdx.z;
-  const int64_t hk = h / (p.hq / p.hk);
-  const T* q = static_cast<const T*>(p.q) + b * p.q_b + h * p.q_h;
+  const int64_t q0 = int64_t{blockIdx.x} * kBM, hk = blockIdx.y, b = blockIdx.z;
+  const int64_t group = p.hq / p.hk, rows_total = group * p.sq;
+  const int64_t h0 = hk * group;  // the group's first query head
+  const T* q = static_cast<const T*>(p.q) + b * p.q_b + h0 * p.q_h;
   const T* k = static_cast<const T*>(p.k) + b * p.k_b + hk * p.k_h;
   const T* v = static_cast<const T*>(p.v) + b * p.v_b + hk * p.v_h;
   const uint32_t sq = SmemAddr(smem), sk = sq + kTile, sv = sq + 3 * kTile;
-  // Keys this block's rows can see: causal stops after the last row's diagonal.
+  // Keys this block's rows can see: causal stops after the diagonal of its latest query (the
+  // last row's, or sq - 1 when the rows run into another head).
   int64_t kend = p.sk;
   if (p.causal) {
-    const int64_t last = q0 + kBM + p.sk - p.sq;  // one past the last row's last key
+    const int64_t last_row = (q0 + kBM < rows_total ? q0 + kBM : rows_total) - 1;
+    const int64_t latest = q0 / p.sq == last_row / p.sq ? last_row % p.sq : p.sq - 1;
+    const int64_t last = latest + 1 + p.sk - p.sq;  // one past its last key
     kend = last < kend ? last : kend;
   }
   const int ntiles = kend > 0 ? static_cast<int>((kend + kBN - 1) / kBN) : 0;
-  LoadTile<T, D>(sq, q, p.q_s, q0, p.sq);
+  LoadQTile<T, D>(sq, q, p.q_h, p.q_s, p.sq, q0, rows_total);
   if (ntiles > 0) {
     LoadTile<T, D>(sk, k, p.k_s, 0, p.sk);
     LoadTile<T, D>(sv, v, p.v_s, 0, p.sk);
@@ -132,7 +156,8 @@ __device__ __forceinline__ void AttnBody(const AttnParams& p) {
     // Scale, mask, online softmax (rows g and g + 8 of the warp's 16).
 #pragma unroll
     for (int hh = 0; hh < 2; ++hh) {
-      const int64_t qi = q0 + warp * 16 + g + 8 * hh;
+      const int64_t row = q0 + warp * 16 + g + 8 * hh;  // packed: head h0 + row / sq
+      const int64_t qi = row % p.sq, h = h0 + row / p.sq;
       float mx = -INFINITY;
 #pragma unroll
       for (int n = 0; n < kBN / 8; ++n) {
@@ -142,7 +167,7 @@ __device__ __forceinline__ void AttnBody(const AttnParams& p) {
           float x = s[n][2 * hh + e] * p.scale_log2;
           if (key >= p.sk || (p.causal && key > qi + p.sk - p.sq)) {
             x = -INFINITY;
-          } else if (p.mask != nullptr && qi < p.sq) {
+          } else if (p.mask != nullptr && row < rows_total) {
             x += p.mask[b * p.m_b + h * p.m_h + qi * p.m_q + key * p.m_k] * kLog2e;
           }
           s[n][2 * hh + e] = x;
@@ -190,19 +215,20 @@ __device__ __forceinline__ void AttnBody(const AttnParams& p) {
     __syncthreads();  // the next iteration's copies overwrite this stage
   }
   CpAsyncWait<0>();
-  T* out = static_cast<T*>(p.o) + b * p.o_b + h * p.o_h;
+  T* out = static_cast<T*>(p.o) + b * p.o_b;
 #pragma unroll
   for (int hh = 0; hh < 2; ++hh) {
     float l = l_run[hh];
     l += __shfl_xor_sync(0xffffffffu, l, 1);
     l += __shfl_xor_sync(0xffffffffu, l, 2);
     const float inv = l > 0.0f ? 1.0f / l : 0.0f;  // no key: zeros, as torch
-    const int64_t qi = q0 + warp * 16 + g + 8 * hh;
-    if (qi >= p.sq) continue;
-    uint32_t* row = reinterpret_cast<uint32_t*>(out + qi * p.o_s);
+    const int64_t row = q0 + warp * 16 + g + 8 * hh;
+    if (row >= rows_total) continue;
+    uint32_t* dst =
+        reinterpret_cast<uint32_t*>(out + (h0 + row / p.sq) * p.o_h + (row % p.sq) * p.o_s);
 #pragma unroll
     for (int d = 0; d < kND; ++d) {
-      row[(d * 8 + 2 * tig) / 2] = Pack2<T>(o[d][2 * hh] * inv, o[d][2 * hh + 1] * inv);
+      dst[(d * 8 + 2 * tig) / 2] = Pack2<T>(o[d][2 * hh] * inv, o[d][2 * hh + 1] * inv);
     }
   }
 }
