@@ -189,6 +189,10 @@ FUSED_CASES = {  # name -> (B, Hq, Hk, Sq, Sk, causal, mask)
     "float_mask": (1, 4, 4, 33, 64, False, "float"),
     "grouped_per_head_mask": (2, 6, 2, 50, 70, False, "per_head"),  # packed rows of 3 heads
     "grouped_causal_prefill": (1, 8, 2, 40, 40, True, None),  # tiles across head boundaries
+    # One sequence, one KV head, a long cache: few CTAs, so the keys split across SMs (and a
+    # combine kernel merges the splits).
+    "split_kv_decode": (1, 4, 1, 1, 5000, False, None),
+    "split_kv_masked": (1, 2, 1, 3, 2100, False, "float"),
 }
 
 
@@ -217,3 +221,5 @@ def test_fused_kernel_shapes(rng, device, dtype, d, case):
     check(y, sdpa_ref(q, k, v, mask, causal), dtype, np.abs(f64(v)).max())
     if device.type == "cuda" and gp.device_properties(device)["compute_capability"][0] >= 8:
         assert any(n.startswith("pgk_attn_sm80") for n in ran), ran
+        if case.startswith("split_kv"):
+            assert any(n.startswith("pgk_attn_combine") for n in ran), ran

@@ -22,8 +22,17 @@ struct AttnParams {
   int64_t batch, hq, hk, sq, sk;
   float scale_log2;  // softmax scale times log2(e): scores go through exp2
   int32_t causal;    // query i sees keys j <= i + sk - sq
+  // Split-KV (splits > 1, few CTAs for the GPU: decode of few long sequences): each of the
+  // `splits` CTAs of a row block takes a share of its key tiles and writes its unnormalized
+  // 64 x D output to `partial_o` and per row the running maximum and sum to `partial_ml`, at
+  // unit ((b * hk + kv head) * row blocks + row block) * splits + split; a second kernel
+  // (pgk_attn_combine_*) merges them.
+  float* partial_o;
+  float* partial_ml;
+  int32_t splits;
+  int32_t row_blocks;
 };
 
-static_assert(sizeof(AttnParams) == 216, "AttnParams layout changed");
+static_assert(sizeof(AttnParams) == 240, "AttnParams layout changed");
 
 }  // namespace pygpukit::kernels

@@ -1,12 +1,15 @@
 // CUDA host side of the fused attention kernels (cuda/attention_sm80.cu): picks the kernel for
 // the dtype and head dim, checks the device, launches.
+#include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "ops/nn/nn_kernels.h"
+#include "ops/ops.h"
 #include "runtime/runtime.h"
 
 namespace pygpukit::ops {
@@ -30,8 +33,33 @@ absl::Status AttentionCuda(LaunchContext& ctx, DType dtype, int64_t head_dim,
   if ((rows + kBM - 1) / kBM > INT32_MAX) {
     return NotImplementedError("scaled_dot_product_attention: too many query rows per head");
   }
+  const int64_t row_blocks = (rows + kBM - 1) / kBM;
+  // Split-KV where the row blocks alone would leave SMs idle (decode of few long sequences):
+  // enough splits for about two CTAs per SM, each keeping at least 4 key tiles.
+  // (The SMs the stream may use: its partition's, else the device's.)
+  const int64_t sms =
+      ctx.stream().sm_count() > 0 ? ctx.stream().sm_count() : std::max(1, props.multiprocessors);
+  const int64_t ctas = row_blocks * p.hk * p.batch;
+  const int64_t tiles = (p.sk + kBN - 1) / kBN;
+  int64_t splits = 1;
+  if (ctas < sms && tiles >= 8) {
+    splits = std::clamp<int64_t>(2 * sms / ctas, 1, tiles / 4);
+  }
+  kernels::AttnParams args = p;
+  args.splits = static_cast<int32_t>(splits);
+  args.row_blocks = static_cast<int32_t>(row_blocks);
+  std::optional<GPUArray> partial_o, partial_ml;
+  if (splits > 1) {
+    const int64_t units = ctas * splits;
+    PGK_ASSIGN_OR_RETURN(partial_o, Empty({units * kBM * head_dim}, DType::Float32, ctx.device()));
+    PGK_ASSIGN_OR_RETURN(partial_ml, Empty({units * kBM * 2}, DType::Float32, ctx.device()));
+    PGK_RETURN_IF_ERROR(ctx.Use(*partial_o));
+    PGK_RETURN_IF_ERROR(ctx.Use(*partial_ml));
+    args.partial_o = static_cast<float*>(partial_o->data());
+    args.partial_ml = static_cast<float*>(partial_ml->data());
+  }
   hal::LaunchDims dims;
-  dims.grid[0] = static_cast<unsigned>((rows + kBM - 1) / kBM);
+  dims.grid[0] = static_cast<unsigned>(row_blocks * splits);
   dims.grid[1] = static_cast<unsigned>(p.hk);
   dims.grid[2] = static_cast<unsigned>(p.batch);
   dims.block[0] = 128;
@@ -42,12 +70,19 @@ absl::Status AttentionCuda(LaunchContext& ctx, DType dtype, int64_t head_dim,
   LaunchCost cost;
   cost.flops = 4 * p.batch * p.hq * p.sq * keys * head_dim;
   cost.bytes = 2 * 2 * p.batch * p.hq * p.sq * head_dim +
-               2 * 2 * p.batch * p.hk * p.sk * head_dim * static_cast<int64_t>(dims.grid[0]);
-  const std::string kernel =
-      absl::StrCat("pgk_attn_sm80_", dtype == DType::BFloat16 ? "bf2" : "f2", "_d", head_dim);
-  kernels::AttnParams args = p;
+               2 * 2 * p.batch * p.hk * p.sk * head_dim * row_blocks;
+  const std::string code = absl::StrCat(dtype == DType::BFloat16 ? "bf2" : "f2", "_d", head_dim);
   void* argv[] = {&args};
-  return ctx.Kernel(kernel, dims, argv, cost);
+  PGK_RETURN_IF_ERROR(ctx.Kernel(absl::StrCat("pgk_attn_sm80_", code), dims, argv, cost));
+  if (splits == 1) return absl::OkStatus();
+  hal::LaunchDims combine;
+  combine.grid[0] = static_cast<unsigned>(row_blocks);
+  combine.grid[1] = dims.grid[1];
+  combine.grid[2] = dims.grid[2];
+  combine.block[0] = 128;
+  LaunchCost merge;
+  merge.bytes = ctas * splits * kBM * (head_dim + 2) * 4 + 2 * p.batch * p.hq * p.sq * head_dim;
+  return ctx.Kernel(absl::StrCat("pgk_attn_combine_", code), combine, argv, merge);
 }
 
 PGK_REGISTER_KERNEL(kAttentionKernel, kCuda, AttentionCuda);

@@ -19,6 +19,9 @@
 //     dtype; V fragments by ldmatrix.trans.
 //   * Causal: tiles wholly past the block's last row's diagonal are skipped.
 //   * At the end O / sum (0 for a row with no key), rounded, stored from registers.
+//   * Split-KV (p.splits > 1, when the row blocks alone leave SMs idle: decode of few long
+//     sequences): the splits of a row block take consecutive shares of its key tiles and write
+//     their unnormalized rows, maxima and sums; pgk_attn_combine_* merges them.
 // Launch contract (attention_cuda.cc): grid (ceil(G * Sq / 64), Hk, B), 128 threads, dynamic shared
 // memory 5 * 64 * D * 2 bytes; q, k, v 16-byte aligned with row / head / batch strides multiples
 // of 8 elements, unit stride along D; Hq a multiple of Hk.
@@ -94,7 +97,9 @@ __device__ __forceinline__ void AttnBody(const AttnParams& p) {
   constexpr int kND = D / 8;          // 8-column tiles of O
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, tig = lane % 4;
-  const int64_t q0 = int64_t{blockIdx.x} * kBM, hk = blockIdx.y, b = blockIdx.z;
+  const int split = static_cast<int>(blockIdx.x % p.splits);
+  const int64_t rb = blockIdx.x / p.splits;  // row block
+  const int64_t q0 = rb * kBM, hk = blockIdx.y, b = blockIdx.z;
   const int64_t group = p.hq / p.hk, rows_total = group * p.sq;
   const int64_t h0 = hk * group;  // the group's first query head
   const T* q = static_cast<const T*>(p.q) + b * p.q_b + h0 * p.q_h;
@@ -110,11 +115,15 @@ __device__ __forceinline__ void AttnBody(const AttnParams& p) {
     const int64_t last = latest + 1 + p.sk - p.sq;  // one past its last key
     kend = last < kend ? last : kend;
   }
-  const int ntiles = kend > 0 ? static_cast<int>((kend + kBN - 1) / kBN) : 0;
+  const int all_tiles = kend > 0 ? static_cast<int>((kend + kBN - 1) / kBN) : 0;
+  // This split's share of the key tiles: [t_begin, ntiles).
+  const int per_split = (all_tiles + p.splits - 1) / p.splits;
+  const int t_begin = split * per_split;
+  const int ntiles = t_begin + per_split < all_tiles ? t_begin + per_split : all_tiles;
   LoadQTile<T, D>(sq, q, p.q_h, p.q_s, p.sq, q0, rows_total);
-  if (ntiles > 0) {
-    LoadTile<T, D>(sk, k, p.k_s, 0, p.sk);
-    LoadTile<T, D>(sv, v, p.v_s, 0, p.sk);
+  if (t_begin < ntiles) {
+    LoadTile<T, D>(sk, k, p.k_s, int64_t{t_begin} * kBN, p.sk);
+    LoadTile<T, D>(sv, v, p.v_s, int64_t{t_begin} * kBN, p.sk);
   }
   CpAsyncCommit();
   float o[kND][4];
@@ -123,8 +132,8 @@ __device__ __forceinline__ void AttnBody(const AttnParams& p) {
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
   uint32_t qf[D / 16][4];
   const int mi = lane / 8, ri = lane % 8;  // this lane's ldmatrix row address: matrix, row
-  for (int t = 0; t < ntiles; ++t) {
-    const uint32_t st = (t & 1) * kTile;
+  for (int t = t_begin; t < ntiles; ++t) {
+    const uint32_t st = ((t - t_begin) & 1) * kTile;
     if (t + 1 < ntiles) {
       LoadTile<T, D>(sk + (st ^ kTile), k, p.k_s, int64_t{t + 1} * kBN, p.sk);
       LoadTile<T, D>(sv + (st ^ kTile), v, p.v_s, int64_t{t + 1} * kBN, p.sk);
@@ -132,7 +141,7 @@ __device__ __forceinline__ void AttnBody(const AttnParams& p) {
     CpAsyncCommit();
     CpAsyncWait<1>();
     __syncthreads();
-    if (t == 0) {
+    if (t == t_begin) {
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk) {
         LdMatrixX4(qf[kk], sq + Off<D>(warp * 16 + ri + (mi & 1) * 8, kk * 2 + (mi >> 1)));
@@ -215,6 +224,28 @@ __device__ __forceinline__ void AttnBody(const AttnParams& p) {
     __syncthreads();  // the next iteration's copies overwrite this stage
   }
   CpAsyncWait<0>();
+  if (p.splits > 1) {  // this split's unnormalized rows, maxima and sums for the combine kernel
+    const int64_t unit = ((b * p.hk + hk) * p.row_blocks + rb) * p.splits + split;
+    float* po = p.partial_o + unit * kBM * D;
+    float* pml = p.partial_ml + unit * kBM * 2;
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      float l = l_run[hh];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      const int r = warp * 16 + g + 8 * hh;
+      if (tig == 0) {
+        pml[2 * r] = m_run[hh];
+        pml[2 * r + 1] = l;
+      }
+#pragma unroll
+      for (int d = 0; d < kND; ++d) {
+        *reinterpret_cast<float2*>(po + r * D + d * 8 + 2 * tig) =
+            make_float2(o[d][2 * hh], o[d][2 * hh + 1]);
+      }
+    }
+    return;
+  }
   T* out = static_cast<T*>(p.o) + b * p.o_b;
 #pragma unroll
   for (int hh = 0; hh < 2; ++hh) {
@@ -233,11 +264,47 @@ __device__ __forceinline__ void AttnBody(const AttnParams& p) {
   }
 }
 
+// Merges the splits of one row block (grid as the main kernel's without the split factor;
+// 128 threads): row r's output is sum_s o_s exp2(m_s - M) / sum_s l_s exp2(m_s - M) with M the
+// largest m_s (0 for a row with no key), in split order (the same bits run to run).
+template <typename T, int D>
+__device__ __forceinline__ void CombineBody(const AttnParams& p) {
+  const int64_t rb = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
+  const int64_t group = p.hq / p.hk, rows_total = group * p.sq, h0 = hk * group;
+  const int64_t unit0 = ((b * p.hk + hk) * p.row_blocks + rb) * p.splits;
+  T* out = static_cast<T*>(p.o) + b * p.o_b;
+  for (int i = threadIdx.x; i < kBM * D / 2; i += kThreads) {
+    const int r = i / (D / 2), d = (i % (D / 2)) * 2;
+    const int64_t row = rb * kBM + r;
+    if (row >= rows_total) continue;
+    float mx = -INFINITY;
+    for (int s = 0; s < p.splits; ++s) mx = fmaxf(mx, p.partial_ml[((unit0 + s) * kBM + r) * 2]);
+    const float base = mx == -INFINITY ? 0.0f : mx;
+    float l = 0.0f, o0 = 0.0f, o1 = 0.0f;
+    for (int s = 0; s < p.splits; ++s) {
+      const float* ml = p.partial_ml + ((unit0 + s) * kBM + r) * 2;
+      const float w = exp2f(ml[0] - base);
+      const float2 po =
+          *reinterpret_cast<const float2*>(p.partial_o + ((unit0 + s) * kBM + r) * D + d);
+      l += ml[1] * w;
+      o0 += po.x * w;
+      o1 += po.y * w;
+    }
+    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+    T* dst = out + (h0 + row / p.sq) * p.o_h + (row % p.sq) * p.o_s + d;
+    *reinterpret_cast<uint32_t*>(dst) = Pack2<T>(o0 * inv, o1 * inv);
+  }
+}
+
 }  // namespace
 
 #define PGK_ATTN_SM80(T, C, D)                                                                    \
   extern "C" __global__ void __launch_bounds__(kThreads) pgk_attn_sm80_##C##_d##D(AttnParams p) { \
     AttnBody<T, D>(p);                                                                            \
+  }                                                                                               \
+  extern "C" __global__ void __launch_bounds__(kThreads)                                          \
+      pgk_attn_combine_##C##_d##D(AttnParams p) {                                                 \
+    CombineBody<T, D>(p);                                                                         \
   }
 
 PGK_ATTN_SM80(pygpukit::bfloat16, bf2, 64)
