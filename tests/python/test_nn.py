@@ -9,7 +9,7 @@ import math
 import ml_dtypes
 import numpy as np
 import pytest
-from helpers import UNIT_ROUNDOFF, host, npdt, rand
+from helpers import UNIT_ROUNDOFF, host, npdt, rand, run_readme_example
 
 import pygpukit as gp
 import pygpukit.nn.functional as F
@@ -402,3 +402,8 @@ def test_apply_rotary_bad_input(device):
         gp.nn.apply_rotary(x, cos, sin, 3)
     with pytest.raises(ValueError, match="apply_rotary: out must be a contiguous array"):
         gp.nn.apply_rotary(x, cos, sin, out=gp.matrix_transpose(x))
+
+
+def test_readme_example():
+    scope = run_readme_example("### Transformer building blocks")
+    assert scope["o"].shape == (1, 4, 16, 64)
