@@ -2,7 +2,8 @@
 
 Prefill: bf16, head dim 128, 32 heads, sequence 1024 / 4096 / 16384 with batch x sequence =
 16384, causal and not; TFLOP/s count 4 B H Sq Sk D (half of it causal). Decode: batch 64, 32
-query heads over 8 KV heads, one query token, KV length 2048 ... 32768 (contiguous cache);
+query heads over 8 KV heads, one query token, KV length 2048 ... 32768 (contiguous cache), and
+one sequence of 32768;
 TB/s count the cache's bytes (k and v read once). Timing as peers.interleaved_ms: each round
 runs a batch of calls of every candidate in turn with its own CUDA events; medians, spreads.
 Errors (max / mean absolute) against a float64 reference over 4 query rows of the first head.
@@ -79,6 +80,8 @@ def main():
             cases.append(("prefill", 16384 // s, 32, 32, s, s, causal))
     for n in DECODE_KV[:1] if args.quick else DECODE_KV:
         cases.append(("decode", 64, 32, 8, 1, n, False))
+    # One long sequence: few CTAs without splitting the keys (split-KV's case).
+    cases.append(("decode", 1, 32, 8, 1, DECODE_KV[-1], False))
     for kind, b, hq, hk, sq, sk, causal in cases:
         d = 128
         qh = rng.standard_normal((b, hq, sq, d)).astype(np.float32)
