@@ -223,3 +223,23 @@ def test_fused_kernel_shapes(rng, device, dtype, d, case):
         assert any(n.startswith("pgk_attn_sm80") for n in ran), ran
         if case.startswith("split_kv"):
             assert any(n.startswith("pgk_attn_combine") for n in ran), ran
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+def test_finfo_min_padding_mask(rng, device, dtype):
+    """Hugging Face pads with finfo(float32).min, not -inf: a row masked that way everywhere has
+    equal finite scores, so its output is the mean of v (as torch), not zeros; -inf stays
+    exact (a bool mask's fully masked row gives zeros)."""
+    (q, k, v), (gq, gk, gv) = arrays(
+        rng, dtype, device, (1, 2, 6, 64), (1, 2, 9, 64), (1, 2, 9, 64)
+    )
+    m = np.zeros((6, 9), np.float32)
+    m[:, 7:] = np.finfo(np.float32).min  # padding keys
+    m[2] = np.finfo(np.float32).min  # a row with every key "masked"
+    y = host(gp.nn.scaled_dot_product_attention(gq, gk, gv, gp.asarray(m, device=device)))
+    np.testing.assert_allclose(
+        f64(y[:, :, 2]), np.broadcast_to(f64(v).mean(axis=2), (1, 2, 64)), rtol=0, atol=0.02
+    )
+    ref = sdpa_ref(q, k, v, np.where(m < 0, -np.inf, 0.0))  # the other rows: as -inf
+    rows = [0, 1, 3, 4, 5]
+    np.testing.assert_allclose(f64(y[:, :, rows]), ref[:, :, rows], rtol=0, atol=0.02)

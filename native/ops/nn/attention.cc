@@ -94,8 +94,10 @@ absl::StatusOr<std::optional<GPUArray>> Fused(const GPUArray& q, const GPUArray&
                                               double scale) {
   const int nd = q.ndim();
   const int64_t e = q.shape()[nd - 1];
+  // (The kernels' head dims; their device is checked by the slot.)
   if (nd > 4 || (q.dtype() != DType::BFloat16 && q.dtype() != DType::Float16) ||
-      v.shape()[nd - 1] != e || !FusedLayout(q) || !FusedLayout(k) || !FusedLayout(v)) {
+      (e != 64 && e != 128) || v.shape()[nd - 1] != e || !FusedLayout(q) || !FusedLayout(k) ||
+      !FusedLayout(v)) {
     return std::nullopt;
   }
   kernels::AttnParams p{};

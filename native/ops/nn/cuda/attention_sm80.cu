@@ -25,6 +25,7 @@
 // Launch contract (attention_cuda.cc): grid (ceil(G * Sq / 64), Hk, B), 128 threads, dynamic shared
 // memory 5 * 64 * D * 2 bytes; q, k, v 16-byte aligned with row / head / batch strides multiples
 // of 8 elements, unit stride along D; Hq a multiple of Hk.
+#include <cfloat>
 #include <cstdint>
 
 #include "core/scalar_types.h"
@@ -132,6 +133,17 @@ __device__ __forceinline__ void AttnBody(const AttnParams& p) {
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
   uint32_t qf[D / 16][4];
   const int mi = lane / 8, ri = lane % 8;  // this lane's ldmatrix row address: matrix, row
+  // This thread's two rows (g and g + 8 of the warp's 16): query index, inside the matrix, and
+  // their mask rows (packed: head h0 + row / sq), computed once.
+  int64_t qi[2], mask_row[2];
+  bool live[2];
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    const int64_t row = q0 + warp * 16 + g + 8 * hh;
+    qi[hh] = row % p.sq;
+    live[hh] = row < rows_total;
+    mask_row[hh] = b * p.m_b + (h0 + row / p.sq) * p.m_h + qi[hh] * p.m_q;
+  }
   for (int t = t_begin; t < ntiles; ++t) {
     const uint32_t st = ((t - t_begin) & 1) * kTile;
     if (t + 1 < ntiles) {
@@ -165,8 +177,6 @@ __device__ __forceinline__ void AttnBody(const AttnParams& p) {
     // Scale, mask, online softmax (rows g and g + 8 of the warp's 16).
 #pragma unroll
     for (int hh = 0; hh < 2; ++hh) {
-      const int64_t row = q0 + warp * 16 + g + 8 * hh;  // packed: head h0 + row / sq
-      const int64_t qi = row % p.sq, h = h0 + row / p.sq;
       float mx = -INFINITY;
 #pragma unroll
       for (int n = 0; n < kBN / 8; ++n) {
@@ -174,10 +184,13 @@ __device__ __forceinline__ void AttnBody(const AttnParams& p) {
         for (int e = 0; e < 2; ++e) {
           const int64_t key = int64_t{t} * kBN + n * 8 + 2 * tig + e;
           float x = s[n][2 * hh + e] * p.scale_log2;
-          if (key >= p.sk || (p.causal && key > qi + p.sk - p.sq)) {
+          if (key >= p.sk || (p.causal && key > qi[hh] + p.sk - p.sq)) {
             x = -INFINITY;
-          } else if (p.mask != nullptr && row < rows_total) {
-            x += p.mask[b * p.m_b + h * p.m_h + qi * p.m_q + key * p.m_k] * kLog2e;
+          } else if (p.mask != nullptr && live[hh]) {
+            // -inf stays exact; finite values saturate at the float range, so a row masked
+            // with finfo.min (as Hugging Face pads) keeps equal finite scores, as unfused.
+            const float mv = p.mask[mask_row[hh] + key * p.m_k];
+            x += mv == -INFINITY ? mv : fminf(fmaxf(mv * kLog2e, -FLT_MAX), FLT_MAX);
           }
           s[n][2 * hh + e] = x;
           mx = fmaxf(mx, x);
