@@ -27,6 +27,8 @@ __all__ = [
     "gelu",
     "layer_norm",
     "log_softmax",
+    "paged_attention",
+    "paged_kv_append",
     "rms_norm",
     "rope_cache",
     "scaled_dot_product_attention",
@@ -178,6 +180,22 @@ def scaled_dot_product_attention(
     return _nn.scaled_dot_product_attention(
         query, key, value, attn_mask, is_causal, scale, enable_gqa
     )
+
+
+def paged_kv_append(k_cache, v_cache, k, v, block_table, start):
+    """Writes ``k`` and ``v`` (B, Hk, T, D) into a paged KV cache at positions start[b] ..
+    start[b] + T - 1 of each sequence b. The caches are (blocks, Hk, block size, D), shared by
+    the sequences; sequence b's i-th block is ``block_table[b, i]`` (B, max blocks). ``start``:
+    (B,) integers (each sequence's length before the append)."""
+    _nn.paged_kv_append(k_cache, v_cache, k, v, block_table, start)
+
+
+def paged_attention(q, k_cache, v_cache, block_table, seq_lens, *, scale=None, is_causal=True):
+    """Attention of ``q`` (B, Hq, Sq, D) over each sequence's first ``seq_lens[b]`` cached keys
+    and values of a paged cache (see :func:`paged_kv_append`; Hq a multiple of Hk). With
+    ``is_causal`` q's rows are the sequence's last Sq positions (decode: Sq = 1 sees them all).
+    Table entries past a sequence's length are never read."""
+    return _nn.paged_attention(q, k_cache, v_cache, block_table, seq_lens, scale, is_causal)
 
 
 # torch's spelling: ``import pygpukit.nn.functional as F`` gives this module.

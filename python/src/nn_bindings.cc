@@ -76,6 +76,30 @@ void BindNn(pyb::module_& m) {
       pyb::arg("x"), pyb::arg("cos"), pyb::arg("sin"), pyb::arg("positions"),
       pyb::arg("interleaved"), pyb::arg("out"));
   nn.def(
+      "paged_kv_append",
+      [](const pyb::handle& kc, const pyb::handle& vc, const pyb::handle& k, const pyb::handle& v,
+         const pyb::handle& table, const pyb::handle& start) {
+        constexpr absl::string_view op = "paged_kv_append";
+        Check(ops::PagedKvAppend(AsArray(kc, op), AsArray(vc, op), AsArray(k, op), AsArray(v, op),
+                                 AsArray(table, op), AsArray(start, op)));
+      },
+      pyb::arg("k_cache"), pyb::arg("v_cache"), pyb::arg("k"), pyb::arg("v"),
+      pyb::arg("block_table"), pyb::arg("start"));
+  nn.def(
+      "paged_attention",
+      [](const pyb::handle& q, const pyb::handle& kc, const pyb::handle& vc,
+         const pyb::handle& table, const pyb::handle& lens, const pyb::handle& scale,
+         const pyb::handle& is_causal) {
+        constexpr absl::string_view op = "paged_attention";
+        std::optional<double> sc;
+        if (!scale.is_none()) sc = RealArg(scale, "scale", op);
+        return Unwrap(ops::PagedAttention(AsArray(q, op), AsArray(kc, op), AsArray(vc, op),
+                                          AsArray(table, op), AsArray(lens, op), sc,
+                                          BoolArg(is_causal, "is_causal", op)));
+      },
+      pyb::arg("q"), pyb::arg("k_cache"), pyb::arg("v_cache"), pyb::arg("block_table"),
+      pyb::arg("seq_lens"), pyb::arg("scale"), pyb::arg("is_causal"));
+  nn.def(
       "scaled_dot_product_attention",
       [](const pyb::handle& q, const pyb::handle& k, const pyb::handle& v, const pyb::handle& mask,
          const pyb::handle& is_causal, const pyb::handle& scale, const pyb::handle& enable_gqa) {

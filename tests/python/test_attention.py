@@ -243,3 +243,55 @@ def test_finfo_min_padding_mask(rng, device, dtype):
     ref = sdpa_ref(q, k, v, np.where(m < 0, -np.inf, 0.0))  # the other rows: as -inf
     rows = [0, 1, 3, 4, 5]
     np.testing.assert_allclose(f64(y[:, :, rows]), ref[:, :, rows], rtol=0, atol=0.02)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+def test_paged_cache_append_and_attention(rng, device, dtype):
+    """A paged KV cache: three sequences of different lengths in shuffled blocks of one cache,
+    prompts appended, then a decode token each; attention over the blocks against the float64
+    reference of each sequence's contiguous keys."""
+    nb, hk, bs, d, hq = 12, 2, 4, 16, 4
+    lens = [7, 1, 10]  # prompt lengths
+    perm = rng.permutation(nb)
+    table = np.array([perm[0:4], perm[4:8], perm[8:12]], np.int32)  # 4 blocks = 16 positions
+    kc = gp.zeros((nb, hk, bs, d), dtype=getattr(gp, dtype), device=device)
+    vc = gp.zeros((nb, hk, bs, d), dtype=getattr(gp, dtype), device=device)
+    gtable = gp.asarray(table, device=device)
+    keys = [rand(rng, (hk, n + 1, d), dtype, scale=1.0) for n in lens]  # prompt + one token
+    vals = [rand(rng, (hk, n + 1, d), dtype, scale=1.0) for n in lens]
+    # Prompts: one append per sequence (different T), then the decode tokens in one call.
+    for b, n in enumerate(lens):
+        one = gp.asarray(np.array([0]), device=device)
+        sub = gp.asarray(table[b : b + 1], device=device)
+        k1 = gp.asarray(keys[b][None, :, :n], device=device)
+        v1 = gp.asarray(vals[b][None, :, :n], device=device)
+        gp.nn.paged_kv_append(kc, vc, k1, v1, sub, one)
+    kt = gp.asarray(np.stack([k[:, -1:] for k in keys]), device=device)  # (B, Hk, 1, D)
+    vt = gp.asarray(np.stack([v[:, -1:] for v in vals]), device=device)
+    gp.nn.paged_kv_append(kc, vc, kt, vt, gtable, gp.asarray(np.array(lens), device=device))
+    total = gp.asarray(np.array(lens) + 1, device=device)
+    q = rand(rng, (3, hq, 1, d), dtype, scale=1.0)
+    y = gp.nn.paged_attention(gp.asarray(q, device=device), kc, vc, gtable, total)
+    for b in range(3):
+        ref = sdpa_ref(q[b : b + 1], keys[b][None], vals[b][None])
+        check(y[b : b + 1], ref, dtype, np.abs(f64(vals[b])).max())
+    # A chunk of two query tokens at the end of sequence 2, causal inside the chunk.
+    q2 = rand(rng, (3, hq, 2, d), dtype, scale=1.0)
+    y2 = gp.nn.paged_attention(gp.asarray(q2, device=device), kc, vc, gtable, total)
+    ref = sdpa_ref(q2[2:3], keys[2][None], vals[2][None], causal=True)
+    check(y2[2:3], ref, dtype, np.abs(f64(vals[2])).max())
+
+
+def test_paged_bad_input(device):
+    z = lambda *s, dt=np.float32: gp.asarray(np.zeros(s, dt), device=device)  # noqa: E731
+    kc, vc, table = z(4, 2, 4, 8), z(4, 2, 4, 8), z(2, 2, dt=np.int32)
+    with pytest.raises(ValueError, match="paged_kv_append: k and v must be"):
+        gp.nn.paged_kv_append(kc, vc, z(2, 3, 1, 8), z(2, 3, 1, 8), table, z(2, dt=np.int64))
+    with pytest.raises(IndexError):  # position 8 is past a table of 2 blocks of 4
+        gp.nn.paged_kv_append(
+            kc, vc, z(2, 2, 1, 8), z(2, 2, 1, 8), table, gp.asarray(np.array([8, 0]), device=device)
+        )
+    with pytest.raises(ValueError, match="paged_attention: seq_lens must be 1-D integers"):
+        gp.nn.paged_attention(z(2, 4, 1, 8), kc, vc, table, z(3, dt=np.int64))
+    with pytest.raises(ValueError, match="block_table must be a 2-D integer array"):
+        gp.nn.paged_attention(z(2, 4, 1, 8), kc, vc, z(2, 2), z(2, dt=np.int64))

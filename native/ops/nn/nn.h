@@ -35,6 +35,21 @@ absl::StatusOr<GPUArray> ScaledDotProductAttention(const GPUArray& q, const GPUA
                                                    bool is_causal, std::optional<double> scale,
                                                    bool enable_gqa);
 
+/// Paged KV cache: k_cache / v_cache (blocks, Hk, block size, D) shared by the sequences, whose
+/// i-th block is block_table[b, i]. Writes k and v (B, Hk, T, D) at positions start[b] ..
+/// start[b] + T - 1 of each sequence (IndexError for a position past its table or a block past
+/// the cache).
+absl::Status PagedKvAppend(const GPUArray& k_cache, const GPUArray& v_cache, const GPUArray& k,
+                           const GPUArray& v, const GPUArray& block_table, const GPUArray& start);
+
+/// Attention of q (B, Hq, Sq, D) over each sequence's first seq_lens[b] cached keys and values
+/// (Hq a multiple of Hk); with `is_causal` q's rows are the sequence's last Sq positions (row i
+/// sees keys j <= seq_lens[b] - Sq + i). Table entries past a sequence's length are not read.
+absl::StatusOr<GPUArray> PagedAttention(const GPUArray& q, const GPUArray& k_cache,
+                                        const GPUArray& v_cache, const GPUArray& block_table,
+                                        const GPUArray& seq_lens, std::optional<double> scale,
+                                        bool is_causal);
+
 /// A normalization's result: y, and with a residual also x + residual (rounded to the dtype),
 /// the value that was normalized (the pre-norm transformer's next residual).
 struct NormResult {
