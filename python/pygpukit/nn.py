@@ -1,5 +1,6 @@
 """Neural-network ops: softmax and normalizations over rows, activations and the gated products
-of GLU layers, on the CPU backend and CUDA devices.
+of GLU layers, rotary embeddings, attention (also over a paged KV cache), on the CPU backend and
+CUDA devices (docs/nn.md).
 
     import pygpukit as gp
     import pygpukit.nn.functional as F        # the same functions (torch's spelling)
@@ -10,8 +11,8 @@ of GLU layers, on the CPU backend and CUDA devices.
     a = gp.nn.swiglu(gate_up)                 # silu(gate) * up of a fused [..., 2 * hidden]
 
 Inputs are float16, bfloat16, float32 or float64; sums run in float32 (float64 for float64) and
-results come back in the input's dtype. The reduced dims are the last one(s); a contiguous input
-is read once (the whole row is held on chip).
+results come back in the input's dtype. Row ops reduce the last dim(s); on CUDA a contiguous row
+is read once (held on chip).
 """
 
 import sys as _sys
