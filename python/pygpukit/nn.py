@@ -191,12 +191,19 @@ def paged_kv_append(k_cache, v_cache, k, v, block_table, start):
     _nn.paged_kv_append(k_cache, v_cache, k, v, block_table, start)
 
 
-def paged_attention(q, k_cache, v_cache, block_table, seq_lens, *, scale=None, is_causal=True):
+def paged_attention(
+    q, k_cache, v_cache, block_table, seq_lens, *, scale=None, is_causal=True, check_table=True
+):
     """Attention of ``q`` (B, Hq, Sq, D) over each sequence's first ``seq_lens[b]`` cached keys
     and values of a paged cache (see :func:`paged_kv_append`; Hq a multiple of Hk). With
     ``is_causal`` q's rows are the sequence's last Sq positions (decode: Sq = 1 sees them all).
-    Table entries past a sequence's length are never read."""
-    return _nn.paged_attention(q, k_cache, v_cache, block_table, seq_lens, scale, is_causal)
+    Table entries past a sequence's length are never read; ``check_table`` checks the others
+    are blocks of the cache (IndexError; one read back per call). Serving loops that keep their
+    tables valid pass ``check_table=False``: a bad id then reads the nearest block of the cache
+    on the fused CUDA path (never past it) and raises on the composed one."""
+    return _nn.paged_attention(
+        q, k_cache, v_cache, block_table, seq_lens, scale, is_causal, check_table
+    )
 
 
 # torch's spelling: ``import pygpukit.nn.functional as F`` gives this module.

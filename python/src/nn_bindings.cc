@@ -89,16 +89,16 @@ void BindNn(pyb::module_& m) {
       "paged_attention",
       [](const pyb::handle& q, const pyb::handle& kc, const pyb::handle& vc,
          const pyb::handle& table, const pyb::handle& lens, const pyb::handle& scale,
-         const pyb::handle& is_causal) {
+         const pyb::handle& is_causal, const pyb::handle& check_table) {
         constexpr absl::string_view op = "paged_attention";
         std::optional<double> sc;
         if (!scale.is_none()) sc = RealArg(scale, "scale", op);
-        return Unwrap(ops::PagedAttention(AsArray(q, op), AsArray(kc, op), AsArray(vc, op),
-                                          AsArray(table, op), AsArray(lens, op), sc,
-                                          BoolArg(is_causal, "is_causal", op)));
+        return Unwrap(ops::PagedAttention(
+            AsArray(q, op), AsArray(kc, op), AsArray(vc, op), AsArray(table, op), AsArray(lens, op),
+            sc, BoolArg(is_causal, "is_causal", op), BoolArg(check_table, "check_table", op)));
       },
       pyb::arg("q"), pyb::arg("k_cache"), pyb::arg("v_cache"), pyb::arg("block_table"),
-      pyb::arg("seq_lens"), pyb::arg("scale"), pyb::arg("is_causal"));
+      pyb::arg("seq_lens"), pyb::arg("scale"), pyb::arg("is_causal"), pyb::arg("check_table"));
   nn.def(
       "scaled_dot_product_attention",
       [](const pyb::handle& q, const pyb::handle& k, const pyb::handle& v, const pyb::handle& mask,

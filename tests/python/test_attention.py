@@ -245,12 +245,12 @@ def test_finfo_min_padding_mask(rng, device, dtype):
     np.testing.assert_allclose(f64(y[:, :, rows]), ref[:, :, rows], rtol=0, atol=0.02)
 
 
-@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
-def test_paged_cache_append_and_attention(rng, device, dtype):
+@pytest.mark.parametrize("dtype, d", [("bfloat16", 16), ("float32", 16), ("bfloat16", 64)])
+def test_paged_cache_append_and_attention(rng, device, dtype, d):
     """A paged KV cache: three sequences of different lengths in shuffled blocks of one cache,
     prompts appended, then a decode token each; attention over the blocks against the float64
     reference of each sequence's contiguous keys."""
-    nb, hk, bs, d, hq = 12, 2, 4, 16, 4
+    nb, hk, bs, hq = 12, 2, 4, 4  # d 64 bf16: the fused kernel reads the blocks on SM 8.0+
     lens = [7, 1, 10]  # prompt lengths
     perm = rng.permutation(nb)
     table = np.array([perm[0:4], perm[4:8], perm[8:12]], np.int32)  # 4 blocks = 16 positions
@@ -271,7 +271,12 @@ def test_paged_cache_append_and_attention(rng, device, dtype):
     gp.nn.paged_kv_append(kc, vc, kt, vt, gtable, gp.asarray(np.array(lens), device=device))
     total = gp.asarray(np.array(lens) + 1, device=device)
     q = rand(rng, (3, hq, 1, d), dtype, scale=1.0)
+    gp.reset_dispatch_stats()
     y = gp.nn.paged_attention(gp.asarray(q, device=device), kc, vc, gtable, total)
+    ran = set(gp.dispatch_stats()["per_kernel"])
+    if d == 64 and device.type == "cuda":
+        if gp.device_properties(device)["compute_capability"][0] >= 8:
+            assert any(n.startswith("pgk_attn_sm80") for n in ran), ran
     for b in range(3):
         ref = sdpa_ref(q[b : b + 1], keys[b][None], vals[b][None])
         check(y[b : b + 1], ref, dtype, np.abs(f64(vals[b])).max())
@@ -295,3 +300,10 @@ def test_paged_bad_input(device):
         gp.nn.paged_attention(z(2, 4, 1, 8), kc, vc, table, z(3, dt=np.int64))
     with pytest.raises(ValueError, match="block_table must be a 2-D integer array"):
         gp.nn.paged_attention(z(2, 4, 1, 8), kc, vc, z(2, 2), z(2, dt=np.int64))
+    bad = gp.asarray(np.array([[0, 9], [1, 2]], np.int32), device=device)  # block 9 of 4
+    lens = gp.asarray(np.array([6, 3]), device=device)
+    with pytest.raises(IndexError, match="paged_attention: block id 9 is out of range"):
+        gp.nn.paged_attention(z(2, 4, 1, 8), kc, vc, bad, lens)
+    # Entries past a sequence's length are never read (nor checked).
+    short = gp.asarray(np.array([3, 3]), device=device)
+    assert gp.nn.paged_attention(z(2, 4, 1, 8), kc, vc, bad, short).shape == (2, 4, 1, 8)

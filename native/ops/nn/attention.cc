@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/shape.h"
 #include "core/status.h"
+#include "ops/nn/attention_fused.h"
 #include "ops/nn/nn.h"
 #include "ops/nn/nn_kernels.h"
 #include "ops/ops.h"
@@ -87,11 +88,12 @@ bool FusedLayout(const GPUArray& a) {
   return reinterpret_cast<uintptr_t>(a.data()) % 16 == 0;
 }
 
-// The fused kernels' result for q (..., Hq, Sq, E) with at most one batch dim, or nullopt where
-// none serves the problem (the CPU backend, other dtypes or head dims, layouts, old GPUs).
-absl::StatusOr<std::optional<GPUArray>> Fused(const GPUArray& q, const GPUArray& k,
-                                              const GPUArray& v, const GPUArray* mask, bool causal,
-                                              double scale) {
+}  // namespace
+
+absl::StatusOr<std::optional<GPUArray>> FusedAttention(const GPUArray& q, const GPUArray& k,
+                                                       const GPUArray& v, const GPUArray* mask,
+                                                       bool causal, double scale,
+                                                       const PagedKv* paged) {
   const int nd = q.ndim();
   const int64_t e = q.shape()[nd - 1];
   // (The kernels' head dims; their device is checked by the slot.)
@@ -114,6 +116,12 @@ absl::StatusOr<std::optional<GPUArray>> Fused(const GPUArray& q, const GPUArray&
   p.hk = k.shape()[nd - 3];
   p.sq = q.shape()[nd - 2];
   p.sk = k.shape()[nd - 2];
+  if (paged != nullptr) {  // k, v: (blocks, Hk, block size, D); k_b / v_b are block strides
+    p.block_size = k.shape()[2];
+    p.num_blocks = k.shape()[0];
+    p.table_stride = paged->table.shape()[1];
+    p.sk = p.table_stride * p.block_size;
+  }
   p.scale_log2 = static_cast<float>(scale * 1.4426950408889634);
   p.causal = causal ? 1 : 0;
   PGK_ASSIGN_OR_RETURN(GPUArray out, Empty(q.shape(), q.dtype(), q.device()));
@@ -132,8 +140,14 @@ absl::StatusOr<std::optional<GPUArray>> Fused(const GPUArray& q, const GPUArray&
     p.m_q = st[nd - 2];
     p.m_k = st[nd - 1];
   }
-  PGK_ASSIGN_OR_RETURN(LaunchContext ctx,
-                       LaunchContext::Open(kOp, {&q, &k, &v, &out, m ? &*m : nullptr}));
+  PGK_ASSIGN_OR_RETURN(
+      LaunchContext ctx,
+      LaunchContext::Open(kOp, {&q, &k, &v, &out, m ? &*m : nullptr,
+                                paged ? &paged->table : nullptr, paged ? &paged->lens : nullptr}));
+  if (paged != nullptr) {
+    p.block_table = static_cast<const int64_t*>(paged->table.data());
+    p.seq_lens = static_cast<const int64_t*>(paged->lens.data());
+  }
   p.q = q.data();
   p.k = k.data();
   p.v = v.data();
@@ -144,8 +158,6 @@ absl::StatusOr<std::optional<GPUArray>> Fused(const GPUArray& q, const GPUArray&
   PGK_RETURN_IF_ERROR(st);
   return out;
 }
-
-}  // namespace
 
 absl::StatusOr<GPUArray> ScaledDotProductAttention(const GPUArray& q_in, const GPUArray& k_in,
                                                    const GPUArray& v_in, const GPUArray* mask,
@@ -250,7 +262,7 @@ absl::StatusOr<GPUArray> ScaledDotProductAttention(const GPUArray& q_in, const G
     if (headless) return Reshape(z, {sq, dv});
     return z;
   }
-  PGK_ASSIGN_OR_RETURN(std::optional<GPUArray> fused, Fused(q, k, v, mask, is_causal, s));
+  PGK_ASSIGN_OR_RETURN(std::optional<GPUArray> fused, FusedAttention(q, k, v, mask, is_causal, s));
   if (fused) {
     if (headless) return Reshape(*fused, {sq, dv});
     return *fused;

@@ -44,11 +44,13 @@ absl::Status PagedKvAppend(const GPUArray& k_cache, const GPUArray& v_cache, con
 
 /// Attention of q (B, Hq, Sq, D) over each sequence's first seq_lens[b] cached keys and values
 /// (Hq a multiple of Hk); with `is_causal` q's rows are the sequence's last Sq positions (row i
-/// sees keys j <= seq_lens[b] - Sq + i). Table entries past a sequence's length are not read.
+/// sees keys j <= seq_lens[b] - Sq + i). Table entries past a sequence's length are not read;
+/// `check_table` checks the others are blocks of the cache (IndexError; one read back), else a
+/// bad id reads the nearest block (never past the cache).
 absl::StatusOr<GPUArray> PagedAttention(const GPUArray& q, const GPUArray& k_cache,
                                         const GPUArray& v_cache, const GPUArray& block_table,
                                         const GPUArray& seq_lens, std::optional<double> scale,
-                                        bool is_causal);
+                                        bool is_causal, bool check_table = true);
 
 /// A normalization's result: y, and with a residual also x + residual (rounded to the dtype),
 /// the value that was normalized (the pre-norm transformer's next residual).

@@ -31,8 +31,17 @@ struct AttnParams {
   float* partial_ml;
   int32_t splits;
   int32_t row_blocks;
+  // Paged KV cache (block_table != nullptr): k and v are (blocks, Hk, block_size, D) with k_b /
+  // v_b the block strides; key j of sequence b is row j % block_size of block
+  // block_table[b * table_stride + j / block_size]; the sequence has seq_lens[b] keys (sk is
+  // the most any has, the table's width in keys).
+  const int64_t* block_table;
+  const int64_t* seq_lens;
+  int64_t table_stride;
+  int64_t block_size;
+  int64_t num_blocks;  // block ids are clamped to [0, num_blocks): never a read past the cache
 };
 
-static_assert(sizeof(AttnParams) == 240, "AttnParams layout changed");
+static_assert(sizeof(AttnParams) == 280, "AttnParams layout changed");
 
 }  // namespace pygpukit::kernels

@@ -2,12 +2,14 @@
 // live in fixed-size blocks of one shared cache, found through its row of a block table. Both
 // ops compose the indexing ops (gather, scatter; bounds-checked) with the attention op: the
 // reference and the path on every backend until a fused kernel reads the blocks in place.
+#include <cmath>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/shape.h"
 #include "core/status.h"
+#include "ops/nn/attention_fused.h"
 #include "ops/nn/nn.h"
 #include "ops/ops.h"
 
@@ -118,7 +120,7 @@ absl::Status PagedKvAppend(const GPUArray& k_cache, const GPUArray& v_cache, con
 absl::StatusOr<GPUArray> PagedAttention(const GPUArray& q, const GPUArray& k_cache,
                                         const GPUArray& v_cache, const GPUArray& block_table,
                                         const GPUArray& seq_lens, std::optional<double> scale,
-                                        bool is_causal) {
+                                        bool is_causal, bool check_table) {
   constexpr absl::string_view op = "paged_attention";
   PGK_RETURN_IF_ERROR(CheckCache(k_cache, v_cache, block_table, op));
   const int64_t batch = block_table.shape()[0];
@@ -128,8 +130,46 @@ absl::StatusOr<GPUArray> PagedAttention(const GPUArray& q, const GPUArray& k_cac
                                    ", heads, tokens, head dim ", cs[3], "); got ",
                                    ShapeToString(q.shape())));
   }
+  if (q.shape()[1] % cs[1] != 0) {
+    return ValueError(absl::StrCat(op, ": ", q.shape()[1],
+                                   " query heads are not a multiple of the "
+                                   "cache's ",
+                                   cs[1], " kv heads"));
+  }
   const int64_t sq = q.shape()[2], len = block_table.shape()[1] * cs[2];
   PGK_ASSIGN_OR_RETURN(GPUArray lens, PerSequence(seq_lens, batch, {batch, 1}, "seq_lens", op));
+  // The fused kernel reads the blocks in place (its block ids clamped to the cache, so a bad
+  // table cannot make it read past it; `check_table` turns that into an IndexError first).
+  if (check_table) {
+    PGK_ASSIGN_OR_RETURN(GPUArray cols,
+                         ArangeInt(0, block_table.shape()[1], 1, DType::Int64, q.device()));
+    PGK_ASSIGN_OR_RETURN(GPUArray first,
+                         Binary(ElementwiseOp::kMultiply, cols, Scalar::Int(cs[2])));
+    PGK_ASSIGN_OR_RETURN(GPUArray used, Binary(ElementwiseOp::kLess, first, lens));  // (B, n)
+    PGK_ASSIGN_OR_RETURN(GPUArray ids, Where(used, block_table, Scalar::Int(0)));
+    PGK_ASSIGN_OR_RETURN(GPUArray lo, Reduce(ReduceOp::kMin, ids));
+    PGK_ASSIGN_OR_RETURN(GPUArray hi, Reduce(ReduceOp::kMax, ids));
+    const GPUArray both[] = {lo, hi};
+    PGK_ASSIGN_OR_RETURN(GPUArray pair, Stack(both, 0));
+    PGK_ASSIGN_OR_RETURN(pair, AsType(pair, DType::Int64, false));
+    int64_t host[2];
+    PGK_RETURN_IF_ERROR(ToHost(pair, host));
+    if (host[0] < 0 || host[1] >= cs[0]) {
+      return IndexError(absl::StrCat(op, ": block id ", host[0] < 0 ? host[0] : host[1],
+                                     " is out of range for a cache of ", cs[0], " blocks"));
+    }
+  }
+  {
+    PGK_ASSIGN_OR_RETURN(GPUArray table64, AsType(block_table, DType::Int64, false));
+    PGK_ASSIGN_OR_RETURN(table64, Contiguous(table64));
+    PGK_ASSIGN_OR_RETURN(GPUArray lens64, Reshape(lens, {batch}));
+    PGK_ASSIGN_OR_RETURN(lens64, Contiguous(lens64));
+    const PagedKv paged{table64, lens64};
+    const double s = scale.value_or(1.0 / std::sqrt(static_cast<double>(cs[3])));
+    PGK_ASSIGN_OR_RETURN(std::optional<GPUArray> fused,
+                         FusedAttention(q, k_cache, v_cache, nullptr, is_causal, s, &paged));
+    if (fused) return *fused;
+  }
   PGK_ASSIGN_OR_RETURN(GPUArray j, ArangeInt(0, len, 1, DType::Int64, q.device()));
   PGK_ASSIGN_OR_RETURN(GPUArray valid, Binary(ElementwiseOp::kLess, j, lens));  // (B, L)
   PGK_ASSIGN_OR_RETURN(GPUArray pos, BroadcastTo(j, {batch, len}));

@@ -63,6 +63,26 @@ __device__ __forceinline__ void LoadTile(uint32_t tile, const T* base, int64_t l
   }
 }
 
+// Keys [row0, row0 + 64) of one head of a paged cache (`base` at the head of block 0; block
+// stride bs_stride, row stride ld; `table` the sequence's row of the block table) into a tile;
+// keys past rows_end are zero-filled and their table entries not read.
+template <typename T, int D>
+__device__ __forceinline__ void LoadPagedTile(uint32_t tile, const T* base, int64_t bs_stride,
+                                              int64_t ld, const int64_t* table, int64_t block,
+                                              int64_t blocks, int64_t row0, int64_t rows_end) {
+  constexpr int kC = D / 8;
+#pragma unroll
+  for (int i = threadIdx.x; i < kBN * kC; i += kThreads) {
+    const int r = i / kC, c = i % kC;
+    const int64_t key = row0 + r;
+    const bool ok = key < rows_end;
+    int64_t id = ok ? table[key / block] : 0;  // (the op checks ids unless told not to)
+    id = id < 0 ? 0 : (id >= blocks ? blocks - 1 : id);
+    const T* src = ok ? base + id * bs_stride + (key % block) * ld + c * 8 : base;
+    CpAsync16(tile + Off<D>(r, c), src, ok ? 16 : 0);
+  }
+}
+
 // The packed query rows [row0, row0 + 64) of G heads (head stride hs, row stride ld, sq rows
 // each; `base` at the group's first head) into a tile; rows past G * sq are zero-filled.
 template <typename T, int D>
@@ -104,16 +124,29 @@ __device__ __forceinline__ void AttnBody(const AttnParams& p) {
   const int64_t group = p.hq / p.hk, rows_total = group * p.sq;
   const int64_t h0 = hk * group;  // the group's first query head
   const T* q = static_cast<const T*>(p.q) + b * p.q_b + h0 * p.q_h;
-  const T* k = static_cast<const T*>(p.k) + b * p.k_b + hk * p.k_h;
-  const T* v = static_cast<const T*>(p.v) + b * p.v_b + hk * p.v_h;
+  // A paged cache's blocks are found through the table (k_b / v_b are then block strides).
+  const bool paged = p.block_table != nullptr;
+  const T* k = static_cast<const T*>(p.k) + (paged ? 0 : b * p.k_b) + hk * p.k_h;
+  const T* v = static_cast<const T*>(p.v) + (paged ? 0 : b * p.v_b) + hk * p.v_h;
+  const int64_t* table = paged ? p.block_table + b * p.table_stride : nullptr;
+  const int64_t skb = p.seq_lens != nullptr ? p.seq_lens[b] : p.sk;  // this sequence's keys
+  auto load_kv = [&](uint32_t ktile, uint32_t vtile, int64_t row0) {
+    if (paged) {
+      LoadPagedTile<T, D>(ktile, k, p.k_b, p.k_s, table, p.block_size, p.num_blocks, row0, skb);
+      LoadPagedTile<T, D>(vtile, v, p.v_b, p.v_s, table, p.block_size, p.num_blocks, row0, skb);
+    } else {
+      LoadTile<T, D>(ktile, k, p.k_s, row0, skb);
+      LoadTile<T, D>(vtile, v, p.v_s, row0, skb);
+    }
+  };
   const uint32_t sq = SmemAddr(smem), sk = sq + kTile, sv = sq + 3 * kTile;
   // Keys this block's rows can see: causal stops after the diagonal of its latest query (the
   // last row's, or sq - 1 when the rows run into another head).
-  int64_t kend = p.sk;
+  int64_t kend = skb;
   if (p.causal) {
     const int64_t last_row = (q0 + kBM < rows_total ? q0 + kBM : rows_total) - 1;
     const int64_t latest = q0 / p.sq == last_row / p.sq ? last_row % p.sq : p.sq - 1;
-    const int64_t last = latest + 1 + p.sk - p.sq;  // one past its last key
+    const int64_t last = latest + 1 + skb - p.sq;  // one past its last key
     kend = last < kend ? last : kend;
   }
   const int all_tiles = kend > 0 ? static_cast<int>((kend + kBN - 1) / kBN) : 0;
@@ -123,8 +156,7 @@ __device__ __forceinline__ void AttnBody(const AttnParams& p) {
   const int ntiles = t_begin + per_split < all_tiles ? t_begin + per_split : all_tiles;
   LoadQTile<T, D>(sq, q, p.q_h, p.q_s, p.sq, q0, rows_total);
   if (t_begin < ntiles) {
-    LoadTile<T, D>(sk, k, p.k_s, int64_t{t_begin} * kBN, p.sk);
-    LoadTile<T, D>(sv, v, p.v_s, int64_t{t_begin} * kBN, p.sk);
+    load_kv(sk, sv, int64_t{t_begin} * kBN);
   }
   CpAsyncCommit();
   float o[kND][4];
@@ -147,8 +179,7 @@ __device__ __forceinline__ void AttnBody(const AttnParams& p) {
   for (int t = t_begin; t < ntiles; ++t) {
     const uint32_t st = ((t - t_begin) & 1) * kTile;
     if (t + 1 < ntiles) {
-      LoadTile<T, D>(sk + (st ^ kTile), k, p.k_s, int64_t{t + 1} * kBN, p.sk);
-      LoadTile<T, D>(sv + (st ^ kTile), v, p.v_s, int64_t{t + 1} * kBN, p.sk);
+      load_kv(sk + (st ^ kTile), sv + (st ^ kTile), int64_t{t + 1} * kBN);
     }
     CpAsyncCommit();
     CpAsyncWait<1>();
@@ -184,7 +215,7 @@ __device__ __forceinline__ void AttnBody(const AttnParams& p) {
         for (int e = 0; e < 2; ++e) {
           const int64_t key = int64_t{t} * kBN + n * 8 + 2 * tig + e;
           float x = s[n][2 * hh + e] * p.scale_log2;
-          if (key >= p.sk || (p.causal && key > qi[hh] + p.sk - p.sq)) {
+          if (key >= skb || (p.causal && key > qi[hh] + skb - p.sq)) {
             x = -INFINITY;
           } else if (p.mask != nullptr && live[hh]) {
             // -inf stays exact; finite values saturate at the float range, so a row masked
