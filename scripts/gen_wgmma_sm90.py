@@ -44,20 +44,34 @@ __device__ __forceinline__ void Wgmma{n}{suffix}(float (&d)[{regs}], uint64_t de
 """
 
 
-def wrapper_tf32(n):
-    """TF32 (k8) has no transpose operands: both A and B must be K-major in shared memory."""
+def signature(name, regs):
+    """The wrapper's declaration, its parameters packed into lines of at most 100 columns as
+    clang-format packs them (continuations under the first parameter)."""
+    head = f"__device__ __forceinline__ void {name}("
+    params = [f"float (&d)[{regs}]", "uint64_t desc_a", "uint64_t desc_b", "int scale_d"]
+    lines, line = [], head
+    for k, p in enumerate(params):
+        piece = p + (") {" if k == len(params) - 1 else ",")
+        if line not in (head, " " * len(head)) and len(line) + 1 + len(piece) > 100:
+            lines.append(line)
+            line = " " * len(head)
+        line += ("" if line in (head, " " * len(head)) else " ") + piece
+    return "\n".join([*lines, line])
+
+
+def wrapper_kmajor(n, k, ptx_types, name, doc):
+    """TF32 (k8) and the 8-bit floats (k32) have no transpose operands: A and B must be K-major
+    in shared memory (128 bytes of K per stage either way)."""
     regs = n // 2
     names = ", ".join(f"%{i}" for i in range(regs))
     a, b, scale = range(regs, regs + 3)
     outs = ",\n        ".join(
         ", ".join(f'"+f"(d[{i + j}])' for j in range(8)) for i in range(0, regs, 8)
     )
-    op = f"wgmma.mma_async.sync.aligned.m64n{n}k8.f32.tf32.tf32"
+    op = f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{ptx_types}"
     return f"""
-// D(64 x {n}) += A(64 x 8) * B(8 x {n}) in TF32 (the top 19 bits of each float32); A and B
-// K-major. scale_d == 0 overwrites D.
-__device__ __forceinline__ void Wgmma{n}Tf32(float (&d)[{regs}], uint64_t desc_a, uint64_t desc_b,
-                                           int scale_d) {{
+{doc}
+{signature(name, regs)}
   asm volatile(
       "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{scale}, 0;\\n"
       "{op} "
@@ -67,32 +81,24 @@ __device__ __forceinline__ void Wgmma{n}Tf32(float (&d)[{regs}], uint64_t desc_a
       : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }}
 """
+
+
+def wrapper_tf32(n):
+    doc = (
+        f"// D(64 x {n}) += A(64 x 8) * B(8 x {n}) in TF32 (the top 19 bits of each float32); "
+        "A and B\n"
+        "// K-major. scale_d == 0 overwrites D."
+    )
+    return wrapper_kmajor(n, 8, "tf32.tf32", f"Wgmma{n}Tf32", doc)
 
 
 def wrapper_fp8(n, atype, btype, suffix):
-    """FP8 (k32) has no transpose operands either: A and B K-major, 32 bytes of K per step (the
-    bytes of a 16-bit k16 step)."""
-    regs = n // 2
-    names = ", ".join(f"%{i}" for i in range(regs))
-    a, b, scale = range(regs, regs + 3)
-    outs = ",\n        ".join(
-        ", ".join(f'"+f"(d[{i + j}])' for j in range(8)) for i in range(0, regs, 8)
+    doc = (
+        f"// D(64 x {n}) += A(64 x 32) * B(32 x {n}), {atype} x {btype} with float32 "
+        "accumulation; A and B\n"
+        "// K-major. scale_d == 0 overwrites D."
     )
-    op = f"wgmma.mma_async.sync.aligned.m64n{n}k32.f32.{atype}.{btype}"
-    return f"""
-// D(64 x {n}) += A(64 x 32) * B(32 x {n}), {atype} x {btype} with float32 accumulation; A and B
-// K-major. scale_d == 0 overwrites D.
-__device__ __forceinline__ void Wgmma{n}{suffix}(float (&d)[{regs}], uint64_t desc_a,
-                                              uint64_t desc_b, int scale_d) {{
-  asm volatile(
-      "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{scale}, 0;\\n"
-      "{op} "
-      "{{{names}}}, "
-      "%{a}, %{b}, p, 1, 1;\\n}}\\n"
-      : {outs}
-      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
-}}
-"""
+    return wrapper_kmajor(n, 32, f"{atype}.{btype}", f"Wgmma{n}{suffix}", doc)
 
 
 def main():

@@ -52,7 +52,7 @@ __device__ __forceinline__ void Wgmma128F16(float (&d)[64], uint64_t desc_a,
 // D(64 x 128) += A(64 x 8) * B(8 x 128) in TF32 (the top 19 bits of each float32); A and B
 // K-major. scale_d == 0 overwrites D.
 __device__ __forceinline__ void Wgmma128Tf32(float (&d)[64], uint64_t desc_a, uint64_t desc_b,
-                                           int scale_d) {
+                                             int scale_d) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
@@ -71,8 +71,8 @@ __device__ __forceinline__ void Wgmma128Tf32(float (&d)[64], uint64_t desc_a, ui
 
 // D(64 x 128) += A(64 x 32) * B(32 x 128), e4m3 x e4m3 with float32 accumulation; A and B
 // K-major. scale_d == 0 overwrites D.
-__device__ __forceinline__ void Wgmma128E4m3(float (&d)[64], uint64_t desc_a,
-                                              uint64_t desc_b, int scale_d) {
+__device__ __forceinline__ void Wgmma128E4m3(float (&d)[64], uint64_t desc_a, uint64_t desc_b,
+                                             int scale_d) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 "
@@ -148,7 +148,7 @@ __device__ __forceinline__ void Wgmma256F16(float (&d)[128], uint64_t desc_a,
 // D(64 x 256) += A(64 x 8) * B(8 x 256) in TF32 (the top 19 bits of each float32); A and B
 // K-major. scale_d == 0 overwrites D.
 __device__ __forceinline__ void Wgmma256Tf32(float (&d)[128], uint64_t desc_a, uint64_t desc_b,
-                                           int scale_d) {
+                                             int scale_d) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 "
@@ -175,8 +175,8 @@ __device__ __forceinline__ void Wgmma256Tf32(float (&d)[128], uint64_t desc_a, u
 
 // D(64 x 256) += A(64 x 32) * B(32 x 256), e4m3 x e4m3 with float32 accumulation; A and B
 // K-major. scale_d == 0 overwrites D.
-__device__ __forceinline__ void Wgmma256E4m3(float (&d)[128], uint64_t desc_a,
-                                              uint64_t desc_b, int scale_d) {
+__device__ __forceinline__ void Wgmma256E4m3(float (&d)[128], uint64_t desc_a, uint64_t desc_b,
+                                             int scale_d) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3 "
