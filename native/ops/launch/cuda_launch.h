@@ -11,6 +11,13 @@
 
 namespace pygpukit::ops {
 
+/// SMs a kernel launched on `s` can count on: the stream's partition, else the whole device.
+/// Grids sized by it (persistent GEMM tiles, split-KV attention) get no second, partial wave on
+/// a partitioned stream.
+inline int StreamSms(const hal::Stream& s, const hal::DeviceProperties& props) {
+  return s.sm_count() > 0 ? s.sm_count() : std::max(1, props.multiprocessors);
+}
+
 /// `blocks` blocks of `threads` threads running the embedded `kernel(p)`.
 template <typename Params>
 absl::Status LaunchBlocks(LaunchContext& ctx, absl::string_view kernel, int64_t blocks,

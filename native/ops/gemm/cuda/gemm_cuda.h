@@ -11,16 +11,11 @@
 #include "core/hal/backend.h"
 #include "ops/gemm/gemm_family.h"
 #include "ops/gemm/gemm_problem.h"
+#include "ops/launch/cuda_launch.h"
 #include "ops/launch/launch_context.h"
 #include "runtime/sched/yield_hook.h"
 
 namespace pygpukit::ops::cuda_kernels {
-
-/// SMs a GEMM launched on `s` can count on: the stream's partition, else the whole device. The
-/// persistent grids are sized by it, so a partitioned stream gets no second, partial wave.
-inline int StreamSms(const hal::Stream& s, const hal::DeviceProperties& props) {
-  return s.sm_count() > 0 ? s.sm_count() : std::max(1, props.multiprocessors);
-}
 
 /// `p` on `choice`'s family (and sm90 configuration).
 absl::Status GemmProductCuda(LaunchContext& ctx, const GemmProblem& p, const GemmChoice& choice);

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
+#include "ops/launch/cuda_launch.h"
 #include "ops/nn/nn_kernels.h"
 #include "ops/ops.h"
 #include "runtime/runtime.h"
@@ -36,9 +37,7 @@ absl::Status AttentionCuda(LaunchContext& ctx, DType dtype, int64_t head_dim,
   const int64_t row_blocks = (rows + kBM - 1) / kBM;
   // Split-KV where the row blocks alone would leave SMs idle (decode of few long sequences):
   // enough splits for about two CTAs per SM, each keeping at least 4 key tiles.
-  // (The SMs the stream may use: its partition's, else the device's.)
-  const int64_t sms =
-      ctx.stream().sm_count() > 0 ? ctx.stream().sm_count() : std::max(1, props.multiprocessors);
+  const int64_t sms = StreamSms(ctx.stream(), props);
   const int64_t ctas = row_blocks * p.hk * p.batch;
   const int64_t tiles = (p.sk + kBN - 1) / kBN;
   int64_t splits = 1;

@@ -21,23 +21,16 @@ constexpr int64_t kMaxThreads = 512;  // its launch bound
 bool Aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 
 // The kernels' dtype code, or TypeError (the op layer admits these four only).
-absl::StatusOr<const char*> CodeOf(DType dtype, absl::string_view op) {
-  switch (dtype) {
-    case DType::Float16:
-      return "f2";
-    case DType::BFloat16:
-      return "bf2";
-    case DType::Float32:
-      return "f4";
-    case DType::Float64:
-      return "f8";
-    default:
-      return TypeError(absl::StrCat(op, ": unsupported dtype ", DTypeName(dtype)));
+absl::StatusOr<absl::string_view> CodeOf(DType dtype, absl::string_view op) {
+  if (dtype == DType::Float16 || dtype == DType::BFloat16 || dtype == DType::Float32 ||
+      dtype == DType::Float64) {
+    return DTypeCode(dtype);
   }
+  return TypeError(absl::StrCat(op, ": unsupported dtype ", DTypeName(dtype)));
 }
 
 absl::Status RowsCuda(LaunchContext& ctx, DType dtype, const RowsParams& p) {
-  PGK_ASSIGN_OR_RETURN(const char* code, CodeOf(dtype, ctx.op()));
+  PGK_ASSIGN_OR_RETURN(absl::string_view code, CodeOf(dtype, ctx.op()));
   const int64_t esize = ItemSize(dtype);
   // 16-byte vectors when every row start and operand allows them.
   const int64_t wide = 16 / esize;
@@ -64,7 +57,7 @@ absl::Status RowsCuda(LaunchContext& ctx, DType dtype, const RowsParams& p) {
 }
 
 absl::Status RopeCuda(LaunchContext& ctx, DType dtype, const kernels::RopeParams& p) {
-  PGK_ASSIGN_OR_RETURN(const char* code, CodeOf(dtype, ctx.op()));
+  PGK_ASSIGN_OR_RETURN(absl::string_view code, CodeOf(dtype, ctx.op()));
   const int64_t items = p.rows * (p.dim - p.rot / 2);
   LaunchCost cost;
   cost.bytes = 2 * p.rows * p.dim * ItemSize(dtype);  // x read, out written (tables cached)
