@@ -47,55 +47,19 @@ __device__ __forceinline__ uint32_t Off(int r, int c) {
   return static_cast<uint32_t>((r * (D / 8) + (c ^ (r & 7))) * 16);
 }
 
-// Rows [row0, row0 + 64) of a (rows_end x D) matrix with row stride `ld` into a tile; rows past
-// rows_end are zero-filled (no byte read).
-template <typename T, int D>
-__device__ __forceinline__ void LoadTile(uint32_t tile, const T* base, int64_t ld, int64_t row0,
-                                         int64_t rows_end) {
-  // (K and V: rows of one head.)
+// Rows [row0, row0 + 64) into a tile: row `row`'s D elements start at row_start(row) (Q's
+// packed rows, a head's K or V rows, a paged cache's rows through the block table); rows past
+// rows_end are zero-filled and row_start is not called for them (no byte read, no table read).
+// `any` is a readable 16-byte-aligned address for those copies.
+template <int D, typename T, typename RowStart>
+__device__ __forceinline__ void LoadRows(uint32_t tile, int64_t row0, int64_t rows_end,
+                                         const T* any, RowStart row_start) {
   constexpr int kC = D / 8;
 #pragma unroll
   for (int i = threadIdx.x; i < kBN * kC; i += kThreads) {
     const int r = i / kC, c = i % kC;
     const bool ok = row0 + r < rows_end;
-    const T* src = ok ? base + (row0 + r) * ld + c * 8 : base;
-    CpAsync16(tile + Off<D>(r, c), src, ok ? 16 : 0);
-  }
-}
-
-// Keys [row0, row0 + 64) of one head of a paged cache (`base` at the head of block 0; block
-// stride bs_stride, row stride ld; `table` the sequence's row of the block table) into a tile;
-// keys past rows_end are zero-filled and their table entries not read.
-template <typename T, int D>
-__device__ __forceinline__ void LoadPagedTile(uint32_t tile, const T* base, int64_t bs_stride,
-                                              int64_t ld, const int64_t* table, int64_t block,
-                                              int64_t blocks, int64_t row0, int64_t rows_end) {
-  constexpr int kC = D / 8;
-#pragma unroll
-  for (int i = threadIdx.x; i < kBN * kC; i += kThreads) {
-    const int r = i / kC, c = i % kC;
-    const int64_t key = row0 + r;
-    const bool ok = key < rows_end;
-    int64_t id = ok ? table[key / block] : 0;  // (the op checks ids unless told not to)
-    id = id < 0 ? 0 : (id >= blocks ? blocks - 1 : id);
-    const T* src = ok ? base + id * bs_stride + (key % block) * ld + c * 8 : base;
-    CpAsync16(tile + Off<D>(r, c), src, ok ? 16 : 0);
-  }
-}
-
-// The packed query rows [row0, row0 + 64) of G heads (head stride hs, row stride ld, sq rows
-// each; `base` at the group's first head) into a tile; rows past G * sq are zero-filled.
-template <typename T, int D>
-__device__ __forceinline__ void LoadQTile(uint32_t tile, const T* base, int64_t hs, int64_t ld,
-                                          int64_t sq, int64_t row0, int64_t rows_end) {
-  constexpr int kC = D / 8;
-#pragma unroll
-  for (int i = threadIdx.x; i < kBN * kC; i += kThreads) {
-    const int r = i / kC, c = i % kC;
-    const int64_t row = row0 + r;
-    const bool ok = row < rows_end;
-    const T* src = ok ? base + (row / sq) * hs + (row % sq) * ld + c * 8 : base;
-    CpAsync16(tile + Off<D>(r, c), src, ok ? 16 : 0);
+    CpAsync16(tile + Off<D>(r, c), ok ? row_start(row0 + r) + c * 8 : any, ok ? 16 : 0);
   }
 }
 
@@ -131,12 +95,17 @@ __device__ __forceinline__ void AttnBody(const AttnParams& p) {
   const int64_t* table = paged ? p.block_table + b * p.table_stride : nullptr;
   const int64_t skb = p.seq_lens != nullptr ? p.seq_lens[b] : p.sk;  // this sequence's keys
   auto load_kv = [&](uint32_t ktile, uint32_t vtile, int64_t row0) {
-    if (paged) {
-      LoadPagedTile<T, D>(ktile, k, p.k_b, p.k_s, table, p.block_size, p.num_blocks, row0, skb);
-      LoadPagedTile<T, D>(vtile, v, p.v_b, p.v_s, table, p.block_size, p.num_blocks, row0, skb);
+    if (paged) {  // key j: row j % block_size of block table[j / block_size] (clamped)
+      auto block_row = [&](int64_t j, int64_t block_stride, int64_t row_stride) {
+        int64_t id = table[j / p.block_size];  // (the op checks ids unless told not to)
+        id = id < 0 ? 0 : (id >= p.num_blocks ? p.num_blocks - 1 : id);
+        return id * block_stride + (j % p.block_size) * row_stride;
+      };
+      LoadRows<D>(ktile, row0, skb, k, [&](int64_t j) { return k + block_row(j, p.k_b, p.k_s); });
+      LoadRows<D>(vtile, row0, skb, v, [&](int64_t j) { return v + block_row(j, p.v_b, p.v_s); });
     } else {
-      LoadTile<T, D>(ktile, k, p.k_s, row0, skb);
-      LoadTile<T, D>(vtile, v, p.v_s, row0, skb);
+      LoadRows<D>(ktile, row0, skb, k, [&](int64_t j) { return k + j * p.k_s; });
+      LoadRows<D>(vtile, row0, skb, v, [&](int64_t j) { return v + j * p.v_s; });
     }
   };
   const uint32_t sq = SmemAddr(smem), sk = sq + kTile, sv = sq + 3 * kTile;
@@ -154,7 +123,9 @@ __device__ __forceinline__ void AttnBody(const AttnParams& p) {
   const int per_split = (all_tiles + p.splits - 1) / p.splits;
   const int t_begin = split * per_split;
   const int ntiles = t_begin + per_split < all_tiles ? t_begin + per_split : all_tiles;
-  LoadQTile<T, D>(sq, q, p.q_h, p.q_s, p.sq, q0, rows_total);
+  // Packed row r of the group: query r % sq of head h0 + r / sq.
+  LoadRows<D>(sq, q0, rows_total, q,
+              [&](int64_t r) { return q + (r / p.sq) * p.q_h + (r % p.sq) * p.q_s; });
   if (t_begin < ntiles) {
     load_kv(sk, sv, int64_t{t_begin} * kBN);
   }
