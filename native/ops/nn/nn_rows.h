@@ -34,8 +34,8 @@ struct RowsParams {
   void* residual_out;    // with residual
   const void* weight;    // norms: per-column scale, nullptr: 1
   const void* bias;      // layer_norm: per-column shift, nullptr: 0
-  double eps;  // norms (float64 norms use it unrounded)
-  int32_t op;  // RowOp
+  double eps;            // norms (float64 norms use it unrounded)
+  int32_t op;            // RowOp
   int32_t pad;
 };
 
@@ -45,9 +45,18 @@ static_assert(sizeof(RowsParams) == 80, "RowsParams layout changed");
 template <typename T>
 using RowAcc = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
-template <typename A>
+/// exp(x); kFast (rows of a 16-bit dtype, whose outputs keep 8-11 bits) takes the GPU's
+/// two-instruction exp2 of x * log2(e) instead of the correctly rounded expf.
+template <typename A, bool kFast = false>
 PGK_HD A RowExp(A x) {
   if constexpr (std::is_same_v<A, float>) {
+#if defined(__CUDA_ARCH__)
+    if constexpr (kFast) {
+      float r;
+      asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x * 1.4426950408889634f));
+      return r;
+    }
+#endif
     return expf(x);
   } else {
     return exp(x);
@@ -56,7 +65,7 @@ PGK_HD A RowExp(A x) {
 
 /// The first pass: softmax takes the row's maximum (max-reduced), layer_norm its sum (the mean
 /// follows); rms_norm has no first pass.
-PGK_HD bool RowFirstIsMax(int32_t op) {
+constexpr PGK_HD bool RowFirstIsMax(int32_t op) {
   return op == kRowSoftmax || op == kRowLogSoftmax || op == kRowSafeSoftmax;
 }
 
@@ -69,9 +78,9 @@ PGK_HD A RowCenter(int32_t op, A first, int64_t cols) {
 
 /// The second pass's term of v given a: exp(v - a) for softmax, (v - a)^2 for layer_norm, v^2
 /// for rms_norm (a = 0).
-template <typename A>
+template <typename A, bool kFastExp = false>
 PGK_HD A RowTerm(int32_t op, A v, A a) {
-  if (RowFirstIsMax(op)) return RowExp(v - a);
+  if (RowFirstIsMax(op)) return RowExp<A, kFastExp>(v - a);
   const A d = v - a;
   return d * d;
 }
@@ -80,13 +89,13 @@ PGK_HD A RowTerm(int32_t op, A v, A a) {
 /// sum of exp(v - a)), log_softmax (a = max, b = log of that sum), layer_norm (a = mean, b = 1 /
 /// sqrt(var + eps)), rms_norm (b = 1 / sqrt(mean of squares + eps)); w and c are the column's
 /// weight and bias (1 and 0 when absent).
-template <typename A>
+template <typename A, bool kFastExp = false>
 PGK_HD A RowOut(int32_t op, A v, A a, A b, A w, A c) {
   switch (op) {
     case kRowSoftmax:
-      return RowExp(v - a) * b;
+      return RowExp<A, kFastExp>(v - a) * b;
     case kRowSafeSoftmax:
-      return a == -static_cast<A>(INFINITY) ? A(0) : RowExp(v - a) * b;
+      return a == -static_cast<A>(INFINITY) ? A(0) : RowExp<A, kFastExp>(v - a) * b;
     case kRowLogSoftmax:
       return v - a - b;
     case kRowLayerNorm:

@@ -17,7 +17,9 @@
 //     probabilities exp2(s - max) become the A fragments of P V directly (the accumulator
 //     layout of two 8-key tiles is the A layout of one 16-key step), rounded to the inputs'
 //     dtype; V fragments by ldmatrix.trans.
-//   * Causal: tiles wholly past the block's last row's diagonal are skipped.
+//   * Causal: tiles wholly past the block's last row's diagonal are skipped. Only edge tiles
+//     (past Sk, crossing a live row's diagonal) and masked ones test keys one by one.
+//   * Warps whose 16 rows are all padding (decode's G rows in a 64-row tile) only load.
 //   * At the end O / sum (0 for a row with no key), rounded, stored from registers.
 //   * Split-KV (p.splits > 1, when the row blocks alone leave SMs idle: decode of few long
 //     sequences): the splits of a row block take consecutive shares of its key tiles and write
@@ -61,6 +63,13 @@ __device__ __forceinline__ void LoadRows(uint32_t tile, int64_t row0, int64_t ro
     const bool ok = row0 + r < rows_end;
     CpAsync16(tile + Off<D>(r, c), ok ? row_start(row0 + r) + c * 8 : any, ok ? 16 : 0);
   }
+}
+
+// 2^x in two instructions (flushes subnormal results to 0: they round to 0 in the 16-bit P).
+__device__ __forceinline__ float Exp2(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
 }
 
 // Two floats as the inputs' 16-bit pair (lo in the low half), rounded to nearest.
@@ -147,6 +156,16 @@ __device__ __forceinline__ void AttnBody(const AttnParams& p) {
     live[hh] = row < rows_total;
     mask_row[hh] = b * p.m_b + (h0 + row / p.sq) * p.m_h + qi[hh] * p.m_q;
   }
+  // A warp whose 16 rows are all past the packed rows (decode: G rows in a 64-row tile) only
+  // helps load; its math would be thrown away.
+  const bool warp_live = q0 + warp * 16 < rows_total;
+  // The lowest causal limit of this thread's live rows: a key tile at or below it needs no
+  // per-key test.
+  int64_t diag = INT64_MAX;
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    if (live[hh] && qi[hh] + skb - p.sq < diag) diag = qi[hh] + skb - p.sq;
+  }
   for (int t = t_begin; t < ntiles; ++t) {
     const uint32_t st = ((t - t_begin) & 1) * kTile;
     if (t + 1 < ntiles) {
@@ -155,85 +174,101 @@ __device__ __forceinline__ void AttnBody(const AttnParams& p) {
     CpAsyncCommit();
     CpAsyncWait<1>();
     __syncthreads();
-    if (t == t_begin) {
+    if (warp_live) {
+      if (t == t_begin) {
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk) {
+          LdMatrixX4(qf[kk], sq + Off<D>(warp * 16 + ri + (mi & 1) * 8, kk * 2 + (mi >> 1)));
+        }
+      }
+      // S = Q K^T: 16 rows x 64 keys per warp.
+      float s[kBN / 8][4];
+#pragma unroll
+      for (int n = 0; n < kBN / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk) {
-        LdMatrixX4(qf[kk], sq + Off<D>(warp * 16 + ri + (mi & 1) * 8, kk * 2 + (mi >> 1)));
+#pragma unroll
+        for (int np = 0; np < kBN / 16; ++np) {
+          uint32_t r[4];
+          LdMatrixX4(r, sk + st + Off<D>(np * 16 + ri + (mi >> 1) * 8, kk * 2 + (mi & 1)));
+          const uint32_t b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};
+          Mma16816<T>(s[2 * np], qf[kk], b0);
+          Mma16816<T>(s[2 * np + 1], qf[kk], b1);
+        }
       }
-    }
-    // S = Q K^T: 16 rows x 64 keys per warp.
-    float s[kBN / 8][4];
+      // Scale, mask, online softmax (rows g and g + 8 of the warp's 16). Tiles wholly inside the
+      // keys and the causal limit without a mask (all but the edges) skip the per-key tests.
+      const int64_t key0 = int64_t{t} * kBN, key_last = key0 + kBN - 1;
+      const bool plain = key_last < skb && (!p.causal || key_last <= diag) && p.mask == nullptr;
 #pragma unroll
-    for (int n = 0; n < kBN / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+      for (int hh = 0; hh < 2; ++hh) {
+        float mx = -INFINITY;
+        if (plain) {
 #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
+          for (int n = 0; n < kBN / 8; ++n) {
 #pragma unroll
-      for (int np = 0; np < kBN / 16; ++np) {
-        uint32_t r[4];
-        LdMatrixX4(r, sk + st + Off<D>(np * 16 + ri + (mi >> 1) * 8, kk * 2 + (mi & 1)));
-        const uint32_t b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};
-        Mma16816<T>(s[2 * np], qf[kk], b0);
-        Mma16816<T>(s[2 * np + 1], qf[kk], b1);
-      }
-    }
-    // Scale, mask, online softmax (rows g and g + 8 of the warp's 16).
-#pragma unroll
-    for (int hh = 0; hh < 2; ++hh) {
-      float mx = -INFINITY;
-#pragma unroll
-      for (int n = 0; n < kBN / 8; ++n) {
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int64_t key = int64_t{t} * kBN + n * 8 + 2 * tig + e;
-          float x = s[n][2 * hh + e] * p.scale_log2;
-          if (key >= skb || (p.causal && key > qi[hh] + skb - p.sq)) {
-            x = -INFINITY;
-          } else if (p.mask != nullptr && live[hh]) {
-            // -inf stays exact; finite values saturate at the float range, so a row masked
-            // with finfo.min (as Hugging Face pads) keeps equal finite scores, as unfused.
-            const float mv = p.mask[mask_row[hh] + key * p.m_k];
-            x += mv == -INFINITY ? mv : fminf(fmaxf(mv * kLog2e, -FLT_MAX), FLT_MAX);
+            for (int e = 0; e < 2; ++e) {
+              s[n][2 * hh + e] *= p.scale_log2;
+              mx = fmaxf(mx, s[n][2 * hh + e]);
+            }
           }
-          s[n][2 * hh + e] = x;
-          mx = fmaxf(mx, x);
+        } else {
+#pragma unroll
+          for (int n = 0; n < kBN / 8; ++n) {
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              const int64_t key = key0 + n * 8 + 2 * tig + e;
+              float x = s[n][2 * hh + e] * p.scale_log2;
+              if (key >= skb || (p.causal && key > qi[hh] + skb - p.sq)) {
+                x = -INFINITY;
+              } else if (p.mask != nullptr && live[hh]) {
+                // -inf stays exact; finite values saturate at the float range, so a row masked
+                // with finfo.min (as Hugging Face pads) keeps equal finite scores, as unfused.
+                const float mv = p.mask[mask_row[hh] + key * p.m_k];
+                x += mv == -INFINITY ? mv : fminf(fmaxf(mv * kLog2e, -FLT_MAX), FLT_MAX);
+              }
+              s[n][2 * hh + e] = x;
+              mx = fmaxf(mx, x);
+            }
+          }
+        }
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float m_new = fmaxf(m_run[hh], mx);
+        const float base = m_new == -INFINITY ? 0.0f : m_new;  // a row with no key yet: all 0
+        const float corr = Exp2(m_run[hh] - base);
+        m_run[hh] = m_new;
+        float sum = 0.0f;
+#pragma unroll
+        for (int n = 0; n < kBN / 8; ++n) {
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const float pr = Exp2(s[n][2 * hh + e] - base);
+            s[n][2 * hh + e] = pr;
+            sum += pr;
+          }
+        }
+        l_run[hh] = l_run[hh] * corr + sum;
+#pragma unroll
+        for (int d = 0; d < kND; ++d) {
+          o[d][2 * hh] *= corr;
+          o[d][2 * hh + 1] *= corr;
         }
       }
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float m_new = fmaxf(m_run[hh], mx);
-      const float base = m_new == -INFINITY ? 0.0f : m_new;  // a row with no key yet: all 0
-      const float corr = exp2f(m_run[hh] - base);
-      m_run[hh] = m_new;
-      float sum = 0.0f;
+      // O += P V: P's accumulators are the A fragments of 16-key steps.
 #pragma unroll
-      for (int n = 0; n < kBN / 8; ++n) {
+      for (int j = 0; j < kBN / 16; ++j) {
+        const uint32_t a[4] = {
+            Pack2<T>(s[2 * j][0], s[2 * j][1]), Pack2<T>(s[2 * j][2], s[2 * j][3]),
+            Pack2<T>(s[2 * j + 1][0], s[2 * j + 1][1]), Pack2<T>(s[2 * j + 1][2], s[2 * j + 1][3])};
 #pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const float pr = exp2f(s[n][2 * hh + e] - base);
-          s[n][2 * hh + e] = pr;
-          sum += pr;
+        for (int dp = 0; dp < kND / 2; ++dp) {
+          uint32_t r[4];
+          LdMatrixX4Trans(r, sv + st + Off<D>(j * 16 + ri + (mi & 1) * 8, dp * 2 + (mi >> 1)));
+          const uint32_t b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};
+          Mma16816<T>(o[2 * dp], a, b0);
+          Mma16816<T>(o[2 * dp + 1], a, b1);
         }
-      }
-      l_run[hh] = l_run[hh] * corr + sum;
-#pragma unroll
-      for (int d = 0; d < kND; ++d) {
-        o[d][2 * hh] *= corr;
-        o[d][2 * hh + 1] *= corr;
-      }
-    }
-    // O += P V: P's accumulators are the A fragments of 16-key steps.
-#pragma unroll
-    for (int j = 0; j < kBN / 16; ++j) {
-      const uint32_t a[4] = {Pack2<T>(s[2 * j][0], s[2 * j][1]), Pack2<T>(s[2 * j][2], s[2 * j][3]),
-                             Pack2<T>(s[2 * j + 1][0], s[2 * j + 1][1]),
-                             Pack2<T>(s[2 * j + 1][2], s[2 * j + 1][3])};
-#pragma unroll
-      for (int dp = 0; dp < kND / 2; ++dp) {
-        uint32_t r[4];
-        LdMatrixX4Trans(r, sv + st + Off<D>(j * 16 + ri + (mi & 1) * 8, dp * 2 + (mi >> 1)));
-        const uint32_t b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};
-        Mma16816<T>(o[2 * dp], a, b0);
-        Mma16816<T>(o[2 * dp + 1], a, b1);
       }
     }
     __syncthreads();  // the next iteration's copies overwrite this stage

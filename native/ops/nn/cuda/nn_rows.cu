@@ -1,5 +1,5 @@
 // CUDA kernels of the nn family's row ops (softmax, log_softmax, layer_norm, rms_norm):
-// pgk_nn_rows_<dtype code>_v<vector>(RowsParams).
+// pgk_nn_rows_<dtype code>_o<RowOp>_v<vector>(RowsParams).
 //
 // One CTA per row (grid-stride over rows), blockDim a multiple of 32 picked by the host so that
 // each thread holds at most kCache vectors of the row. A vector is 16 bytes (kVec elements) when
@@ -40,19 +40,69 @@ struct alignas(sizeof(T) * kVec) Pack {
 template <typename T, int kVec, typename A>
 __device__ __forceinline__ void Unpack(const Pack<T, kVec>& in, A (&out)[kVec]) {
 #pragma unroll
-  for (int e = 0; e < kVec; ++e) out[e] = pk::Cast<A>(in.v[e]);
+  for (int e = 0; e < kVec; ++e) {
+    if constexpr (std::is_same_v<T, pygpukit::float16>) {
+      float f;  // one instruction (the generic conversion keeps NaN payloads, on a slow path)
+      asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(static_cast<unsigned short>(in.v[e].bits)));
+      out[e] = f;
+    } else {
+      out[e] = pk::Cast<A>(in.v[e]);
+    }
+  }
+}
+
+// Loads vector i whole (one 16-byte load for a full vector): unpacking straight from the global
+// reference lets the compiler load element by element.
+template <typename T, int kVec>
+__device__ __forceinline__ Pack<T, kVec> LoadPack(const T* base, int64_t i) {
+  using P = Pack<T, kVec>;
+  if constexpr (sizeof(P) == 16) {
+    const uint4 w = reinterpret_cast<const uint4*>(base)[i];
+    P out;
+    memcpy(&out, &w, sizeof(P));
+    return out;
+  } else {
+    return reinterpret_cast<const P*>(base)[i];
+  }
 }
 
 template <typename T, int kVec, typename A>
 __device__ __forceinline__ void LoadVec(const T* base, int64_t i, A (&out)[kVec]) {
-  Unpack(reinterpret_cast<const Pack<T, kVec>*>(base)[i], out);
+  Unpack(LoadPack<T, kVec>(base, i), out);
 }
 
 template <typename T, int kVec, typename A>
 __device__ __forceinline__ void StoreVec(T* base, int64_t i, const A (&in)[kVec]) {
   Pack<T, kVec> out;
+  constexpr bool kBf16 = std::is_same_v<T, pygpukit::bfloat16>;
+  if constexpr ((kBf16 || std::is_same_v<T, pygpukit::float16>)&&kVec % 2 == 0) {
+    // Two elements a conversion (round to nearest even; a NaN stays a NaN).
 #pragma unroll
-  for (int e = 0; e < kVec; ++e) out.v[e] = pk::Cast<T>(in[e]);
+    for (int e = 0; e < kVec; e += 2) {
+      uint32_t r;
+      if constexpr (kBf16) {
+        asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(in[e + 1]), "f"(in[e]));
+      } else {
+        asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(in[e + 1]), "f"(in[e]));
+      }
+      out.v[e] = T::FromBits(static_cast<uint16_t>(r));
+      out.v[e + 1] = T::FromBits(static_cast<uint16_t>(r >> 16));
+    }
+  } else if constexpr (kBf16 || std::is_same_v<T, pygpukit::float16>) {
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) {
+      unsigned short r;
+      if constexpr (kBf16) {
+        asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(in[e]));
+      } else {
+        asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(in[e]));
+      }
+      out.v[e] = T::FromBits(r);
+    }
+  } else {
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) out.v[e] = pk::Cast<T>(in[e]);
+  }
   reinterpret_cast<Pack<T, kVec>*>(base)[i] = out;
 }
 
@@ -62,9 +112,9 @@ template <typename T, int kVec>
 __device__ __forceinline__ Pack<T, kVec> LoadRowVec(const T* x, const T* res, T* res_out,
                                                     int64_t i) {
   using A = pk::RowAcc<T>;
-  Pack<T, kVec> s = reinterpret_cast<const Pack<T, kVec>*>(x)[i];
+  Pack<T, kVec> s = LoadPack<T, kVec>(x, i);
   if (res != nullptr) {
-    const Pack<T, kVec> r = reinterpret_cast<const Pack<T, kVec>*>(res)[i];
+    const Pack<T, kVec> r = LoadPack<T, kVec>(res, i);
 #pragma unroll
     for (int e = 0; e < kVec; ++e) s.v[e] = pk::Cast<T>(pk::Cast<A>(s.v[e]) + pk::Cast<A>(r.v[e]));
     reinterpret_cast<Pack<T, kVec>*>(res_out)[i] = s;
@@ -88,6 +138,7 @@ template <typename A>
 __device__ __forceinline__ A BlockReduce(A v, bool max, A* scratch) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
   v = WarpReduce(v, max);
+  if (warps == 1) return v;
   if (lane == 0) scratch[warp] = v;
   __syncthreads();
   if (warp == 0) {
@@ -101,13 +152,15 @@ __device__ __forceinline__ A BlockReduce(A v, bool max, A* scratch) {
   return out;
 }
 
-template <typename T, int kVec>
+// kOp is the RowOp (a constant, so the formulas' op switches fold away per element).
+template <typename T, int kVec, int32_t kOp>
 __device__ void RowsBody(const RowsParams& p) {
   using A = pk::RowAcc<T>;
+  constexpr bool kFastExp = sizeof(T) == 2;
   __shared__ A scratch[33];
   const int64_t nvec = p.cols / kVec;
   const int t = threadIdx.x, threads = blockDim.x;
-  const bool is_max = pk::RowFirstIsMax(p.op);
+  constexpr bool is_max = pk::RowFirstIsMax(kOp);
   for (int64_t r = blockIdx.x; r < p.rows; r += gridDim.x) {
     const T* x = static_cast<const T*>(p.x) + r * p.cols;
     const T* res = p.residual != nullptr ? static_cast<const T*>(p.residual) + r * p.cols : nullptr;
@@ -127,7 +180,7 @@ __device__ void RowsBody(const RowsParams& p) {
     // (Each thread reads back only the sums it wrote: the same i -> thread mapping every pass.)
     // First pass.
     A first = is_max ? -INFINITY : A(0);
-    if (p.op != pk::kRowRmsNorm) {
+    if constexpr (kOp != pk::kRowRmsNorm) {
       auto take = [&](A u) { first = is_max ? (u > first || u != u ? u : first) : first + u; };
 #pragma unroll
       for (int c = 0; c < kCache; ++c) {
@@ -146,7 +199,7 @@ __device__ void RowsBody(const RowsParams& p) {
       }
       first = BlockReduce(first, is_max, scratch);
     }
-    const A a = pk::RowCenter<A>(p.op, first, p.cols);
+    const A a = pk::RowCenter<A>(kOp, first, p.cols);
     // Second pass.
     A sum = 0;
 #pragma unroll
@@ -155,17 +208,17 @@ __device__ void RowsBody(const RowsParams& p) {
         A u[kVec];
         Unpack(v[c], u);
 #pragma unroll
-        for (int e = 0; e < kVec; ++e) sum += pk::RowTerm<A>(p.op, u[e], a);
+        for (int e = 0; e < kVec; ++e) sum += pk::RowTerm<A, kFastExp>(kOp, u[e], a);
       }
     }
     for (int64_t i = t + int64_t{kCache} * threads; i < nvec; i += threads) {
       A u[kVec];
       LoadVec<T, kVec>(again, i, u);
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) sum += pk::RowTerm<A>(p.op, u[e], a);
+      for (int e = 0; e < kVec; ++e) sum += pk::RowTerm<A, kFastExp>(kOp, u[e], a);
     }
     sum = BlockReduce(sum, false, scratch);
-    const A b = pk::RowScale<A>(p.op, sum, p.cols, p.eps);
+    const A b = pk::RowScale<A>(kOp, sum, p.cols, p.eps);
     // Write.
     const T* w = static_cast<const T*>(p.weight);
     const T* bias = static_cast<const T*>(p.bias);
@@ -185,7 +238,8 @@ __device__ void RowsBody(const RowsParams& p) {
         for (int e = 0; e < kVec; ++e) bv[e] = A(0);
       }
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) out[e] = pk::RowOut<A>(p.op, u[e], a, b, wv[e], bv[e]);
+      for (int e = 0; e < kVec; ++e)
+        out[e] = pk::RowOut<A, kFastExp>(kOp, u[e], a, b, wv[e], bv[e]);
       StoreVec<T, kVec>(y, i, out);
     };
 #pragma unroll
@@ -207,10 +261,22 @@ __device__ void RowsBody(const RowsParams& p) {
 
 }  // namespace
 
-#define PGK_NN_ROWS(T, C, V)                                                                       \
-  extern "C" __global__ void __launch_bounds__(kMaxThreads) pgk_nn_rows_##C##_v##V(RowsParams p) { \
-    RowsBody<T, V>(p);                                                                             \
+// One kernel per op (the op is a compile-time constant; one kernel switching over the ops let
+// the register allocator squeeze one instantiation into spills; so did leaving out the minimum
+// of one block a SM): pgk_nn_rows_<code>_o<op>_v<V>.
+#define PGK_NN_ROWS_OP(T, C, V, O)                             \
+  extern "C" __global__ void __launch_bounds__(kMaxThreads, 1) \
+      pgk_nn_rows_##C##_o##O##_v##V(RowsParams p) {            \
+    RowsBody<T, V, O>(p);                                      \
   }
+#define PGK_NN_ROWS(T, C, V) \
+  PGK_NN_ROWS_OP(T, C, V, 0) \
+  PGK_NN_ROWS_OP(T, C, V, 1) \
+  PGK_NN_ROWS_OP(T, C, V, 2) \
+  PGK_NN_ROWS_OP(T, C, V, 3) \
+  PGK_NN_ROWS_OP(T, C, V, 4)
+static_assert(pk::kRowSoftmax == 0 && pk::kRowLogSoftmax == 1 && pk::kRowLayerNorm == 2 &&
+              pk::kRowRmsNorm == 3 && pk::kRowSafeSoftmax == 4);
 
 PGK_NN_ROWS(float, f4, 4)
 PGK_NN_ROWS(float, f4, 1)
