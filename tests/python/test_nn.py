@@ -48,7 +48,19 @@ def check(got, ref, dtype, scale):
     )
 
 
-SHAPES = [(3, 1000), (2, 3, 257), (5, 4096), (1, 1), (2, 20000), (0, 8)]
+# (300, 24), (129, 1024), (77, 768): rows shorter than a warp's share on CUDA, several rows a
+# warp, the last block partly past the rows.
+SHAPES = [
+    (3, 1000),
+    (2, 3, 257),
+    (5, 4096),
+    (1, 1),
+    (2, 20000),
+    (0, 8),
+    (300, 24),
+    (129, 1024),
+    (77, 768),
+]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -148,7 +160,7 @@ def rms_norm_ref(h, nd, w, eps):
 
 
 # (2, 40000): past what a CUDA block holds in registers for 16-bit rows too; (2, 20001): the
-# one-element path on rows past it.
+# one-element path on rows past it; (300, 24), (129, 1024): several rows a warp.
 NORM_SHAPES = [
     ((4, 1000), 1),
     ((2, 3, 4096), 1),
@@ -157,6 +169,8 @@ NORM_SHAPES = [
     ((2, 40000), 1),
     ((2, 20001), 1),
     ((0, 16), 1),
+    ((300, 24), 1),
+    ((129, 1024), 1),
 ]
 
 
