@@ -284,6 +284,7 @@ __device__ __forceinline__ void AttnBody(const AttnParams& p) {
       l += __shfl_xor_sync(0xffffffffu, l, 1);
       l += __shfl_xor_sync(0xffffffffu, l, 2);
       const int r = warp * 16 + g + 8 * hh;
+      if (q0 + r >= rows_total) continue;  // padding rows: the combine kernel skips them
       if (tig == 0) {
         pml[2 * r] = m_run[hh];
         pml[2 * r + 1] = l;
