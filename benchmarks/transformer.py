@@ -1,10 +1,13 @@
 """A Llama-style decoder stack (examples/llama.py: RMSNorm with the residual fused, fused QKV,
 rotary, causal grouped-query attention over a KV cache, SwiGLU MLP) beside a torch module of the
 same structure on the same weights (shared through DLPack): a prompt's prefill and decode steps.
+Two torch peers: "torch" dispatches SDPA as torch chooses (cuDNN on Hopper, which builds a plan
+for each new key length, so every decode step pays for one) and "torch_flash" holds SDPA to the
+flash / memory-efficient kernels.
 
 Defaults: 8 layers, d 4096, 32 heads, 8 KV heads, hidden 14336, bf16, prefill 2048 tokens, 128
-decode steps, batch 1. Prefill is timed in interleaved rounds (ours, then torch, each with its own
-CUDA events); decode steps alternate ours / torch step by step over the same positions, each
+decode steps, batch 1. Prefill is timed in interleaved rounds (ours, then each peer, each with its
+own CUDA events); decode steps alternate ours / the peers step by step over the same positions, each
 step timed; tokens/s from the median step. Outputs are compared after the prefill and after the
 last step (relative error of the final hidden states, ours vs torch, both against each other;
 bf16 through every layer). Results go to <out>/<gpu>-sm<XY>-transformer.json.
@@ -15,6 +18,7 @@ bf16 through every layer). Results go to <out>/<gpu>-sm<XY>-transformer.json.
 """
 
 import argparse
+import contextlib
 import os
 import statistics
 import sys
@@ -33,8 +37,11 @@ class TorchLlama:
     """The same model with torch ops (F.rms_norm, F.linear, Hugging Face-style rotary,
     F.scaled_dot_product_attention with enable_gqa) and a torch KV cache."""
 
-    def __init__(self, torch, cfg, weights):
+    def __init__(self, torch, cfg, weights, backends=None):
         self.t, self.cfg = torch, cfg
+        # SDPA backends to allow (None: torch's own choice, which is cuDNN on Hopper; cuDNN
+        # builds a plan per new key length, so each decode step pays for one).
+        self.backends = backends
         to = torch.from_dlpack
         self.w = {
             "layers": [{k: to(a) for k, a in lw.items()} for lw in weights["layers"]],
@@ -71,18 +78,24 @@ class TorchLlama:
             v = qkv[:, nq + nk :].view(1, n, cfg.kv_heads, hd).transpose(1, 2)
             self.k[i][:, :, pos : pos + n] = k
             self.v[i][:, :, pos : pos + n] = v
-            o = F.scaled_dot_product_attention(
-                q,
-                self.k[i][:, :, : pos + n],
-                self.v[i][:, :, : pos + n],
-                is_causal=n > 1,  # torch aligns causal at the top left: prefill from 0 only
-                enable_gqa=True,
-            )
+            with self.sdpa_backends():
+                o = F.scaled_dot_product_attention(
+                    q,
+                    self.k[i][:, :, : pos + n],
+                    self.v[i][:, :, : pos + n],
+                    is_causal=n > 1,  # torch aligns causal at the top left: prefill from 0 only
+                    enable_gqa=True,
+                )
             h = h + F.linear(o.transpose(1, 2).reshape(n, nq), lw["wo"])
             y = F.rms_norm(h, (cfg.dim,), lw["mlp_norm"], cfg.eps)
             gate, up = F.linear(y, lw["wgu"]).chunk(2, dim=-1)
             h = h + F.linear(F.silu(gate) * up, lw["wdown"])
         return F.rms_norm(h, (cfg.dim,), self.w["final_norm"], cfg.eps)
+
+    def sdpa_backends(self):
+        if self.backends is None:
+            return contextlib.nullcontext()
+        return self.t.nn.attention.sdpa_kernel(self.backends)
 
 
 def timer(dev, torch):
@@ -147,28 +160,48 @@ def main():
         print(f"ours only: prefill {x.shape} -> {h.shape} {h.dtype}")
         write_result(result, args.out, props, "transformer", cuda=dev.type == "cuda")
         return 0
-    ref = TorchLlama(torch, cfg, weights)
+    # Peers: torch as it dispatches by default, and torch with SDPA held to its flash /
+    # memory-efficient kernels (no per-shape cuDNN plans).
+    sdpa = torch.nn.attention.SDPBackend
+    refs = {
+        "torch": TorchLlama(torch, cfg, weights),
+        "torch_flash": TorchLlama(
+            torch, cfg, weights, [sdpa.FLASH_ATTENTION, sdpa.EFFICIENT_ATTENTION]
+        ),
+    }
     tx, tsteps = torch.from_dlpack(x), torch.from_dlpack(steps_in)
     time_ours, time_torch = timer(dev, torch)
-    pre = {"ours": [], "torch": []}
+    names = ["ours", *refs]
+    pre = {k: [] for k in names}
+    dec = {k: [] for k in names}
+    err_prefill, err_decode = {}, {}
     with torch.inference_mode():
-        ours.forward(x, 0), ref.forward(tx, 0)  # warm-up (JIT, cuBLASLt plans)
+        ours.forward(x, 0)  # warm-up (JIT, cuBLASLt plans)
+        for ref in refs.values():
+            ref.forward(tx, 0)
         gp.synchronize(dev), torch.cuda.synchronize()
         for _ in range(args.reps):
             ms, h_ours = time_ours(lambda: ours.forward(x, 0))
             pre["ours"].append(ms)
-            ms, h_torch = time_torch(lambda: ref.forward(tx, 0))
-            pre["torch"].append(ms)
-        err_prefill = rel_err(gp.to_numpy(h_ours.astype(gp.float32)), h_torch.float().cpu())
-        dec = {"ours": [], "torch": []}
+            for k, ref in refs.items():
+                ms, h_torch = time_torch(lambda ref=ref: ref.forward(tx, 0))
+                pre[k].append(ms)
+                err_prefill[k] = h_torch
+        got = gp.to_numpy(h_ours.astype(gp.float32))
+        err_prefill = {k: rel_err(got, h.float().cpu()) for k, h in err_prefill.items()}
         for i in range(args.steps):
             ms, h_ours = time_ours(lambda i=i: ours.forward(steps_in[i : i + 1], args.prompt + i))
             dec["ours"].append(ms)
-            ms, h_torch = time_torch(lambda i=i: ref.forward(tsteps[i : i + 1], args.prompt + i))
-            dec["torch"].append(ms)
-        err_decode = rel_err(gp.to_numpy(h_ours.astype(gp.float32)), h_torch.float().cpu())
+            for k, ref in refs.items():
+                ms, h_torch = time_torch(
+                    lambda i=i, ref=ref: ref.forward(tsteps[i : i + 1], args.prompt + i)
+                )
+                dec[k].append(ms)
+                err_decode[k] = h_torch
+        got = gp.to_numpy(h_ours.astype(gp.float32))
+        err_decode = {k: rel_err(got, h.float().cpu()) for k, h in err_decode.items()}
     out = {}
-    for k in ("ours", "torch"):
+    for k in names:
         pm, dm = statistics.median(pre[k]), statistics.median(dec[k])
         out[k] = {
             "prefill_ms": pm,
@@ -178,29 +211,33 @@ def main():
             "decode_tokens_per_s": 1e3 / dm,
             "decode_step_p90_ms": float(np.percentile(dec[k], 90)),
         }
-    out["prefill_ours_vs_torch"] = out["torch"]["prefill_ms"] / out["ours"]["prefill_ms"]
-    out["decode_ours_vs_torch"] = out["torch"]["decode_step_ms"] / out["ours"]["decode_step_ms"]
+    for k in refs:
+        out[f"prefill_ours_vs_{k}"] = out[k]["prefill_ms"] / out["ours"]["prefill_ms"]
+        out[f"decode_ours_vs_{k}"] = out[k]["decode_step_ms"] / out["ours"]["decode_step_ms"]
+    # Relative error of our output against each peer's (bf16 through 8 layers).
     out["rel_err_prefill"], out["rel_err_decode"] = err_prefill, err_decode
     result |= {
         "gpu": props["name"],
         "sm": props["sm"],
         "versions": {"pygpukit": gp.__version__, "torch": torch.__version__},
-        "timing": "prefill: interleaved rounds (ours, torch), own CUDA events, median; decode: "
-        "steps alternate ours / torch at the same positions, median step",
+        "timing": "prefill: interleaved rounds (ours, torch, torch_flash), own CUDA events, "
+        "median; decode: steps alternate ours / torch / torch_flash at the same positions, "
+        "median step",
         "results": out,
     }
-    for k in ("ours", "torch"):
+    for k in names:
         r = out[k]
         print(
-            f"{k:6s} prefill {r['prefill_ms']:8.2f} ms (±{(r['prefill_spread'] - 1) * 100:.0f}%) "
+            f"{k:11s} prefill {r['prefill_ms']:8.2f} ms (±{(r['prefill_spread'] - 1) * 100:.0f}%) "
             f"{r['prefill_tokens_per_s']:9.0f} tok/s   decode {r['decode_step_ms']:6.2f} ms/step "
             f"{r['decode_tokens_per_s']:7.1f} tok/s"
         )
-    print(
-        f"ours/torch: prefill {out['prefill_ours_vs_torch']:.2f}x, decode "
-        f"{out['decode_ours_vs_torch']:.2f}x; rel. error prefill {err_prefill:.2e}, "
-        f"decode {err_decode:.2e}"
-    )
+    for k in refs:
+        print(
+            f"ours/{k}: prefill {out[f'prefill_ours_vs_{k}']:.2f}x, decode "
+            f"{out[f'decode_ours_vs_{k}']:.2f}x; rel. error prefill {err_prefill[k]:.2e}, "
+            f"decode {err_decode[k]:.2e}"
+        )
     write_result(result, args.out, props, "transformer", cuda=True)
     return 0
 
