@@ -48,8 +48,8 @@ def check(got, ref, dtype, scale):
     )
 
 
-# (300, 24), (129, 1024), (77, 768): rows shorter than a warp's share on CUDA, several rows a
-# warp, the last block partly past the rows.
+# (300, 24), (129, 1024), (77, 768): many short rows (on CUDA, rows that fill less than a
+# thread's register cache).
 SHAPES = [
     (3, 1000),
     (2, 3, 257),
@@ -160,7 +160,7 @@ def rms_norm_ref(h, nd, w, eps):
 
 
 # (2, 40000): past what a CUDA block holds in registers for 16-bit rows too; (2, 20001): the
-# one-element path on rows past it; (300, 24), (129, 1024): several rows a warp.
+# one-element path on rows past it; (300, 24), (129, 1024): many short rows.
 NORM_SHAPES = [
     ((4, 1000), 1),
     ((2, 3, 4096), 1),

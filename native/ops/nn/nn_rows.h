@@ -36,7 +36,7 @@ struct RowsParams {
   const void* bias;      // layer_norm: per-column shift, nullptr: 0
   double eps;            // norms (float64 norms use it unrounded)
   int32_t op;            // RowOp
-  int32_t lanes;  // CUDA: threads a row (below 32, a warp holds several rows); 0: the block's
+  int32_t pad;
 };
 
 static_assert(sizeof(RowsParams) == 80, "RowsParams layout changed");

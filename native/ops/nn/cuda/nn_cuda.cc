@@ -41,18 +41,11 @@ absl::Status RowsCuda(LaunchContext& ctx, DType dtype, const RowsParams& p) {
   const int64_t v = vec ? wide : 1;
   const int64_t nvec = p.cols / v;
   // Enough threads that kCache vectors each cover the row (up to 512; longer rows re-read the
-  // rest). A row that needs less than a warp gets a power of two of lanes, and a block of 128
-  // threads holds several rows: each thread then keeps a full cache of 16-byte vectors in
-  // flight, as on long rows.
+  // rest), at least one warp.
   const int64_t want = (nvec + kCache - 1) / kCache;
-  int64_t lanes = 1;
-  while (lanes < want && lanes < 32) lanes *= 2;
-  if (want > 32) lanes = std::min<int64_t>((want + 31) / 32 * 32, kMaxThreads);
-  const unsigned threads = static_cast<unsigned>(lanes < 32 ? 128 : lanes);
-  const int64_t per = threads / lanes;
-  const int64_t blocks = std::min<int64_t>((p.rows + per - 1) / per, int64_t{1} << 30);
-  RowsParams q = p;
-  q.lanes = static_cast<int32_t>(lanes);
+  const unsigned threads =
+      static_cast<unsigned>(std::clamp<int64_t>((want + 31) / 32 * 32, 32, kMaxThreads));
+  const int64_t blocks = std::min<int64_t>(p.rows, int64_t{1} << 30);
   // Bytes: x (and residual, residual_out) read / written once, y written, weight and bias read
   // per row from cache (not counted); FLOPs: a few per element.
   const int64_t elems = p.rows * p.cols;
@@ -60,8 +53,7 @@ absl::Status RowsCuda(LaunchContext& ctx, DType dtype, const RowsParams& p) {
   LaunchCost cost;
   cost.bytes = elems * esize * streams;
   cost.flops = elems * 5;
-  return LaunchBlocks(ctx, absl::StrCat("pgk_nn_rows_", code, "_o", p.op, "_v", v), blocks, threads,
-                      q, cost);
+  return LaunchBlocks(ctx, absl::StrCat("pgk_nn_rows_", code, "_o", p.op, "_v", v), blocks, threads, p, cost);
 }
 
 absl::Status RopeCuda(LaunchContext& ctx, DType dtype, const kernels::RopeParams& p) {

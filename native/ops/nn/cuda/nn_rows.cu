@@ -2,10 +2,8 @@
 // pgk_nn_rows_<dtype code>_o<RowOp>_v<vector>(RowsParams).
 //
 // One CTA per row (grid-stride over rows), blockDim a multiple of 32 picked by the host so that
-// each thread holds at most kCache vectors of the row; rows that need fewer than 32 threads get
-// p.lanes (a power of two) each, several rows a warp, reduced by shuffles within their lanes. A
-// vector is 16 bytes (kVec elements) when the row length and every pointer allow it, else one
-// element (_v1). Pipeline per row:
+// each thread holds at most kCache vectors of the row. A vector is 16 bytes (kVec elements) when
+// the row length and every pointer allow it, else one element (_v1). Pipeline per row:
 //   1. load: each thread reads its vectors (x, or x + residual rounded to the dtype, which is
 //      also written to residual_out) into registers in the dtype, kCache of them; vectors past
 //      kCache * blockDim stay in memory and are read again in each pass (from residual_out when
@@ -124,26 +122,23 @@ __device__ __forceinline__ Pack<T, kVec> LoadRowVec(const T* x, const T* res, T*
   return s;
 }
 
-// The reduction of v over aligned groups of `width` lanes (a power of two up to 32).
 template <typename A>
-__device__ __forceinline__ A WarpReduce(A v, bool max, int width = 32) {
+__device__ __forceinline__ A WarpReduce(A v, bool max) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) {
-    if (o >= width) continue;
     const A u = __shfl_xor_sync(0xffffffffu, v, o);
     v = max ? (u > v || u != u ? u : v) : v + u;  // a NaN wins the max (as torch)
   }
   return v;
 }
 
-// The reduction of v (max or sum) over a row's `lanes` threads, returned to each of them: lanes
-// within a warp (several rows a warp) or the whole block. `scratch` holds 33 values; the trailing
-// barrier lets the next call reuse it.
+// The block's reduction of v (max or sum), returned to every thread. `scratch` holds 33 values;
+// the trailing barrier lets the next call reuse it.
 template <typename A>
-__device__ __forceinline__ A BlockReduce(A v, bool max, A* scratch, int lanes) {
+__device__ __forceinline__ A BlockReduce(A v, bool max, A* scratch) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
-  if (lanes <= 32) return WarpReduce(v, max, lanes);
   v = WarpReduce(v, max);
+  if (warps == 1) return v;
   if (lane == 0) scratch[warp] = v;
   __syncthreads();
   if (warp == 0) {
@@ -163,16 +158,10 @@ __device__ void RowsBody(const RowsParams& p) {
   using A = pk::RowAcc<T>;
   constexpr bool kFastExp = sizeof(T) == 2;
   __shared__ A scratch[33];
-  // `threads` lanes a row, `per` rows a block (several when a row needs less than a warp).
-  const int threads = p.lanes > 0 ? p.lanes : static_cast<int>(blockDim.x);
-  const int per = static_cast<int>(blockDim.x) / threads, t = threadIdx.x % threads;
+  const int64_t nvec = p.cols / kVec;
+  const int t = threadIdx.x, threads = blockDim.x;
   constexpr bool is_max = pk::RowFirstIsMax(kOp);
-  // The loop runs alike for every lane of a warp (shuffles need them all); a lane past the last
-  // row sees an empty row.
-  for (int64_t r0 = int64_t{blockIdx.x} * per; r0 < p.rows; r0 += int64_t{gridDim.x} * per) {
-    const int64_t rr = r0 + threadIdx.x / threads;
-    const int64_t r = rr < p.rows ? rr : r0;  // (r0 is a real row)
-    const int64_t nvec = rr < p.rows ? p.cols / kVec : 0;
+  for (int64_t r = blockIdx.x; r < p.rows; r += gridDim.x) {
     const T* x = static_cast<const T*>(p.x) + r * p.cols;
     const T* res = p.residual != nullptr ? static_cast<const T*>(p.residual) + r * p.cols : nullptr;
     T* res_out = p.residual != nullptr ? static_cast<T*>(p.residual_out) + r * p.cols : nullptr;
@@ -208,7 +197,7 @@ __device__ void RowsBody(const RowsParams& p) {
 #pragma unroll
         for (int e = 0; e < kVec; ++e) take(u[e]);
       }
-      first = BlockReduce(first, is_max, scratch, threads);
+      first = BlockReduce(first, is_max, scratch);
     }
     const A a = pk::RowCenter<A>(kOp, first, p.cols);
     // Second pass.
@@ -228,7 +217,7 @@ __device__ void RowsBody(const RowsParams& p) {
 #pragma unroll
       for (int e = 0; e < kVec; ++e) sum += pk::RowTerm<A, kFastExp>(kOp, u[e], a);
     }
-    sum = BlockReduce(sum, false, scratch, threads);
+    sum = BlockReduce(sum, false, scratch);
     const A b = pk::RowScale<A>(kOp, sum, p.cols, p.eps);
     // Write.
     const T* w = static_cast<const T*>(p.weight);
