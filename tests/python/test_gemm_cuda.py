@@ -392,6 +392,24 @@ def test_forced_cublaslt_runs_unfused_epilogue(rng, cuda):
     spot_check(x, a, b, "bfloat16", bias=bias, activation="silu")
 
 
+# A few long rows: the pass splits each row's columns over the grid's y blocks (n 8200: four
+# columns a vector, three chunks a row; n 4099: one column a lane, five chunks; several batches).
+@pytest.mark.parametrize("m, k, n, batch", [(5, 64, 8200, 1), (3, 32, 4099, 1), (2, 16, 4100, 3)])
+def test_unfused_epilogue_of_few_long_rows(rng, cuda, m, k, n, batch):
+    a = randn(rng, (batch, m, k), "bfloat16")
+    b = randn(rng, (batch, k, n), "bfloat16")
+    bias = randn(rng, (n,), "bfloat16", np.sqrt(k))
+    ga, gb, gbias = (gp.asarray(v, device=cuda) for v in (a, b, bias))
+    x, launched = launched_by(
+        lambda: gp.gemm(ga, gb, bias=gbias, activation="silu", backend="cublaslt"), cuda
+    )
+    assert launched == {"cublaslt", "epilogue"}, launched
+    for i in range(batch):
+        check_values(
+            host(x)[i], a[i], b[i], dtype="bfloat16", out="bfloat16", bias=bias, activation="silu"
+        )
+
+
 CUBLASLT_EPILOGUES = {  # gemm keywords (NumPy values) -> whether cuBLASLt fuses them itself
     "bias": ({"bias": True}, True),
     "bias_relu": ({"bias": True, "activation": "relu"}, True),

@@ -10,7 +10,9 @@ namespace pk = pygpukit::kernels;
 namespace {
 
 // Blocks walk the output's rows (batch, row) grid-stride, one integer division per row; a
-// block's threads walk the row's columns, so the product is read and D written coalesced.
+// block's threads walk the row's columns, so the product is read and D written coalesced. The
+// grid's y blocks split a row's column chunks (blockDim * kIlp elements or groups each) among
+// them, so that a few long rows (a 16-row product with a 128K vocabulary) still fill the GPU.
 // (Per-element 64-bit index arithmetic made the pass several times slower than its bytes.)
 // Each thread loads kIlp elements of a row before it computes and stores any: with one load in
 // flight per thread the pass could not keep enough bytes in flight to reach the memory's rate.
@@ -24,7 +26,7 @@ __device__ __forceinline__ void Apply(const pk::GemmParams& p) {
     const int64_t b = line / p.m, row = line - b * p.m;
     const Src* src = static_cast<const Src*>(p.a) + b * p.a_batch + row * p.a_row;
     Out* d = static_cast<Out*>(p.d) + b * p.d_batch + row * p.d_row;
-    for (int64_t col0 = threadIdx.x; col0 < p.n; col0 += step) {
+    for (int64_t col0 = blockIdx.y * step + threadIdx.x; col0 < p.n; col0 += step * gridDim.y) {
       Src v[kIlp];
 #pragma unroll
       for (int u = 0; u < kIlp; ++u) {
@@ -90,7 +92,7 @@ __device__ __forceinline__ void ApplyVec4(const pk::GemmParams& p) {
         p.beta != 0.0 ? static_cast<const Out*>(p.c) + b * p.c_batch + row * p.c_row : nullptr;
     const Out* bias =
         p.bias != nullptr ? static_cast<const Out*>(p.bias) + b * p.bias_batch : nullptr;
-    for (int64_t q0 = threadIdx.x; q0 < quads; q0 += step) {
+    for (int64_t q0 = blockIdx.y * step + threadIdx.x; q0 < quads; q0 += step * gridDim.y) {
       float4 v[kIlp];
 #pragma unroll
       for (int u = 0; u < kIlp; ++u) {

@@ -47,7 +47,8 @@ bool Vec4Friendly(const kernels::GemmParams& p, DType src, int64_t out_bytes) {
 }
 
 // out = epilogue(product) elementwise: blocks over the output's rows (up to 2^16 of them,
-// grid-stride beyond), threads over a row's columns (a warp for narrow rows).
+// grid-stride beyond), threads over a row's columns (a warp for narrow rows); with few rows,
+// the grid's y blocks split each row's column chunks so that about kPassBlocks blocks run.
 absl::Status GemmEpilogueCuda(LaunchContext& ctx, const GemmProblem& p,
                               const GemmProblem& product) {
   const int64_t rows = p.batch * p.m;
@@ -61,11 +62,18 @@ absl::Status GemmEpilogueCuda(LaunchContext& ctx, const GemmProblem& p,
   const int64_t lanes = vec4 ? p.n / 4 : p.n;
   const unsigned threads =
       static_cast<unsigned>(std::clamp<int64_t>((lanes + 31) / 32 * 32, 32, 256));
-  return LaunchBlocks(ctx,
-                      absl::StrCat("pgk_gemm_epilogue_", vec4 ? "v4_" : "", DTypeCode(product.out),
-                                   "_", DTypeCode(p.out)),
-                      std::min<int64_t>(rows, int64_t{1} << 16), threads, params,
-                      GemmEpilogueCost(p, product.out));
+  constexpr int64_t kPassBlocks = 1024, kIlp = 4;  // kIlp as gemm_epilogue.cu's
+  const int64_t row_blocks = std::min<int64_t>(rows, int64_t{1} << 16);
+  const int64_t chunks = (lanes + threads * kIlp - 1) / (threads * kIlp);
+  hal::LaunchDims dims;
+  dims.grid[0] = static_cast<unsigned>(row_blocks);
+  dims.grid[1] = static_cast<unsigned>(
+      std::clamp<int64_t>((kPassBlocks + row_blocks - 1) / row_blocks, 1, chunks));
+  dims.block[0] = threads;
+  void* argv[] = {&params};
+  return ctx.Kernel(absl::StrCat("pgk_gemm_epilogue_", vec4 ? "v4_" : "", DTypeCode(product.out),
+                                 "_", DTypeCode(p.out)),
+                    dims, argv, GemmEpilogueCost(p, product.out));
 }
 
 }  // namespace
