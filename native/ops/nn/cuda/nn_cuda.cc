@@ -53,7 +53,8 @@ absl::Status RowsCuda(LaunchContext& ctx, DType dtype, const RowsParams& p) {
   LaunchCost cost;
   cost.bytes = elems * esize * streams;
   cost.flops = elems * 5;
-  return LaunchBlocks(ctx, absl::StrCat("pgk_nn_rows_", code, "_o", p.op, "_v", v), blocks, threads, p, cost);
+  return LaunchBlocks(ctx, absl::StrCat("pgk_nn_rows_", code, "_o", p.op, "_v", v), blocks, threads,
+                      p, cost);
 }
 
 absl::Status RopeCuda(LaunchContext& ctx, DType dtype, const kernels::RopeParams& p) {
