@@ -10,6 +10,10 @@
 
 namespace pygpukit::kernels {
 
+/// Elements (or groups of four) each thread of the unfused epilogue pass (gemm_epilogue.cu)
+/// loads before it computes any; the launcher sizes the pass's column chunks by it.
+inline constexpr int kEpiloguePassIlp = 4;
+
 /// act(x) for GemmActivation `act`. GELU is the exact erf form (torch's default), GELU-tanh its
 /// tanh approximation, SiLU is x * sigmoid(x).
 template <typename Acc>

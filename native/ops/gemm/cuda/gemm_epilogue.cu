@@ -16,7 +16,7 @@ namespace {
 // (Per-element 64-bit index arithmetic made the pass several times slower than its bytes.)
 // Each thread loads kIlp elements of a row before it computes and stores any: with one load in
 // flight per thread the pass could not keep enough bytes in flight to reach the memory's rate.
-constexpr int kIlp = 4;
+constexpr int kIlp = pk::kEpiloguePassIlp;
 
 template <typename Src, typename Out>
 __device__ __forceinline__ void Apply(const pk::GemmParams& p) {

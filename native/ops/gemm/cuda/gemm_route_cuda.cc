@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "ops/gemm/cuda/gemm_cuda.h"
+#include "ops/gemm/gemm_epilogue.h"
 #include "ops/gemm/gemm_kernels.h"
 #include "ops/launch/cuda_launch.h"
 
@@ -62,7 +63,7 @@ absl::Status GemmEpilogueCuda(LaunchContext& ctx, const GemmProblem& p,
   const int64_t lanes = vec4 ? p.n / 4 : p.n;
   const unsigned threads =
       static_cast<unsigned>(std::clamp<int64_t>((lanes + 31) / 32 * 32, 32, 256));
-  constexpr int64_t kPassBlocks = 1024, kIlp = 4;  // kIlp as gemm_epilogue.cu's
+  constexpr int64_t kPassBlocks = 1024, kIlp = kernels::kEpiloguePassIlp;
   const int64_t row_blocks = std::min<int64_t>(rows, int64_t{1} << 16);
   const int64_t chunks = (lanes + threads * kIlp - 1) / (threads * kIlp);
   hal::LaunchDims dims;
