@@ -4,6 +4,8 @@ heads, causal (bottom-right aligned) with more and fewer queries than keys, bool
 masks that broadcast, fully masked rows (zeros, as torch), 2-D inputs, empty sequences, long
 sequences that run in chunks of query rows, and bad input."""
 
+import os
+
 import numpy as np
 import pytest
 from helpers import UNIT_ROUNDOFF, host, rand, run_child
@@ -193,7 +195,24 @@ FUSED_CASES = {  # name -> (B, Hq, Hk, Sq, Sk, causal, mask)
     # combine kernel merges the splits).
     "split_kv_decode": (1, 4, 1, 1, 5000, False, None),
     "split_kv_masked": (1, 2, 1, 3, 2100, False, "float"),
+    # Hopper's kernel (128-row blocks, 128-key tiles): several blocks with a tail, causal tiles
+    # skipped per block, rows that see no key (Sq > Sk, causal), grouped heads.
+    "long_causal": (1, 2, 1, 300, 300, True, None),
+    "causal_fewer_keys": (1, 2, 2, 200, 100, True, None),
+    "grouped_prefill": (2, 8, 2, 257, 300, False, None),
 }
+
+
+def fused_kernel(device, sq, mask_kind):
+    """The fused kernel expected on `device`: Hopper's for unmasked prefill (64+ query rows)
+    on SM 9.0 with the sm_90a kernels built, unless PYGPUKIT_ATTENTION_KERNEL=sm80; else the
+    SM80 one."""
+    cc = tuple(gp.device_properties(device)["compute_capability"])
+    hopper = cc == (9, 0) and "90a" in gp.runtime_info()["kernel_archs"]
+    forced = os.environ.get("PYGPUKIT_ATTENTION_KERNEL") == "sm80"
+    if hopper and not forced and mask_kind is None and sq >= 64:
+        return "pgk_attn_sm90"
+    return "pgk_attn_sm80"
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
@@ -220,9 +239,28 @@ def test_fused_kernel_shapes(rng, device, dtype, d, case):
     ran = set(gp.dispatch_stats()["per_kernel"])
     check(y, sdpa_ref(q, k, v, mask, causal), dtype, np.abs(f64(v)).max())
     if device.type == "cuda" and gp.device_properties(device)["compute_capability"][0] >= 8:
-        assert any(n.startswith("pgk_attn_sm80") for n in ran), ran
+        kernel = fused_kernel(device, sq, mask_kind)
+        assert any(n.startswith(kernel) for n in ran), ran
         if case.startswith("split_kv"):
             assert any(n.startswith("pgk_attn_combine") for n in ran), ran
+
+
+@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("case", ["plain", "long_causal", "grouped_prefill"])
+def test_sm80_kernel_forced_on_prefill(rng, device, monkeypatch, d, case):
+    """PYGPUKIT_ATTENTION_KERNEL=sm80 keeps prefill on the SM80 kernel (on Hopper too), with the
+    same values."""
+    monkeypatch.setenv("PYGPUKIT_ATTENTION_KERNEL", "sm80")
+    b, hq, hk, sq, sk, causal, _ = FUSED_CASES[case]
+    (q, k, v), (gq, gk, gv) = arrays(
+        rng, "bfloat16", device, (b, hq, sq, d), (b, hk, sk, d), (b, hk, sk, d)
+    )
+    gp.reset_dispatch_stats()
+    y = gp.nn.scaled_dot_product_attention(gq, gk, gv, is_causal=causal, enable_gqa=True)
+    ran = set(gp.dispatch_stats()["per_kernel"])
+    check(y, sdpa_ref(q, k, v, None, causal), "bfloat16", np.abs(f64(v)).max())
+    if device.type == "cuda" and gp.device_properties(device)["compute_capability"][0] >= 8:
+        assert any(n.startswith("pgk_attn_sm80") for n in ran), ran
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float32"])

@@ -1,5 +1,6 @@
-// CUDA host side of the fused attention kernels (cuda/attention_sm80.cu): picks the kernel for
-// the dtype and head dim, checks the device, launches.
+// CUDA host side of the fused attention kernels: the Hopper kernel where it serves
+// (attention_sm90_cuda.cc), else the SM80 one (cuda/attention_sm80.cu): checks the device,
+// picks the kernel for the dtype and head dim, launches.
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "ops/launch/cuda_launch.h"
+#include "ops/nn/cuda/attention_sm90_cuda.h"
 #include "ops/nn/nn_kernels.h"
 #include "ops/ops.h"
 #include "runtime/runtime.h"
@@ -29,6 +31,9 @@ absl::Status AttentionCuda(LaunchContext& ctx, DType dtype, int64_t head_dim,
     return NotImplementedError(absl::StrCat("scaled_dot_product_attention: no fused kernel for ",
                                             DTypeName(dtype), " head dim ", head_dim));
   }
+  // Hopper: the sm90 kernel where it serves (prefill without a mask).
+  PGK_ASSIGN_OR_RETURN(const bool sm90, AttentionSm90(ctx, props, dtype, head_dim, p));
+  if (sm90) return absl::OkStatus();
   // A CTA per 64 packed rows of a KV head's group of query heads (attention_sm80.cu).
   const int64_t rows = p.hq / p.hk * p.sq;
   if ((rows + kBM - 1) / kBM > INT32_MAX) {

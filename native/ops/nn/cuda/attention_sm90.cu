@@ -1,0 +1,327 @@
+// Fused attention forward for Hopper (sm_90a; FlashAttention-3 style, inference):
+// pgk_attn_sm90_<dtype code>_d<D>(tq, tk, tv, AttnParams), 16-bit q / k / v, head dim D = 64
+// or 128, no mask, contiguous (unpaged) K and V.
+//
+// One CTA per (128 query rows, query head, batch); 384 threads in three warpgroups:
+//   * warpgroup 0, the producer: one thread issues TMA loads (Q once; then per 128-key tile K
+//     and V into a ring of kStages stages, each tile completing on its own mbarrier so that
+//     Q K^T starts before V lands). It gives registers back (setmaxnreg) and waits on a stage's
+//     `empty` barrier before reusing it.
+//   * warpgroups 1 and 2, the consumers: 64 query rows each. Per key tile:
+//       S (64 x 128) = Q K^T: wgmma with both operands in shared memory (K-major, 128-byte
+//         swizzle, D / 16 k-steps over D / 64 slabs of 64 columns);
+//       scale by scale * log2(e), per-key tests only on edge tiles (past Sk, crossing a row's
+//         causal diagonal, bottom-right aligned), online softmax in registers (row maxima and
+//         sums over each quad of lanes), the probabilities packed to the inputs' dtype straight
+//         into wgmma's register A fragments (the accumulator layout of two 8-key columns is the
+//         A layout of one 16-key step);
+//       O (64 x D) = O * correction + P V: wgmma with A from registers and V as an MN-major B
+//         (its D / 64 column slabs `kSlabKv` bytes apart), then the stage is released.
+//   * At the end O / sum (0 for a row with no key) is rounded and stored from registers.
+// Tiles past the causal diagonal of the block's last row are neither loaded nor computed.
+//
+// Shared memory (1024-byte aligned for the swizzle): Q (D / 64 slabs of 128 rows x 128 bytes),
+// kStages K tiles and kStages V tiles (D / 64 slabs of 128 keys x 128 bytes each), then the
+// mbarriers. Launch contract (attention_cuda.cc): grid (ceil(Sq / 128), Hq, B), 384 threads,
+// AttnSm90SmemBytes(D) of dynamic shared memory; tensor maps over (D, S, H, B) with boxes of 64 x
+// 128 and 128-byte swizzle; Hq a multiple of Hk.
+#include <cuda.h>
+
+#include <cstdint>
+
+#include "core/scalar_types.h"
+#include "ops/kernels/sm90.h"
+#include "ops/kernels/wgmma_sm90.h"
+#include "ops/nn/nn_attention.h"
+
+namespace pk = pygpukit::kernels;
+using pk::AttnParams;
+
+namespace {
+
+using pygpukit::sm90::Desc;
+using pygpukit::sm90::FenceAcc;
+using pygpukit::sm90::MbarArrive;
+using pygpukit::sm90::MbarExpectTx;
+using pygpukit::sm90::MbarInit;
+using pygpukit::sm90::MbarWait;
+using pygpukit::sm90::TmaLoad4;
+using pygpukit::sm90::WgmmaCommit;
+using pygpukit::sm90::WgmmaFence;
+using pygpukit::sm90::WgmmaWait;
+
+constexpr int kThreads = 384;
+
+// The device code exists for sm_90a only (the other archs compile an empty entry).
+#if PGK_SM90A
+constexpr int kBM = 128, kBN = 128, kConsumerWarps = 8;
+
+// Shared-memory geometry for head dim D.
+template <int D>
+struct Geometry {
+  static constexpr int kStages = static_cast<int>(pk::AttnSm90Stages(D));
+  static constexpr uint32_t kSlabQ = kBM * 128;     // 128 rows x 64 columns of Q
+  static constexpr uint32_t kSlabKv = kBN * 128;    // 128 keys x 64 columns of K or V
+  static constexpr uint32_t kQBytes = kBM * D * 2;  // D / 64 slabs
+  static constexpr uint32_t kKvBytes = kBN * D * 2;
+  static constexpr uint32_t kBarOffset = kQBytes + 2 * kStages * kKvBytes;
+  // q_full, k_full and v_full per stage, empty per stage; 1 KiB of alignment slack.
+  static_assert(kBarOffset + (1 + 3 * kStages) * 8 + 1024 <= pk::AttnSm90SmemBytes(D));
+};
+
+// Two floats as the inputs' 16-bit pair (lo in the low half), rounded to nearest.
+template <typename T>
+__device__ __forceinline__ uint32_t Pack2(float lo, float hi) {
+  uint32_t r;
+  if constexpr (std::is_same_v<T, pygpukit::bfloat16>) {
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  } else {
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  }
+  return r;
+}
+
+// 2^x in two instructions (flushes subnormal results to 0: they round to 0 in the 16-bit P).
+__device__ __forceinline__ float Exp2(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+
+// S (64 x kBN) = Q K^T for one consumer: D / 16 k-steps, 32 bytes apart inside a 64-column slab.
+template <typename T, int D>
+__device__ __forceinline__ void ScoreTile(float (&s)[kBN / 2], const uint8_t* q, const uint8_t* k) {
+  using G = Geometry<D>;
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {
+    const uint64_t da = Desc(q + (kk / 4) * G::kSlabQ + (kk % 4) * 32, 0);
+    const uint64_t db = Desc(k + (kk / 4) * G::kSlabKv + (kk % 4) * 32, 0);
+    if constexpr (std::is_same_v<T, pygpukit::bfloat16>) {
+      pygpukit::sm90::Wgmma128Bf16<0, 0>(s, da, db, kk != 0);
+    } else {
+      pygpukit::sm90::Wgmma128F16<0, 0>(s, da, db, kk != 0);
+    }
+  }
+}
+
+// O (64 x D) += P V for one consumer: kBN / 16 k-steps of 16 keys (2048 bytes of V's rows);
+// V is B in MN-major form, its 64-column slabs kSlabKv bytes apart.
+template <typename T, int D>
+__device__ __forceinline__ void ValueTile(float (&o)[D / 2], const uint32_t (&pa)[kBN / 16][4],
+                                          const uint8_t* v, bool accumulate) {
+  using G = Geometry<D>;
+#pragma unroll
+  for (int j = 0; j < kBN / 16; ++j) {
+    const uint64_t db = Desc(v + j * 16 * 128, G::kSlabKv);
+    const int scale = accumulate || j != 0;
+    if constexpr (D == 128 && std::is_same_v<T, pygpukit::bfloat16>) {
+      pygpukit::sm90::WgmmaRs128Bf16<1>(o, pa[j], db, scale);
+    } else if constexpr (D == 128) {
+      pygpukit::sm90::WgmmaRs128F16<1>(o, pa[j], db, scale);
+    } else if constexpr (std::is_same_v<T, pygpukit::bfloat16>) {
+      pygpukit::sm90::WgmmaRs64Bf16<1>(o, pa[j], db, scale);
+    } else {
+      pygpukit::sm90::WgmmaRs64F16<1>(o, pa[j], db, scale);
+    }
+  }
+}
+
+#endif  // PGK_SM90A
+
+template <typename T, int D>
+__device__ __forceinline__ void AttnSm90Body(const CUtensorMap* tq, const CUtensorMap* tk,
+                                             const CUtensorMap* tv, const AttnParams& p) {
+#if PGK_SM90A
+  using G = Geometry<D>;
+  constexpr int kStages = G::kStages;
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem =
+      reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  uint8_t* sq = smem;
+  uint8_t* sk = smem + G::kQBytes;
+  uint8_t* sv = sk + kStages * G::kKvBytes;
+  uint64_t* q_full = reinterpret_cast<uint64_t*>(smem + G::kBarOffset);
+  uint64_t* k_full = q_full + 1;
+  uint64_t* v_full = k_full + kStages;
+  uint64_t* empty = v_full + kStages;
+
+  const int q0 = static_cast<int>(blockIdx.x) * kBM;
+  const int h = blockIdx.y, b = blockIdx.z;
+  const int hk = static_cast<int>(h / (p.hq / p.hk));
+  // Keys this block's rows can see: causal stops after its last row's diagonal.
+  int64_t kend = p.sk;
+  if (p.causal) {
+    const int64_t last_row = (q0 + kBM < p.sq ? q0 + kBM : p.sq) - 1;
+    const int64_t last = last_row + 1 + p.sk - p.sq;
+    kend = last < kend ? last : kend;
+  }
+  const int ntiles = kend > 0 ? static_cast<int>((kend + kBN - 1) / kBN) : 0;
+
+  if (threadIdx.x == 0) {
+    MbarInit(q_full, 1);
+    for (int s = 0; s < kStages; ++s) {
+      MbarInit(&k_full[s], 1);
+      MbarInit(&v_full[s], 1);
+      MbarInit(&empty[s], kConsumerWarps);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  const int warpgroup = threadIdx.x / 128;
+
+  if (warpgroup == 0) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    if (threadIdx.x == 0) {
+      asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(tq)) : "memory");
+      asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(tk)) : "memory");
+      asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(tv)) : "memory");
+      MbarExpectTx(q_full, G::kQBytes);
+#pragma unroll
+      for (int j = 0; j < D / 64; ++j) TmaLoad4(sq + j * G::kSlabQ, tq, q_full, 64 * j, q0, h, b);
+      for (int t = 0; t < ntiles; ++t) {
+        const int st = t % kStages;
+        if (t >= kStages) MbarWait(&empty[st], ((t / kStages) - 1) & 1);
+        uint8_t* kt = sk + st * G::kKvBytes;
+        uint8_t* vt = sv + st * G::kKvBytes;
+        MbarExpectTx(&k_full[st], G::kKvBytes);
+#pragma unroll
+        for (int j = 0; j < D / 64; ++j) {
+          TmaLoad4(kt + j * G::kSlabKv, tk, &k_full[st], 64 * j, t * kBN, hk, b);
+        }
+        MbarExpectTx(&v_full[st], G::kKvBytes);
+#pragma unroll
+        for (int j = 0; j < D / 64; ++j) {
+          TmaLoad4(vt + j * G::kSlabKv, tv, &v_full[st], 64 * j, t * kBN, hk, b);
+        }
+      }
+    }
+    return;
+  }
+
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+  const int consumer = warpgroup - 1;
+  const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
+  const int g = lane / 4, c = lane % 4;
+  // This thread's two rows (g and g + 8 of its warp's 16): query index and whether it exists.
+  int64_t qi[2];
+  bool live[2];
+  int64_t diag = INT64_MAX;  // the lowest causal limit of its live rows
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    qi[hh] = q0 + consumer * 64 + warp * 16 + g + 8 * hh;
+    live[hh] = qi[hh] < p.sq;
+    if (live[hh] && qi[hh] + p.sk - p.sq < diag) diag = qi[hh] + p.sk - p.sq;
+  }
+  const uint8_t* q = sq + consumer * 64 * 128;  // this consumer's 64 rows of every slab
+  float o[D / 2];
+  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
+  MbarWait(q_full, 0);
+  for (int t = 0; t < ntiles; ++t) {
+    const int st = t % kStages;
+    const uint32_t parity = (t / kStages) & 1;
+    MbarWait(&k_full[st], parity);
+    float s[kBN / 2];
+    WgmmaFence();
+    ScoreTile<T, D>(s, q, sk + st * G::kKvBytes);
+    WgmmaCommit();
+    WgmmaWait<0>();
+    FenceAcc(s);
+    // s[4 n + e]: row g (e < 2) or g + 8, key t * kBN + 8 n + 2 c + e % 2.
+    const int64_t key0 = int64_t{t} * kBN, key_last = key0 + kBN - 1;
+    const bool plain = key_last < p.sk && (!p.causal || key_last <= diag);
+    auto score = [&](int n, int e) {
+      const int hh = e / 2;
+      const float x = s[4 * n + e] * p.scale_log2;
+      if (plain) return x;
+      const int64_t key = key0 + 8 * n + 2 * c + e % 2;
+      return key >= p.sk || (p.causal && key > qi[hh] + p.sk - p.sq) ? -INFINITY : x;
+    };
+    float corr[2];
+    float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int n = 0; n < kBN / 8; ++n) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) mx[e / 2] = fmaxf(mx[e / 2], score(n, e));
+    }
+    float base[2];
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      mx[hh] = fmaxf(mx[hh], __shfl_xor_sync(0xffffffffu, mx[hh], 1));
+      mx[hh] = fmaxf(mx[hh], __shfl_xor_sync(0xffffffffu, mx[hh], 2));
+      const float m_new = fmaxf(m_run[hh], mx[hh]);
+      base[hh] = m_new == -INFINITY ? 0.0f : m_new;  // a row with no key yet: all 0
+      corr[hh] = Exp2(m_run[hh] - base[hh]);
+      m_run[hh] = m_new;
+    }
+    // P in the inputs' dtype as wgmma A fragments: step j covers keys 16 j .. 16 j + 15, i.e.
+    // 8-key columns 2 j (a[0] row g, a[1] row g + 8) and 2 j + 1 (a[2], a[3]).
+    uint32_t pa[kBN / 16][4];
+    float sum[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int j = 0; j < kBN / 16; ++j) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int n = 2 * j + half;
+        float pr[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          pr[e] = Exp2(score(n, e) - base[e / 2]);
+          sum[e / 2] += pr[e];
+        }
+        pa[j][2 * half] = Pack2<T>(pr[0], pr[1]);
+        pa[j][2 * half + 1] = Pack2<T>(pr[2], pr[3]);
+      }
+    }
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) l_run[hh] = l_run[hh] * corr[hh] + sum[hh];
+    if (t != 0) {
+#pragma unroll
+      for (int d = 0; d < D / 8; ++d) {
+        o[4 * d] *= corr[0];
+        o[4 * d + 1] *= corr[0];
+        o[4 * d + 2] *= corr[1];
+        o[4 * d + 3] *= corr[1];
+      }
+    }
+    MbarWait(&v_full[st], parity);
+    FenceAcc(o);
+    WgmmaFence();
+    ValueTile<T, D>(o, pa, sv + st * G::kKvBytes, t != 0);
+    WgmmaCommit();
+    WgmmaWait<0>();
+    FenceAcc(o);
+    if (lane == 0) MbarArrive(&empty[st]);
+  }
+  // O / l, rounded, from registers: o[4 d + e] is row g (e < 2) or g + 8, column 8 d + 2 c + e % 2.
+  T* out = static_cast<T*>(p.o) + b * p.o_b + h * p.o_h;
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    float l = l_run[hh];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const float inv = l > 0.0f ? 1.0f / l : 0.0f;  // no key: zeros, as torch
+    if (!live[hh]) continue;
+    uint32_t* dst = reinterpret_cast<uint32_t*>(out + qi[hh] * p.o_s);
+#pragma unroll
+    for (int d = 0; d < D / 8; ++d) {
+      const float x0 = ntiles > 0 ? o[4 * d + 2 * hh] * inv : 0.0f;
+      const float x1 = ntiles > 0 ? o[4 * d + 2 * hh + 1] * inv : 0.0f;
+      dst[(8 * d + 2 * c) / 2] = Pack2<T>(x0, x1);
+    }
+  }
+#endif
+}
+
+}  // namespace
+
+#define PGK_ATTN_SM90(T, C, D)                                                        \
+  extern "C" __global__ void __launch_bounds__(kThreads, 1) pgk_attn_sm90_##C##_d##D( \
+      const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk, \
+      const __grid_constant__ CUtensorMap tv, const AttnParams p) {                   \
+    AttnSm90Body<T, D>(&tq, &tk, &tv, p);                                             \
+  }
+
+PGK_ATTN_SM90(pygpukit::bfloat16, bf2, 64)
+PGK_ATTN_SM90(pygpukit::bfloat16, bf2, 128)
+PGK_ATTN_SM90(pygpukit::float16, f2, 64)
+PGK_ATTN_SM90(pygpukit::float16, f2, 128)
