@@ -22,7 +22,7 @@
 //
 // Shared memory (1024-byte aligned for the swizzle): Q (D / 64 slabs of 128 rows x 128 bytes),
 // kStages K tiles and kStages V tiles (D / 64 slabs of 128 keys x 128 bytes each), then the
-// mbarriers. Launch contract (attention_cuda.cc): grid (ceil(Sq / 128), Hq, B), 384 threads,
+// mbarriers. Launch contract (attention_sm90_cuda.cc): grid (ceil(Sq / 128), Hq, B), 384 threads,
 // AttnSm90SmemBytes(D) of dynamic shared memory; tensor maps over (D, S, H, B) with boxes of 64 x
 // 128 and 128-byte swizzle; Hq a multiple of Hk.
 #include <cuda.h>
@@ -198,6 +198,8 @@ __device__ __forceinline__ void AttnSm90Body(const CUtensorMap* tq, const CUtens
     return;
   }
 
+  // 128 x 40 + 256 x 232 = 384 x 168 registers, what __launch_bounds__(384, 1) allots (ptxas
+  // reports 168 for every variant: a kernel with setmaxnreg gets the full allotment).
   asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
   const int consumer = warpgroup - 1;
   const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
