@@ -32,10 +32,13 @@
 
 #include "core/scalar_types.h"
 #include "ops/kernels/mma_sm80.h"
+#include "ops/nn/cuda/attention_device.h"
 #include "ops/nn/nn_attention.h"
 
 namespace pk = pygpukit::kernels;
 using pk::AttnParams;
+using pk::attn::Exp2;
+using pk::attn::Pack2;
 using namespace pk::sm80;  // NOLINT(build/namespaces): the PTX wrappers
 
 namespace {
@@ -63,25 +66,6 @@ __device__ __forceinline__ void LoadRows(uint32_t tile, int64_t row0, int64_t ro
     const bool ok = row0 + r < rows_end;
     CpAsync16(tile + Off<D>(r, c), ok ? row_start(row0 + r) + c * 8 : any, ok ? 16 : 0);
   }
-}
-
-// 2^x in two instructions (flushes subnormal results to 0: they round to 0 in the 16-bit P).
-__device__ __forceinline__ float Exp2(float x) {
-  float r;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
-  return r;
-}
-
-// Two floats as the inputs' 16-bit pair (lo in the low half), rounded to nearest.
-template <typename T>
-__device__ __forceinline__ uint32_t Pack2(float lo, float hi) {
-  uint32_t r;
-  if constexpr (std::is_same_v<T, pygpukit::bfloat16>) {
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-  } else {
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-  }
-  return r;
 }
 
 template <typename T, int D>

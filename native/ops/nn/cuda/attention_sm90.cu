@@ -32,10 +32,13 @@
 #include "core/scalar_types.h"
 #include "ops/kernels/sm90.h"
 #include "ops/kernels/wgmma_sm90.h"
+#include "ops/nn/cuda/attention_device.h"
 #include "ops/nn/nn_attention.h"
 
 namespace pk = pygpukit::kernels;
 using pk::AttnParams;
+using pk::attn::Exp2;
+using pk::attn::Pack2;
 
 namespace {
 
@@ -68,25 +71,6 @@ struct Geometry {
   // q_full, k_full and v_full per stage, empty per stage; 1 KiB of alignment slack.
   static_assert(kBarOffset + (1 + 3 * kStages) * 8 + 1024 <= pk::AttnSm90SmemBytes(D));
 };
-
-// Two floats as the inputs' 16-bit pair (lo in the low half), rounded to nearest.
-template <typename T>
-__device__ __forceinline__ uint32_t Pack2(float lo, float hi) {
-  uint32_t r;
-  if constexpr (std::is_same_v<T, pygpukit::bfloat16>) {
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-  } else {
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-  }
-  return r;
-}
-
-// 2^x in two instructions (flushes subnormal results to 0: they round to 0 in the 16-bit P).
-__device__ __forceinline__ float Exp2(float x) {
-  float r;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
-  return r;
-}
 
 // S (64 x kBN) = Q K^T for one consumer: D / 16 k-steps, 32 bytes apart inside a 64-column slab.
 template <typename T, int D>
