@@ -7,12 +7,16 @@ one sequence of 32768;
 TB/s count the cache's bytes (k and v read once). Timing as peers.interleaved_ms: each round
 runs a batch of calls of every candidate in turn with its own CUDA events; medians, spreads.
 Errors (max / mean absolute) against a float64 reference over 4 query rows of the first head.
+Where our Hopper kernel runs, its serial variant ("ours_sm90s") and the SM80 kernel
+("ours_sm80", PYGPUKIT_ATTENTION_KERNEL) are timed in the same rounds.
 Results go to <out>/<gpu>-sm<XY>-attention.json.
 
     python benchmarks/attention.py [--quick] [--reps 5]
 """
 
 import argparse
+import contextlib
+import os
 
 import numpy as np
 from peers import Lib, cuda_torch, interleaved_ms
@@ -38,6 +42,32 @@ class TorchBackend(Lib):
 
         with sdpa_kernel(self.backend):
             return super().time_ms(call, iters)
+
+
+class OursKernel(Lib):
+    """ours with PYGPUKIT_ATTENTION_KERNEL set while its calls run (the Hopper kernel's serial
+    variant "sm90s", or the SM80 kernel "sm80")."""
+
+    def __init__(self, dev, kernel):
+        super().__init__("ours", dev)
+        self.kernel = kernel
+
+    def time_ms(self, call, iters):
+        with forced_kernel(self.kernel):
+            return super().time_ms(call, iters)
+
+
+@contextlib.contextmanager
+def forced_kernel(kernel):
+    old = os.environ.get("PYGPUKIT_ATTENTION_KERNEL")
+    os.environ["PYGPUKIT_ATTENTION_KERNEL"] = kernel
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["PYGPUKIT_ATTENTION_KERNEL"]
+        else:
+            os.environ["PYGPUKIT_ATTENTION_KERNEL"] = old
 
 
 def reference(q, k, v, causal, rows):
@@ -122,6 +152,13 @@ def main():
         ours_call()
         gp.synchronize(dev)
         kernels = sorted(gp.dispatch_stats()["per_kernel"])
+        # Where the Hopper kernel runs, its serial variant and the SM80 kernel are timed too.
+        if any(k.startswith("pgk_attn_sm90") for k in kernels):
+            for variant in ("sm90s", "sm80"):
+                with forced_kernel(variant):
+                    got = gp.to_numpy(ours_call().astype(gp.float32))[0, 0, rows]
+                errors[f"ours_{variant}"] = got - ref
+                calls[f"ours_{variant}"] = (OursKernel(dev, variant), ours_call)
         timed = interleaved_ms(calls, args.iters, args.reps)
         flops = 4.0 * b * hq * sq * sk * d * (0.5 if causal else 1.0)
         cache_bytes = 2.0 * b * hk * sk * d * 2
@@ -145,9 +182,7 @@ def main():
         row["ours_vs_best_torch"] = best / row["ours"]["us"] if "us" in row["ours"] else None
         rows_out.append(row)
         unit = "tflops" if kind == "prefill" else "tbps"
-        cells = "  ".join(
-            f"{k} {row[k][unit]:7.1f}" for k in ("ours", *peers) if k in row and unit in row[k]
-        )
+        cells = "  ".join(f"{k} {row[k][unit]:7.1f}" for k in calls if k in row and unit in row[k])
         print(f"{kind} b{b} hq{hq} hk{hk} sq{sq} sk{sk} causal={causal}: {cells} ({unit})")
     result = {
         "gpu": props["name"],

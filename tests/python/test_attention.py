@@ -245,12 +245,14 @@ def test_fused_kernel_shapes(rng, device, dtype, d, case):
             assert any(n.startswith("pgk_attn_combine") for n in ran), ran
 
 
+@pytest.mark.parametrize("forced", ["sm80", "sm90s"])
 @pytest.mark.parametrize("d", [64, 128])
-@pytest.mark.parametrize("case", ["plain", "long_causal", "grouped_prefill"])
-def test_sm80_kernel_forced_on_prefill(rng, device, monkeypatch, d, case):
-    """PYGPUKIT_ATTENTION_KERNEL=sm80 keeps prefill on the SM80 kernel (on Hopper too), with the
-    same values."""
-    monkeypatch.setenv("PYGPUKIT_ATTENTION_KERNEL", "sm80")
+@pytest.mark.parametrize("case", ["plain", "long_causal", "causal_fewer_keys", "grouped_prefill"])
+def test_forced_kernel_on_prefill(rng, device, monkeypatch, forced, d, case):
+    """PYGPUKIT_ATTENTION_KERNEL=sm80 keeps prefill on the SM80 kernel (on Hopper too);
+    "sm90s" runs the Hopper kernel's serial variant (where the Hopper kernel serves); the same
+    values."""
+    monkeypatch.setenv("PYGPUKIT_ATTENTION_KERNEL", forced)
     b, hq, hk, sq, sk, causal, _ = FUSED_CASES[case]
     (q, k, v), (gq, gk, gv) = arrays(
         rng, "bfloat16", device, (b, hq, sq, d), (b, hk, sk, d), (b, hk, sk, d)
@@ -260,7 +262,10 @@ def test_sm80_kernel_forced_on_prefill(rng, device, monkeypatch, d, case):
     ran = set(gp.dispatch_stats()["per_kernel"])
     check(y, sdpa_ref(q, k, v, None, causal), "bfloat16", np.abs(f64(v)).max())
     if device.type == "cuda" and gp.device_properties(device)["compute_capability"][0] >= 8:
-        assert any(n.startswith("pgk_attn_sm80") for n in ran), ran
+        kernel = fused_kernel(device, sq, None)
+        if forced == "sm90s" and kernel == "pgk_attn_sm90":
+            kernel = "pgk_attn_sm90s"
+        assert any(n.startswith(kernel) for n in ran), ran
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float32"])

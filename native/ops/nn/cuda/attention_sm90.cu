@@ -112,7 +112,9 @@ __device__ __forceinline__ void ValueTile(float (&o)[D / 2], const uint32_t (&pa
 
 #endif  // PGK_SM90A
 
-template <typename T, int D>
+// kPipelined: the consumers overlap tile t's Q K^T and softmax with tile t - 1's P V (else each
+// tile runs in turn).
+template <typename T, int D, bool kPipelined>
 __device__ __forceinline__ void AttnSm90Body(const CUtensorMap* tq, const CUtensorMap* tk,
                                              const CUtensorMap* tv, const AttnParams& p) {
 #if PGK_SM90A
@@ -201,17 +203,9 @@ __device__ __forceinline__ void AttnSm90Body(const CUtensorMap* tq, const CUtens
   const uint8_t* q = sq + consumer * 64 * 128;  // this consumer's 64 rows of every slab
   float o[D / 2];
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
-  MbarWait(q_full, 0);
-  for (int t = 0; t < ntiles; ++t) {
-    const int st = t % kStages;
-    const uint32_t parity = (t / kStages) & 1;
-    MbarWait(&k_full[st], parity);
-    float s[kBN / 2];
-    WgmmaFence();
-    ScoreTile<T, D>(s, q, sk + st * G::kKvBytes);
-    WgmmaCommit();
-    WgmmaWait<0>();
-    FenceAcc(s);
+  // Tile t's scores s -> its probabilities exp2(s * scale - max) in place, the running maxima
+  // and sums, and corr, the factor the output so far must be scaled by.
+  auto softmax = [&](float(&s)[kBN / 2], int t, float(&corr)[2]) {
     // s[4 n + e]: row g (e < 2) or g + 8, key t * kBN + 8 n + 2 c + e % 2.
     const int64_t key0 = int64_t{t} * kBN, key_last = key0 + kBN - 1;
     const bool plain = key_last < p.sk && (!p.causal || key_last <= diag);
@@ -222,7 +216,6 @@ __device__ __forceinline__ void AttnSm90Body(const CUtensorMap* tq, const CUtens
       const int64_t key = key0 + 8 * n + 2 * c + e % 2;
       return key >= p.sk || (p.causal && key > qi[hh] + p.sk - p.sq) ? -INFINITY : x;
     };
-    float corr[2];
     float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
     for (int n = 0; n < kBN / 8; ++n) {
@@ -239,44 +232,119 @@ __device__ __forceinline__ void AttnSm90Body(const CUtensorMap* tq, const CUtens
       corr[hh] = Exp2(m_run[hh] - base[hh]);
       m_run[hh] = m_new;
     }
-    // P in the inputs' dtype as wgmma A fragments: step j covers keys 16 j .. 16 j + 15, i.e.
-    // 8-key columns 2 j (a[0] row g, a[1] row g + 8) and 2 j + 1 (a[2], a[3]).
-    uint32_t pa[kBN / 16][4];
     float sum[2] = {0.0f, 0.0f};
 #pragma unroll
-    for (int j = 0; j < kBN / 16; ++j) {
+    for (int n = 0; n < kBN / 8; ++n) {
 #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int n = 2 * j + half;
-        float pr[4];
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          pr[e] = Exp2(score(n, e) - base[e / 2]);
-          sum[e / 2] += pr[e];
-        }
-        pa[j][2 * half] = Pack2<T>(pr[0], pr[1]);
-        pa[j][2 * half + 1] = Pack2<T>(pr[2], pr[3]);
+      for (int e = 0; e < 4; ++e) {
+        const float pr = Exp2(score(n, e) - base[e / 2]);
+        sum[e / 2] += pr;
+        s[4 * n + e] = pr;
       }
     }
 #pragma unroll
     for (int hh = 0; hh < 2; ++hh) l_run[hh] = l_run[hh] * corr[hh] + sum[hh];
-    if (t != 0) {
+  };
+  // The probabilities as wgmma A fragments in the inputs' dtype: step j covers keys 16 j ..
+  // 16 j + 15, i.e. 8-key columns 2 j (a[0] row g, a[1] row g + 8) and 2 j + 1 (a[2], a[3]).
+  auto pack = [&](const float(&s)[kBN / 2], uint32_t(&pa)[kBN / 16][4]) {
 #pragma unroll
-      for (int d = 0; d < D / 8; ++d) {
-        o[4 * d] *= corr[0];
-        o[4 * d + 1] *= corr[0];
-        o[4 * d + 2] *= corr[1];
-        o[4 * d + 3] *= corr[1];
+    for (int j = 0; j < kBN / 16; ++j) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const float* pr = s + 4 * (2 * j + half);
+        pa[j][2 * half] = Pack2<T>(pr[0], pr[1]);
+        pa[j][2 * half + 1] = Pack2<T>(pr[2], pr[3]);
       }
     }
-    MbarWait(&v_full[st], parity);
+  };
+  auto rescale = [&](const float(&corr)[2]) {
+#pragma unroll
+    for (int d = 0; d < D / 8; ++d) {
+      o[4 * d] *= corr[0];
+      o[4 * d + 1] *= corr[0];
+      o[4 * d + 2] *= corr[1];
+      o[4 * d + 3] *= corr[1];
+    }
+  };
+  auto release = [&](int st) {
+    if (lane == 0) MbarArrive(&empty[st]);
+  };
+  MbarWait(q_full, 0);
+  if constexpr (!kPipelined) {
+    // Each tile in turn: Q K^T, softmax, P V (the other consumer's work overlaps).
+    for (int t = 0; t < ntiles; ++t) {
+      const int st = t % kStages;
+      const uint32_t parity = (t / kStages) & 1;
+      MbarWait(&k_full[st], parity);
+      float s[kBN / 2];
+      WgmmaFence();
+      ScoreTile<T, D>(s, q, sk + st * G::kKvBytes);
+      WgmmaCommit();
+      WgmmaWait<0>();
+      FenceAcc(s);
+      float corr[2];
+      softmax(s, t, corr);
+      uint32_t pa[kBN / 16][4];
+      pack(s, pa);
+      if (t != 0) rescale(corr);
+      MbarWait(&v_full[st], parity);
+      FenceAcc(o);
+      WgmmaFence();
+      ValueTile<T, D>(o, pa, sv + st * G::kKvBytes, t != 0);
+      WgmmaCommit();
+      WgmmaWait<0>();
+      FenceAcc(o);
+      release(st);
+    }
+  } else if (ntiles > 0) {
+    // Software-pipelined (FlashAttention-3's intra-warpgroup overlap): tile t's Q K^T and tile
+    // t - 1's P V are in flight together, and tile t's softmax runs while P V still computes;
+    // its probabilities stay in the score registers until that P V has read the previous P.
+    uint32_t pa[kBN / 16][4];
+    {
+      MbarWait(&k_full[0], 0);
+      float s[kBN / 2];
+      WgmmaFence();
+      ScoreTile<T, D>(s, q, sk);
+      WgmmaCommit();
+      WgmmaWait<0>();
+      FenceAcc(s);
+      float corr[2];
+      softmax(s, 0, corr);
+      pack(s, pa);
+    }
+    for (int t = 1; t < ntiles; ++t) {
+      const int st = t % kStages, st_prev = (t - 1) % kStages;
+      MbarWait(&k_full[st], (t / kStages) & 1);
+      float s[kBN / 2];
+      FenceAcc(o);
+      WgmmaFence();
+      ScoreTile<T, D>(s, q, sk + st * G::kKvBytes);
+      WgmmaCommit();
+      MbarWait(&v_full[st_prev], ((t - 1) / kStages) & 1);
+      WgmmaFence();  // (else ptxas injects one: its operands were set up after the first)
+      ValueTile<T, D>(o, pa, sv + st_prev * G::kKvBytes, t - 1 != 0);
+      WgmmaCommit();
+      WgmmaWait<1>();  // the scores (committed first) are done
+      FenceAcc(s);
+      float corr[2];
+      softmax(s, t, corr);
+      WgmmaWait<0>();  // P V has read pa
+      FenceAcc(o);
+      release(st_prev);
+      pack(s, pa);
+      rescale(corr);
+    }
+    const int last = ntiles - 1, st = last % kStages;
+    MbarWait(&v_full[st], (last / kStages) & 1);
     FenceAcc(o);
     WgmmaFence();
-    ValueTile<T, D>(o, pa, sv + st * G::kKvBytes, t != 0);
+    ValueTile<T, D>(o, pa, sv + st * G::kKvBytes, last != 0);
     WgmmaCommit();
     WgmmaWait<0>();
     FenceAcc(o);
-    if (lane == 0) MbarArrive(&empty[st]);
+    release(st);
   }
   // O / l, rounded, from registers: o[4 d + e] is row g (e < 2) or g + 8, column 8 d + 2 c + e % 2.
   T* out = static_cast<T*>(p.o) + b * p.o_b + h * p.o_h;
@@ -300,12 +368,16 @@ __device__ __forceinline__ void AttnSm90Body(const CUtensorMap* tq, const CUtens
 
 }  // namespace
 
-#define PGK_ATTN_SM90(T, C, D)                                                        \
-  extern "C" __global__ void __launch_bounds__(kThreads, 1) pgk_attn_sm90_##C##_d##D( \
-      const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk, \
-      const __grid_constant__ CUtensorMap tv, const AttnParams p) {                   \
-    AttnSm90Body<T, D>(&tq, &tk, &tv, p);                                             \
+// pgk_attn_sm90_* (pipelined consumers) and pgk_attn_sm90s_* (serial: one tile at a time).
+#define PGK_ATTN_SM90_KERNEL(NAME, T, D, PIPELINED)                                        \
+  extern "C" __global__ void __launch_bounds__(kThreads, 1)                                \
+      NAME(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk, \
+           const __grid_constant__ CUtensorMap tv, const AttnParams p) {                   \
+    AttnSm90Body<T, D, PIPELINED>(&tq, &tk, &tv, p);                                       \
   }
+#define PGK_ATTN_SM90(T, C, D)                               \
+  PGK_ATTN_SM90_KERNEL(pgk_attn_sm90_##C##_d##D, T, D, true) \
+  PGK_ATTN_SM90_KERNEL(pgk_attn_sm90s_##C##_d##D, T, D, false)
 
 PGK_ATTN_SM90(pygpukit::bfloat16, bf2, 64)
 PGK_ATTN_SM90(pygpukit::bfloat16, bf2, 128)

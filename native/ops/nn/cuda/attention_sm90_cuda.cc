@@ -21,11 +21,12 @@ namespace {
 
 constexpr int64_t kBM = 128, kMaxGridYZ = 65535;
 
-// PYGPUKIT_ATTENTION_KERNEL=sm80 keeps prefill on the SM80 kernel where this one would serve
-// (tests and measurements of that kernel on Hopper). Read per call, so tests can set it.
-bool Sm80Forced() {
+// PYGPUKIT_ATTENTION_KERNEL (tests and measurements; read per call, so tests can set it):
+// "sm80" keeps prefill on the SM80 kernel where this one would serve, "sm90s" runs this one's
+// serial variant (one key tile at a time per consumer) instead of the pipelined one.
+bool KernelForced(const char* which) {
   const char* e = std::getenv("PYGPUKIT_ATTENTION_KERNEL");
-  return e != nullptr && std::strcmp(e, "sm80") == 0;
+  return e != nullptr && std::strcmp(e, which) == 0;
 }
 
 // A (D, rows, heads, batch) tensor map with 64 x 128 boxes and the 128-byte swizzle, or
@@ -58,7 +59,7 @@ std::optional<CUtensorMap> EncodeRows(const cuda::DriverApi* api, const void* pt
 absl::StatusOr<bool> AttentionSm90(LaunchContext& ctx, const hal::DeviceProperties& props,
                                    DType dtype, int64_t head_dim, const kernels::AttnParams& p) {
   if (props.sm_major != 9 || props.sm_minor != 0 ||
-      !absl::StrContains(EmbeddedKernelArchs(), "90a") || Sm80Forced()) {
+      !absl::StrContains(EmbeddedKernelArchs(), "90a") || KernelForced("sm80")) {
     return false;
   }
   // Prefill without a mask over contiguous K / V; TMA coordinates are 32-bit.
@@ -94,9 +95,10 @@ absl::StatusOr<bool> AttentionSm90(LaunchContext& ctx, const hal::DeviceProperti
                2 * 2 * p.batch * p.hq * p.sk * head_dim * dims.grid[0];
   kernels::AttnParams args = p;
   void* argv[] = {&*tq, &*tk, &*tv, &args};
-  PGK_RETURN_IF_ERROR(ctx.Kernel(
-      absl::StrCat("pgk_attn_sm90_", dtype == DType::BFloat16 ? "bf2" : "f2", "_d", head_dim), dims,
-      argv, cost));
+  const std::string kernel =
+      absl::StrCat(KernelForced("sm90s") ? "pgk_attn_sm90s_" : "pgk_attn_sm90_",
+                   dtype == DType::BFloat16 ? "bf2" : "f2", "_d", head_dim);
+  PGK_RETURN_IF_ERROR(ctx.Kernel(kernel, dims, argv, cost));
   return true;
 }
 
