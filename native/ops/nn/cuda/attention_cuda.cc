@@ -67,7 +67,12 @@ absl::Status AttentionCuda(LaunchContext& ctx, DType dtype, int64_t head_dim,
   dims.grid[1] = static_cast<unsigned>(p.hk);
   dims.grid[2] = static_cast<unsigned>(p.batch);
   dims.block[0] = 128;
-  dims.shared_bytes = static_cast<unsigned>(5 * kBN * head_dim * 2);  // Q, K x 2, V x 2
+  // Q and `stages` K and V tiles: three stages (more of the cache in flight) where two CTAs of
+  // that size still fit a SM (its shared memory: the per-block opt-in limit plus the 1 KiB
+  // reserved per block), else two.
+  const int64_t tile = kBN * head_dim * 2;
+  const int64_t stages = 2 * (7 * tile + 1024) <= props.max_shared_memory_per_block + 1024 ? 3 : 2;
+  dims.shared_bytes = static_cast<unsigned>((1 + 2 * stages) * tile);
   // FLOPs: the two products over the keys each row sees (causal: about half); bytes: q, o and
   // k, v once per query block.
   const int64_t keys = p.causal ? (p.sk + 1) / 2 : p.sk;
@@ -77,7 +82,8 @@ absl::Status AttentionCuda(LaunchContext& ctx, DType dtype, int64_t head_dim,
                2 * 2 * p.batch * p.hk * p.sk * head_dim * row_blocks;
   const std::string code = absl::StrCat(dtype == DType::BFloat16 ? "bf2" : "f2", "_d", head_dim);
   void* argv[] = {&args};
-  PGK_RETURN_IF_ERROR(ctx.Kernel(absl::StrCat("pgk_attn_sm80_", code), dims, argv, cost));
+  PGK_RETURN_IF_ERROR(
+      ctx.Kernel(absl::StrCat("pgk_attn_sm80_", code, stages == 3 ? "_s3" : ""), dims, argv, cost));
   if (splits == 1) return absl::OkStatus();
   hal::LaunchDims combine;
   combine.grid[0] = static_cast<unsigned>(row_blocks);

@@ -5,8 +5,8 @@
 // those of the G = Hq / Hk query heads that share the KV head, packed: row r is query r % Sq of
 // head (kv head) * G + r / Sq, so a decode step's G single-token heads fill one tile and read
 // their K and V once (not G times, on 16-row tiles of 15 padding rows).
-//   * Q's tile is loaded once; K and V stream through shared memory in tiles of 64 keys, two
-//     stages deep (cp.async: the next tile's copies are in flight while this one is used).
+//   * Q's tile is loaded once; K and V stream through shared memory in tiles of 64 keys, two or
+//     three stages deep (cp.async: the next tiles' copies are in flight while this one is used).
 //     Rows are D / 8 chunks of 16 bytes, chunk c of row r stored at c ^ (r % 8), so the
 //     ldmatrix phases (8 rows of one chunk column) hit distinct banks. Rows past the sequence
 //     are zero-filled.
@@ -25,8 +25,8 @@
 //     sequences): the splits of a row block take consecutive shares of its key tiles and write
 //     their unnormalized rows, maxima and sums; pgk_attn_combine_* merges them.
 // Launch contract (attention_cuda.cc): grid (ceil(G * Sq / 64), Hk, B), 128 threads, dynamic shared
-// memory 5 * 64 * D * 2 bytes; q, k, v 16-byte aligned with row / head / batch strides multiples
-// of 8 elements, unit stride along D; Hq a multiple of Hk.
+// memory (1 + 2 * stages) * 64 * D * 2 bytes; q, k, v 16-byte aligned with row / head / batch
+// strides multiples of 8 elements, unit stride along D; Hq a multiple of Hk.
 #include <cfloat>
 #include <cstdint>
 
@@ -68,7 +68,9 @@ __device__ __forceinline__ void LoadRows(uint32_t tile, int64_t row0, int64_t ro
   }
 }
 
-template <typename T, int D>
+// kStages: K / V tiles in flight (2, or 3 where two CTAs of that size still fit a SM: more
+// bytes in flight for decode, which streams the cache).
+template <typename T, int D, int kStages>
 __device__ __forceinline__ void AttnBody(const AttnParams& p) {
   extern __shared__ __align__(128) unsigned char smem[];
   constexpr int kTile = kBN * D * 2;  // bytes of one Q, K or V tile (kBM == kBN)
@@ -101,7 +103,7 @@ __device__ __forceinline__ void AttnBody(const AttnParams& p) {
       LoadRows<D>(vtile, row0, skb, v, [&](int64_t j) { return v + j * p.v_s; });
     }
   };
-  const uint32_t sq = SmemAddr(smem), sk = sq + kTile, sv = sq + 3 * kTile;
+  const uint32_t sq = SmemAddr(smem), sk = sq + kTile, sv = sk + kStages * kTile;
   // Keys this block's rows can see: causal stops after the diagonal of its latest query (the
   // last row's, or sq - 1 when the rows run into another head).
   int64_t kend = skb;
@@ -119,10 +121,19 @@ __device__ __forceinline__ void AttnBody(const AttnParams& p) {
   // Packed row r of the group: query r % sq of head h0 + r / sq.
   LoadRows<D>(sq, q0, rows_total, q,
               [&](int64_t r) { return q + (r / p.sq) * p.q_h + (r % p.sq) * p.q_s; });
+  // Prologue: Q with the first tile, then the next kStages - 2 tiles, a commit group each
+  // (empty past the last tile, so that the waits below count alike).
   if (t_begin < ntiles) {
     load_kv(sk, sv, int64_t{t_begin} * kBN);
   }
   CpAsyncCommit();
+#pragma unroll
+  for (int i = 1; i < kStages - 1; ++i) {
+    if (t_begin + i < ntiles) {
+      load_kv(sk + i * kTile, sv + i * kTile, int64_t{t_begin + i} * kBN);
+    }
+    CpAsyncCommit();
+  }
   float o[kND][4];
 #pragma unroll
   for (int d = 0; d < kND; ++d) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.0f;
@@ -151,12 +162,14 @@ __device__ __forceinline__ void AttnBody(const AttnParams& p) {
     if (live[hh] && qi[hh] + skb - p.sq < diag) diag = qi[hh] + skb - p.sq;
   }
   for (int t = t_begin; t < ntiles; ++t) {
-    const uint32_t st = ((t - t_begin) & 1) * kTile;
-    if (t + 1 < ntiles) {
-      load_kv(sk + (st ^ kTile), sv + (st ^ kTile), int64_t{t + 1} * kBN);
+    const uint32_t st = ((t - t_begin) % kStages) * kTile;
+    // Tile t + kStages - 1 into the stage tile t - 1 used (released by the last barrier).
+    if (t + kStages - 1 < ntiles) {
+      const uint32_t next = ((t - t_begin + kStages - 1) % kStages) * kTile;
+      load_kv(sk + next, sv + next, int64_t{t + kStages - 1} * kBN);
     }
     CpAsyncCommit();
-    CpAsyncWait<1>();
+    CpAsyncWait<kStages - 1>();  // tile t's group (and Q's) is done
     __syncthreads();
     if (warp_live) {
       if (t == t_begin) {
@@ -333,9 +346,14 @@ __device__ __forceinline__ void CombineBody(const AttnParams& p) {
 
 }  // namespace
 
+// pgk_attn_sm80_<code>_d<D> (two stages) and ..._s3 (three).
 #define PGK_ATTN_SM80(T, C, D)                                                                    \
   extern "C" __global__ void __launch_bounds__(kThreads) pgk_attn_sm80_##C##_d##D(AttnParams p) { \
-    AttnBody<T, D>(p);                                                                            \
+    AttnBody<T, D, 2>(p);                                                                         \
+  }                                                                                               \
+  extern "C" __global__ void __launch_bounds__(kThreads)                                          \
+      pgk_attn_sm80_##C##_d##D##_s3(AttnParams p) {                                               \
+    AttnBody<T, D, 3>(p);                                                                         \
   }                                                                                               \
   extern "C" __global__ void __launch_bounds__(kThreads)                                          \
       pgk_attn_combine_##C##_d##D(AttnParams p) {                                                 \
