@@ -2,8 +2,9 @@
 
 Prefill: bf16, head dim 128, 32 heads, sequence 1024 / 4096 / 16384 with batch x sequence =
 16384, causal and not; TFLOP/s count 4 B H Sq Sk D (half of it causal). Decode: batch 64, 32
-query heads over 8 KV heads, one query token, KV length 2048 ... 32768 (contiguous cache), and
-one sequence of 32768;
+query heads over 8 KV heads, one query token, KV length 2048 ... 32768, from a contiguous cache
+and from a paged one (16-key blocks in shuffled order; the peers read the same values
+contiguous), and one sequence of 32768;
 TB/s count the cache's bytes (k and v read once). Timing as peers.interleaved_ms: each round
 runs a batch of calls of every candidate in turn with its own CUDA events; medians, spreads.
 Errors (max / mean absolute) against a float64 reference over 4 query rows of the first head.
@@ -26,6 +27,7 @@ import pygpukit as gp
 
 PREFILL_SEQ = (1024, 4096, 16384)
 DECODE_KV = (2048, 8192, 32768)
+PAGE = 16  # keys per block of the paged cache
 
 
 class TorchBackend(Lib):
@@ -70,6 +72,29 @@ def forced_kernel(kernel):
             os.environ["PYGPUKIT_ATTENTION_KERNEL"] = old
 
 
+def paged_call(gq, gk, gv, rng, block_size=PAGE):
+    """Our paged_attention over k and v scattered into a paged cache of `block_size`-key
+    blocks in shuffled order (the peers read the same values contiguous)."""
+    b, hk, sk, d = gk.shape
+    per = sk // block_size
+    order = rng.permutation(b * per)  # block i of the contiguous layout lives at order[i]
+    where = gp.asarray(np.argsort(order), device=gk.device)
+
+    def paged(x):  # (B, Hk, Sk, D) -> (B * per, Hk, block, D), block i at order[i]
+        blocks = gp.reshape(x, (b, hk, per, block_size, d))
+        blocks = gp.reshape(gp.permute_dims(blocks, (0, 2, 1, 3, 4)), (b * per, hk, block_size, d))
+        return gp.take(blocks, where, axis=0)
+
+    kc, vc = paged(gk), paged(gv)
+    table = gp.asarray(order.reshape(b, per).astype(np.int64), device=gk.device)
+    lens = gp.asarray(np.full(b, sk, np.int64), device=gk.device)
+
+    def call():
+        return gp.nn.paged_attention(gq, kc, vc, table, lens, check_table=False)
+
+    return call
+
+
 def reference(q, k, v, causal, rows):
     """float64 attention of query rows `rows` of batch 0, head 0 (kv head 0)."""
     q = q[0, 0, rows].astype(np.float64)
@@ -110,6 +135,7 @@ def main():
             cases.append(("prefill", 16384 // s, 32, 32, s, s, causal))
     for n in DECODE_KV[:1] if args.quick else DECODE_KV:
         cases.append(("decode", 64, 32, 8, 1, n, False))
+        cases.append(("decode_paged", 64, 32, 8, 1, n, False))
     # One long sequence: few CTAs without splitting the keys (split-KV's case).
     cases.append(("decode", 1, 32, 8, 1, DECODE_KV[-1], False))
     for kind, b, hq, hk, sq, sk, causal in cases:
@@ -123,6 +149,9 @@ def main():
 
         def ours_call(gq=gq, gk=gk, gv=gv, causal=causal, gqa=gqa):
             return gp.nn.scaled_dot_product_attention(gq, gk, gv, is_causal=causal, enable_gqa=gqa)
+
+        if kind == "decode_paged":
+            ours_call = paged_call(gq, gk, gv, rng)
 
         def torch_call(tq=tq, tk=tk, tv=tv, causal=causal, gqa=gqa):
             F = torch.nn.functional
