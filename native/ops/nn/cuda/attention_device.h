@@ -27,4 +27,15 @@ __device__ __forceinline__ float Exp2(float x) {
   return r;
 }
 
+// The maximum and the sum of v over the four lanes of a quad (the lanes that hold one row of an
+// mma / wgmma accumulator).
+__device__ __forceinline__ float QuadMax(float v) {
+  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
+  return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
+}
+__device__ __forceinline__ float QuadSum(float v) {
+  v += __shfl_xor_sync(0xffffffffu, v, 1);
+  return v + __shfl_xor_sync(0xffffffffu, v, 2);
+}
+
 }  // namespace pygpukit::kernels::attn

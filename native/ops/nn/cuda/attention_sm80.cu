@@ -39,6 +39,8 @@ namespace pk = pygpukit::kernels;
 using pk::AttnParams;
 using pk::attn::Exp2;
 using pk::attn::Pack2;
+using pk::attn::QuadMax;
+using pk::attn::QuadSum;
 using namespace pk::sm80;  // NOLINT(build/namespaces): the PTX wrappers
 
 namespace {
@@ -229,8 +231,7 @@ __device__ __forceinline__ void AttnBody(const AttnParams& p) {
             }
           }
         }
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        mx = QuadMax(mx);
         const float m_new = fmaxf(m_run[hh], mx);
         const float base = m_new == -INFINITY ? 0.0f : m_new;  // a row with no key yet: all 0
         const float corr = Exp2(m_run[hh] - base);
@@ -277,9 +278,7 @@ __device__ __forceinline__ void AttnBody(const AttnParams& p) {
     float* pml = p.partial_ml + unit * kBM * 2;
 #pragma unroll
     for (int hh = 0; hh < 2; ++hh) {
-      float l = l_run[hh];
-      l += __shfl_xor_sync(0xffffffffu, l, 1);
-      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      const float l = QuadSum(l_run[hh]);
       const int r = warp * 16 + g + 8 * hh;
       if (q0 + r >= rows_total) continue;  // padding rows: the combine kernel skips them
       if (tig == 0) {
@@ -297,9 +296,7 @@ __device__ __forceinline__ void AttnBody(const AttnParams& p) {
   T* out = static_cast<T*>(p.o) + b * p.o_b;
 #pragma unroll
   for (int hh = 0; hh < 2; ++hh) {
-    float l = l_run[hh];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const float l = QuadSum(l_run[hh]);
     const float inv = l > 0.0f ? 1.0f / l : 0.0f;  // no key: zeros, as torch
     const int64_t row = q0 + warp * 16 + g + 8 * hh;
     if (row >= rows_total) continue;

@@ -39,6 +39,8 @@ namespace pk = pygpukit::kernels;
 using pk::AttnParams;
 using pk::attn::Exp2;
 using pk::attn::Pack2;
+using pk::attn::QuadMax;
+using pk::attn::QuadSum;
 
 namespace {
 
@@ -225,8 +227,7 @@ __device__ __forceinline__ void AttnSm90Body(const CUtensorMap* tq, const CUtens
     float base[2];
 #pragma unroll
     for (int hh = 0; hh < 2; ++hh) {
-      mx[hh] = fmaxf(mx[hh], __shfl_xor_sync(0xffffffffu, mx[hh], 1));
-      mx[hh] = fmaxf(mx[hh], __shfl_xor_sync(0xffffffffu, mx[hh], 2));
+      mx[hh] = QuadMax(mx[hh]);
       const float m_new = fmaxf(m_run[hh], mx[hh]);
       base[hh] = m_new == -INFINITY ? 0.0f : m_new;  // a row with no key yet: all 0
       corr[hh] = Exp2(m_run[hh] - base[hh]);
@@ -350,9 +351,7 @@ __device__ __forceinline__ void AttnSm90Body(const CUtensorMap* tq, const CUtens
   T* out = static_cast<T*>(p.o) + b * p.o_b + h * p.o_h;
 #pragma unroll
   for (int hh = 0; hh < 2; ++hh) {
-    float l = l_run[hh];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const float l = QuadSum(l_run[hh]);
     const float inv = l > 0.0f ? 1.0f / l : 0.0f;  // no key: zeros, as torch
     if (!live[hh]) continue;
     uint32_t* dst = reinterpret_cast<uint32_t*>(out + qi[hh] * p.o_s);
