@@ -2,9 +2,9 @@
 # One-call GPU run for the lent H100/H200 machines (see CONTRIBUTING.md): unpacks the carried
 # Abseil / GoogleTest .debs (the machine has no network), builds for sm_90a with -j16, runs the
 # C++ and Python suites (backend parity included) with PYGPUKIT_DEVICE=cuda, python -m pygpukit and the benchmarks.
-#   steps: any of "build test test-gemm test-nn sanitize-gemm profile-gemm selfcheck bench bench-gemm
-#   bench-gemm-epilogue bench-scaled-matmul bench-grouped bench-mlp bench-nn bench-attention
-#   bench-transformer bench-jit
+#   steps: any of "build test test-gemm test-nn probe-attention sanitize-gemm profile-gemm
+#   selfcheck bench bench-gemm bench-gemm-epilogue bench-scaled-matmul bench-grouped bench-mlp
+#   bench-nn bench-attention bench-transformer bench-jit
 #   bench-elementwise bench-sorting bench-rng bench-launch
 #   bench-memory bench-scheduler bench-suite"
 #   (default: build test selfcheck bench bench-memory bench-scheduler)
@@ -19,6 +19,8 @@
 #   test-gemm: only the matmul / gemm Python tests (fast signal on kernel work; GEMM_K replaces
 #   the -k expression, GEMM_PYTEST_ARGS adds pytest arguments)
 #   sanitize-gemm: scripts/gemm_sanitize.py under compute-sanitizer memcheck
+#   probe-attention: scripts/attention_probe.py (inputs that expose a wrong fragment or
+#   descriptor layout of the fused attention kernels; extra arguments in PROBE_ARGS)
 #   profile-gemm: Nsight Compute over scripts/gemm_profile.py (the sm90 kernel plain and with a
 #   fused bias: stall reasons, source counters; logs in $OUT)
 #   sanitize: compute-sanitizer memcheck over the C++ op tests and the kernel families' Python
@@ -141,6 +143,11 @@ if has sanitize-gemm; then
   else
     echo "sanitize-gemm: compute-sanitizer not found"; rc=1
   fi
+fi
+if has probe-attention; then
+  # Layout probes of the fused attention kernels (scripts/attention_probe.py): which (row,
+  # column) positions of O go wrong, per kernel variant and head dim.
+  PYGPUKIT_DEVICE=cuda $PY scripts/attention_probe.py ${PROBE_ARGS:-} 2>&1 | tee "$OUTDIR/probe_attention.log" || rc=1
 fi
 if has profile-gemm; then
   # Nsight Compute on the sm90 kernel plain and with a fused bias (scripts/gemm_profile.py): the
