@@ -181,7 +181,18 @@ __device__ void RowsBody(const RowsParams& p) {
     // First pass.
     A first = is_max ? -INFINITY : A(0);
     if constexpr (kOp != pk::kRowRmsNorm) {
-      auto take = [&](A u) { first = is_max ? (u > first || u != u ? u : first) : first + u; };
+      // The maximum ignores NaN (one instruction): a NaN still reaches every output through the
+      // sum of exponentials, as torch's does. The safe softmax keeps a NaN-aware maximum, since
+      // a row whose maximum is -inf is written as zeros.
+      auto take = [&](A u) {
+        if constexpr (!is_max) {
+          first += u;
+        } else if constexpr (kOp == pk::kRowSafeSoftmax) {
+          first = u > first || u != u ? u : first;
+        } else {
+          first = fmax(first, u);
+        }
+      };
 #pragma unroll
       for (int c = 0; c < kCache; ++c) {
         if (t + int64_t{c} * threads < nvec) {
