@@ -9,7 +9,8 @@ TB/s count the cache's bytes (k and v read once). Timing as peers.interleaved_ms
 runs a batch of calls of every candidate in turn with its own CUDA events; medians, spreads.
 Errors (max / mean absolute) against a float64 reference over 4 query rows of the first head.
 Where our Hopper kernel runs, its serial variant ("ours_sm90s") and the SM80 kernel
-("ours_sm80", PYGPUKIT_ATTENTION_KERNEL) are timed in the same rounds.
+("ours_sm80") are timed in the same rounds, and where the three-stage SM80 kernel runs, its
+two-stage form ("ours_sm80s2"; PYGPUKIT_ATTENTION_KERNEL).
 Results go to <out>/<gpu>-sm<XY>-attention.json.
 
     python benchmarks/attention.py [--quick] [--reps 5]
@@ -181,13 +182,18 @@ def main():
         ours_call()
         gp.synchronize(dev)
         kernels = sorted(gp.dispatch_stats()["per_kernel"])
-        # Where the Hopper kernel runs, its serial variant and the SM80 kernel are timed too.
+        # Where the Hopper kernel runs, its serial variant and the SM80 kernel are timed too;
+        # where the three-stage SM80 kernel runs, its two-stage form.
+        variants = ()
         if any(k.startswith("pgk_attn_sm90") for k in kernels):
-            for variant in ("sm90s", "sm80"):
-                with forced_kernel(variant):
-                    got = gp.to_numpy(ours_call().astype(gp.float32))[0, 0, rows]
-                errors[f"ours_{variant}"] = got - ref
-                calls[f"ours_{variant}"] = (OursKernel(dev, variant), ours_call)
+            variants = ("sm90s", "sm80")
+        elif any(k.endswith("_s3") for k in kernels):
+            variants = ("sm80s2",)
+        for variant in variants:
+            with forced_kernel(variant):
+                got = gp.to_numpy(ours_call().astype(gp.float32))[0, 0, rows]
+            errors[f"ours_{variant}"] = got - ref
+            calls[f"ours_{variant}"] = (OursKernel(dev, variant), ours_call)
         timed = interleaved_ms(calls, args.iters, args.reps)
         flops = 4.0 * b * hq * sq * sk * d * (0.5 if causal else 1.0)
         cache_bytes = 2.0 * b * hk * sk * d * 2

@@ -209,7 +209,7 @@ def fused_kernel(device, sq, mask_kind):
     SM80 one."""
     cc = tuple(gp.device_properties(device)["compute_capability"])
     hopper = cc == (9, 0) and "90a" in gp.runtime_info()["kernel_archs"]
-    forced = os.environ.get("PYGPUKIT_ATTENTION_KERNEL") == "sm80"
+    forced = os.environ.get("PYGPUKIT_ATTENTION_KERNEL", "").startswith("sm80")
     if hopper and not forced and mask_kind is None and sq >= 64:
         return "pgk_attn_sm90"
     return "pgk_attn_sm80"
@@ -245,13 +245,13 @@ def test_fused_kernel_shapes(rng, device, dtype, d, case):
             assert any(n.startswith("pgk_attn_combine") for n in ran), ran
 
 
-@pytest.mark.parametrize("forced", ["sm80", "sm90s"])
+@pytest.mark.parametrize("forced", ["sm80", "sm80s2", "sm90s"])
 @pytest.mark.parametrize("d", [64, 128])
 @pytest.mark.parametrize("case", ["plain", "long_causal", "causal_fewer_keys", "grouped_prefill"])
 def test_forced_kernel_on_prefill(rng, device, monkeypatch, forced, d, case):
-    """PYGPUKIT_ATTENTION_KERNEL=sm80 keeps prefill on the SM80 kernel (on Hopper too);
-    "sm90s" runs the Hopper kernel's serial variant (where the Hopper kernel serves); the same
-    values."""
+    """PYGPUKIT_ATTENTION_KERNEL=sm80 keeps prefill on the SM80 kernel (on Hopper too), "sm80s2"
+    on its two-stage form; "sm90s" runs the Hopper kernel's serial variant (where the Hopper
+    kernel serves); the same values."""
     monkeypatch.setenv("PYGPUKIT_ATTENTION_KERNEL", forced)
     b, hq, hk, sq, sk, causal, _ = FUSED_CASES[case]
     (q, k, v), (gq, gk, gv) = arrays(
@@ -266,6 +266,8 @@ def test_forced_kernel_on_prefill(rng, device, monkeypatch, forced, d, case):
         if forced == "sm90s" and kernel == "pgk_attn_sm90":
             kernel = "pgk_attn_sm90s"
         assert any(n.startswith(kernel) for n in ran), ran
+        if forced == "sm80s2":
+            assert not any(n.endswith("_s3") for n in ran), ran
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float32"])

@@ -71,7 +71,8 @@ absl::Status AttentionCuda(LaunchContext& ctx, DType dtype, int64_t head_dim,
   // that size still fit a SM (its shared memory: the per-block opt-in limit plus the 1 KiB
   // reserved per block), else two.
   const int64_t tile = kBN * head_dim * 2;
-  const int64_t stages = 2 * (7 * tile + 1024) <= props.max_shared_memory_per_block + 1024 ? 3 : 2;
+  const bool fits3 = 2 * (7 * tile + 1024) <= props.max_shared_memory_per_block + 1024;
+  const int64_t stages = fits3 && AttentionKernelForced() != "sm80s2" ? 3 : 2;
   dims.shared_bytes = static_cast<unsigned>((1 + 2 * stages) * tile);
   // FLOPs: the two products over the keys each row sees (causal: about half); bytes: q, o and
   // k, v once per query block.

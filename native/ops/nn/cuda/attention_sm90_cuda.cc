@@ -21,14 +21,6 @@ namespace {
 
 constexpr int64_t kBM = 128, kMaxGridYZ = 65535;
 
-// PYGPUKIT_ATTENTION_KERNEL (tests and measurements; read per call, so tests can set it):
-// "sm80" keeps prefill on the SM80 kernel where this one would serve, "sm90s" runs this one's
-// serial variant (one key tile at a time per consumer) instead of the pipelined one.
-bool KernelForced(const char* which) {
-  const char* e = std::getenv("PYGPUKIT_ATTENTION_KERNEL");
-  return e != nullptr && std::strcmp(e, which) == 0;
-}
-
 // A (D, rows, heads, batch) tensor map with 64 x 128 boxes and the 128-byte swizzle, or
 // nullopt where TMA cannot describe the layout (strides not multiples of 16 bytes, ...).
 // Strides of extent-1 dims only have to be valid ones.
@@ -56,10 +48,16 @@ std::optional<CUtensorMap> EncodeRows(const cuda::DriverApi* api, const void* pt
 
 }  // namespace
 
+absl::string_view AttentionKernelForced() {
+  const char* e = std::getenv("PYGPUKIT_ATTENTION_KERNEL");
+  return e != nullptr ? absl::string_view(e) : absl::string_view();
+}
+
 absl::StatusOr<bool> AttentionSm90(LaunchContext& ctx, const hal::DeviceProperties& props,
                                    DType dtype, int64_t head_dim, const kernels::AttnParams& p) {
   if (props.sm_major != 9 || props.sm_minor != 0 ||
-      !absl::StrContains(EmbeddedKernelArchs(), "90a") || KernelForced("sm80")) {
+      !absl::StrContains(EmbeddedKernelArchs(), "90a") ||
+      absl::StartsWith(AttentionKernelForced(), "sm80")) {
     return false;
   }
   // Prefill without a mask over contiguous K / V; TMA coordinates are 32-bit.
@@ -96,7 +94,7 @@ absl::StatusOr<bool> AttentionSm90(LaunchContext& ctx, const hal::DeviceProperti
   kernels::AttnParams args = p;
   void* argv[] = {&*tq, &*tk, &*tv, &args};
   const std::string kernel =
-      absl::StrCat(KernelForced("sm90s") ? "pgk_attn_sm90s_" : "pgk_attn_sm90_",
+      absl::StrCat(AttentionKernelForced() == "sm90s" ? "pgk_attn_sm90s_" : "pgk_attn_sm90_",
                    dtype == DType::BFloat16 ? "bf2" : "f2", "_d", head_dim);
   PGK_RETURN_IF_ERROR(ctx.Kernel(kernel, dims, argv, cost));
   return true;
