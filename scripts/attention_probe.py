@@ -8,7 +8,7 @@ a fragment or descriptor layout goes wrong, printed compactly (for a kernel's fi
 Each probe runs for every kernel variant asked for (PYGPUKIT_ATTENTION_KERNEL values; "" is
 the default) and head dim; the error is against float64, relative to the largest |O|.
 
-    python scripts/attention_probe.py [--variants ,sm90s,sm80] [--dims 64,128]
+    python scripts/attention_probe.py [--variants ,sm90s,sm90pp,sm80] [--dims 64,128]
 """
 
 import argparse
@@ -57,7 +57,7 @@ def probe(name, q, k, v, dev, variant):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--variants", default=",sm90s,sm80")
+    p.add_argument("--variants", default=",sm90s,sm90pp,sm80")
     p.add_argument("--dims", default="64,128")
     p.add_argument("--device", default="cuda:0")
     args = p.parse_args()

@@ -245,13 +245,13 @@ def test_fused_kernel_shapes(rng, device, dtype, d, case):
             assert any(n.startswith("pgk_attn_combine") for n in ran), ran
 
 
-@pytest.mark.parametrize("forced", ["sm80", "sm80s2", "sm90s"])
+@pytest.mark.parametrize("forced", ["sm80", "sm80s2", "sm90s", "sm90pp"])
 @pytest.mark.parametrize("d", [64, 128])
 @pytest.mark.parametrize("case", ["plain", "long_causal", "causal_fewer_keys", "grouped_prefill"])
 def test_forced_kernel_on_prefill(rng, device, monkeypatch, forced, d, case):
     """PYGPUKIT_ATTENTION_KERNEL=sm80 keeps prefill on the SM80 kernel (on Hopper too), "sm80s2"
-    on its two-stage form; "sm90s" runs the Hopper kernel's serial variant (where the Hopper
-    kernel serves); the same values."""
+    on its two-stage form; "sm90s" and "sm90pp" run the Hopper kernel's serial and ping-pong
+    variants (where the Hopper kernel serves); the same values."""
     monkeypatch.setenv("PYGPUKIT_ATTENTION_KERNEL", forced)
     b, hq, hk, sq, sk, causal, _ = FUSED_CASES[case]
     (q, k, v), (gq, gk, gv) = arrays(
@@ -263,8 +263,8 @@ def test_forced_kernel_on_prefill(rng, device, monkeypatch, forced, d, case):
     check(y, sdpa_ref(q, k, v, None, causal), "bfloat16", np.abs(f64(v)).max())
     if device.type == "cuda" and gp.device_properties(device)["compute_capability"][0] >= 8:
         kernel = fused_kernel(device, sq, None)
-        if forced == "sm90s" and kernel == "pgk_attn_sm90":
-            kernel = "pgk_attn_sm90s"
+        if forced in ("sm90s", "sm90pp") and kernel == "pgk_attn_sm90":
+            kernel = f"pgk_attn_{forced}"
         assert any(n.startswith(kernel) for n in ran), ran
         if forced == "sm80s2":
             assert not any(n.endswith("_s3") for n in ran), ran

@@ -117,6 +117,15 @@ __device__ __forceinline__ void WarpgroupBarrier(int id) {
   asm volatile("bar.sync %0, 128;" ::"r"(id) : "memory");
 }
 
+// Named barrier `id` of `count` threads: wait for it (sync) or only count in (arrive), so that
+// one group of threads can signal another.
+__device__ __forceinline__ void NamedBarrierSync(int id, int count) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
+}
+__device__ __forceinline__ void NamedBarrierArrive(int id, int count) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(count) : "memory");
+}
+
 __device__ __forceinline__ void ClusterSync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::
                    : "memory");

@@ -50,6 +50,8 @@ using pygpukit::sm90::MbarArrive;
 using pygpukit::sm90::MbarExpectTx;
 using pygpukit::sm90::MbarInit;
 using pygpukit::sm90::MbarWait;
+using pygpukit::sm90::NamedBarrierArrive;
+using pygpukit::sm90::NamedBarrierSync;
 using pygpukit::sm90::TmaLoad4;
 using pygpukit::sm90::WgmmaCommit;
 using pygpukit::sm90::WgmmaFence;
@@ -115,8 +117,9 @@ __device__ __forceinline__ void ValueTile(float (&o)[D / 2], const uint32_t (&pa
 #endif  // PGK_SM90A
 
 // kPipelined: the consumers overlap tile t's Q K^T and softmax with tile t - 1's P V (else each
-// tile runs in turn).
-template <typename T, int D, bool kPipelined>
+// tile runs in turn). kPingPong (pipelined only): the two consumers take turns issuing their
+// wgmmas (named barriers 1 and 2), so that one's softmax runs under the other's products.
+template <typename T, int D, bool kPipelined, bool kPingPong = false>
 __device__ __forceinline__ void AttnSm90Body(const CUtensorMap* tq, const CUtensorMap* tk,
                                              const CUtensorMap* tv, const AttnParams& p) {
 #if PGK_SM90A
@@ -158,7 +161,7 @@ __device__ __forceinline__ void AttnSm90Body(const CUtensorMap* tq, const CUtens
   const int warpgroup = threadIdx.x / 128;
 
   if (warpgroup == 0) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
     if (threadIdx.x == 0) {
       asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(tq)) : "memory");
       asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(tk)) : "memory");
@@ -186,9 +189,9 @@ __device__ __forceinline__ void AttnSm90Body(const CUtensorMap* tq, const CUtens
     return;
   }
 
-  // 128 x 40 + 256 x 232 = 384 x 168 registers, what __launch_bounds__(384, 1) allots (ptxas
-  // reports 168 for every variant: a kernel with setmaxnreg gets the full allotment).
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+  // 128 x 24 + 256 x 240 = 64512 <= 384 x 168, what __launch_bounds__(384, 1) allots (ptxas
+  // reports 168 for every variant; with 232 the ping-pong variant spilled at head dim 128).
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
   const int consumer = warpgroup - 1;
   const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, c = lane % 4;
@@ -302,13 +305,29 @@ __device__ __forceinline__ void AttnSm90Body(const CUtensorMap* tq, const CUtens
     // Software-pipelined (FlashAttention-3's intra-warpgroup overlap): tile t's Q K^T and tile
     // t - 1's P V are in flight together, and tile t's softmax runs while P V still computes;
     // its probabilities stay in the score registers until that P V has read the previous P.
+    // Ping-pong turns: a consumer waits for its barrier (1 + consumer) before issuing and
+    // signals the other's after; consumer 0 goes first, and consumer 1 skips its last signal so
+    // that every barrier's arrivals and waits pair up (ntiles + 1 turns each).
+    auto my_turn = [&] {
+      if constexpr (kPingPong) NamedBarrierSync(1 + consumer, 256);
+    };
+    auto pass_turn = [&](bool last) {
+      if constexpr (kPingPong) {
+        if (!(last && consumer == 1)) NamedBarrierArrive(2 - consumer, 256);
+      }
+    };
+    if constexpr (kPingPong) {
+      if (consumer == 1) NamedBarrierArrive(1, 256);
+    }
     uint32_t pa[kBN / 16][4];
     {
       MbarWait(&k_full[0], 0);
       float s[kBN / 2];
+      my_turn();
       WgmmaFence();
       ScoreTile<T, D>(s, q, sk);
       WgmmaCommit();
+      pass_turn(false);
       WgmmaWait<0>();
       FenceAcc(s);
       float corr[2];
@@ -318,15 +337,17 @@ __device__ __forceinline__ void AttnSm90Body(const CUtensorMap* tq, const CUtens
     for (int t = 1; t < ntiles; ++t) {
       const int st = t % kStages, st_prev = (t - 1) % kStages;
       MbarWait(&k_full[st], (t / kStages) & 1);
+      MbarWait(&v_full[st_prev], ((t - 1) / kStages) & 1);
       float s[kBN / 2];
+      my_turn();
       FenceAcc(o);
       WgmmaFence();
       ScoreTile<T, D>(s, q, sk + st * G::kKvBytes);
       WgmmaCommit();
-      MbarWait(&v_full[st_prev], ((t - 1) / kStages) & 1);
       WgmmaFence();  // (else ptxas injects one: its operands were set up after the first)
       ValueTile<T, D>(o, pa, sv + st_prev * G::kKvBytes, t - 1 != 0);
       WgmmaCommit();
+      pass_turn(false);
       WgmmaWait<1>();  // the scores (committed first) are done
       FenceAcc(s);
       float corr[2];
@@ -339,10 +360,12 @@ __device__ __forceinline__ void AttnSm90Body(const CUtensorMap* tq, const CUtens
     }
     const int last = ntiles - 1, st = last % kStages;
     MbarWait(&v_full[st], (last / kStages) & 1);
+    my_turn();
     FenceAcc(o);
     WgmmaFence();
     ValueTile<T, D>(o, pa, sv + st * G::kKvBytes, last != 0);
     WgmmaCommit();
+    pass_turn(true);
     WgmmaWait<0>();
     FenceAcc(o);
     release(st);
@@ -367,16 +390,18 @@ __device__ __forceinline__ void AttnSm90Body(const CUtensorMap* tq, const CUtens
 
 }  // namespace
 
-// pgk_attn_sm90_* (pipelined consumers) and pgk_attn_sm90s_* (serial: one tile at a time).
-#define PGK_ATTN_SM90_KERNEL(NAME, T, D, PIPELINED)                                        \
+// pgk_attn_sm90_* (pipelined consumers), pgk_attn_sm90s_* (serial: one tile at a time) and
+// pgk_attn_sm90pp_* (pipelined, the consumers taking turns).
+#define PGK_ATTN_SM90_KERNEL(NAME, T, D, PIPELINED, PINGPONG)                              \
   extern "C" __global__ void __launch_bounds__(kThreads, 1)                                \
       NAME(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk, \
            const __grid_constant__ CUtensorMap tv, const AttnParams p) {                   \
-    AttnSm90Body<T, D, PIPELINED>(&tq, &tk, &tv, p);                                       \
+    AttnSm90Body<T, D, PIPELINED, PINGPONG>(&tq, &tk, &tv, p);                             \
   }
-#define PGK_ATTN_SM90(T, C, D)                               \
-  PGK_ATTN_SM90_KERNEL(pgk_attn_sm90_##C##_d##D, T, D, true) \
-  PGK_ATTN_SM90_KERNEL(pgk_attn_sm90s_##C##_d##D, T, D, false)
+#define PGK_ATTN_SM90(T, C, D)                                        \
+  PGK_ATTN_SM90_KERNEL(pgk_attn_sm90_##C##_d##D, T, D, true, false)   \
+  PGK_ATTN_SM90_KERNEL(pgk_attn_sm90s_##C##_d##D, T, D, false, false) \
+  PGK_ATTN_SM90_KERNEL(pgk_attn_sm90pp_##C##_d##D, T, D, true, true)
 
 PGK_ATTN_SM90(pygpukit::bfloat16, bf2, 64)
 PGK_ATTN_SM90(pygpukit::bfloat16, bf2, 128)

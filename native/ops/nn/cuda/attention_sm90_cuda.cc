@@ -93,9 +93,11 @@ absl::StatusOr<bool> AttentionSm90(LaunchContext& ctx, const hal::DeviceProperti
                2 * 2 * p.batch * p.hq * p.sk * head_dim * dims.grid[0];
   kernels::AttnParams args = p;
   void* argv[] = {&*tq, &*tk, &*tv, &args};
-  const std::string kernel =
-      absl::StrCat(AttentionKernelForced() == "sm90s" ? "pgk_attn_sm90s_" : "pgk_attn_sm90_",
-                   dtype == DType::BFloat16 ? "bf2" : "f2", "_d", head_dim);
+  const absl::string_view forced = AttentionKernelForced();
+  const std::string kernel = absl::StrCat(forced == "sm90s"    ? "pgk_attn_sm90s_"
+                                          : forced == "sm90pp" ? "pgk_attn_sm90pp_"
+                                                               : "pgk_attn_sm90_",
+                                          dtype == DType::BFloat16 ? "bf2" : "f2", "_d", head_dim);
   PGK_RETURN_IF_ERROR(ctx.Kernel(kernel, dims, argv, cost));
   return true;
 }
