@@ -19,6 +19,12 @@ __device__ __forceinline__ uint32_t SmemAddr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
+// `p` rounded up to 1024 bytes: 128-byte swizzle atoms repeat every 1024 bytes, so tiles that
+// TMA writes and wgmma reads swizzled must start on that boundary.
+__device__ __forceinline__ uint8_t* AlignSwizzle(uint8_t* p) {
+  return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p) + 1023) & ~uintptr_t(1023));
+}
+
 // Volatile shared-memory accesses in the shared state space (a generic volatile access would be
 // a system-scope strong load or store, far slower).
 __device__ __forceinline__ int32_t LdVolatileShared(const int32_t* p) {

@@ -17,6 +17,7 @@ namespace pk = pygpukit::kernels;
 namespace {
 
 // The Hopper primitives (ops/kernels/sm90.h).
+using pygpukit::sm90::AlignSwizzle;
 using pygpukit::sm90::ClusterRank;
 using pygpukit::sm90::ClusterSync;
 using pygpukit::sm90::Desc;

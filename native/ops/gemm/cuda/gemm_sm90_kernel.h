@@ -89,9 +89,7 @@ __device__ __forceinline__ void GemmBody(const CUtensorMap* tma_a, const CUtenso
   using Cfg = Config<BN>;
   constexpr int kStages = Cfg::kStages;
   extern __shared__ uint8_t smem_raw[];
-  // 128-byte swizzle atoms repeat every 1024 bytes: stages must start on that boundary.
-  uint8_t* smem =
-      reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  uint8_t* smem = AlignSwizzle(smem_raw);  // the stages start on a swizzle atom
   uint8_t* stage_a = smem;
   uint8_t* stage_b = smem + kStages * Cfg::kABytes;
   uint8_t* staging = smem + kStages * Cfg::kStageBytes;

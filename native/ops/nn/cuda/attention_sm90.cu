@@ -44,6 +44,7 @@ using pk::attn::QuadSum;
 
 namespace {
 
+using pygpukit::sm90::AlignSwizzle;
 using pygpukit::sm90::Desc;
 using pygpukit::sm90::FenceAcc;
 using pygpukit::sm90::MbarArrive;
@@ -126,8 +127,7 @@ __device__ __forceinline__ void AttnSm90Body(const CUtensorMap* tq, const CUtens
   using G = Geometry<D>;
   constexpr int kStages = G::kStages;
   extern __shared__ uint8_t smem_raw[];
-  uint8_t* smem =
-      reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  uint8_t* smem = AlignSwizzle(smem_raw);
   uint8_t* sq = smem;
   uint8_t* sk = smem + G::kQBytes;
   uint8_t* sv = sk + kStages * G::kKvBytes;
