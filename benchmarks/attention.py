@@ -182,8 +182,7 @@ def main():
         gp.synchronize(dev)
         kernels = sorted(gp.dispatch_stats()["per_kernel"])
         # Where the Hopper kernel runs, its serial and ping-pong variants and the SM80 kernel are
-        # timed too;
-        # where the three-stage SM80 kernel runs, its two-stage form.
+        # timed too; where the three-stage SM80 kernel runs, its two-stage form.
         variants = ()
         if any(k.startswith("pgk_attn_sm90") for k in kernels):
             variants = ("sm90s", "sm90pp", "sm80")
