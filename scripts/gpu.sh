@@ -20,7 +20,8 @@
 #   the -k expression, GEMM_PYTEST_ARGS adds pytest arguments)
 #   sanitize-gemm: scripts/gemm_sanitize.py under compute-sanitizer memcheck
 #   probe-attention: scripts/attention_probe.py (inputs that expose a wrong fragment or
-#   descriptor layout of the fused attention kernels; extra arguments in PROBE_ARGS)
+#   descriptor layout of the fused attention kernels), one capped process per variant
+#   (PROBE_VARIANTS, PROBE_LIMIT seconds; extra arguments in PROBE_ARGS)
 #   profile-gemm: Nsight Compute over scripts/gemm_profile.py (the sm90 kernel plain and with a
 #   fused bias: stall reasons, source counters; logs in $OUT)
 #   sanitize: compute-sanitizer memcheck over the C++ op tests and the kernel families' Python
@@ -122,15 +123,18 @@ fi
 if has test-nn; then
   # gp.nn's tests and its C++ test on the GPU, then under compute-sanitizer memcheck.
   NN_TESTS="tests/python/test_nn.py tests/python/test_attention.py tests/python/test_llama_example.py"
-  PYGPUKIT_DEVICE=cuda $PY -m pytest $NN_TESTS -q -p no:cacheprovider -rf \
+  # Capped (NN_LIMIT seconds per run): a kernel that hangs must not take the later steps with it.
+  NN_LIMIT=${NN_LIMIT:-240}
+  PYGPUKIT_DEVICE=cuda timeout "$NN_LIMIT" $PY -m pytest $NN_TESTS -q -p no:cacheprovider -rf \
     >"$OUTDIR/pytest_nn.log" 2>&1 || rc=1
   PYGPUKIT_DEVICE=cuda "$BUILD/tests/cpp/nn_test" >>"$OUTDIR/pytest_nn.log" 2>&1 || rc=1
   grep -E "^(FAILED|ERROR)|FAILED  \]" "$OUTDIR/pytest_nn.log" | head -40
   grep -E "[0-9]+ (passed|failed)|tests? ran" "$OUTDIR/pytest_nn.log"
   SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
   if [ -n "$SAN" ]; then
-    PYGPUKIT_DEVICE=cuda "$SAN" --tool memcheck --report-api-errors no --error-exitcode 9 \
-      $PY -m pytest $NN_TESTS -x -q -p no:cacheprovider >"$OUTDIR/sanitize_nn.log" 2>&1 || rc=1
+    PYGPUKIT_DEVICE=cuda timeout "$NN_LIMIT" "$SAN" --tool memcheck --report-api-errors no \
+      --error-exitcode 9 $PY -m pytest $NN_TESTS -x -q -p no:cacheprovider \
+      >"$OUTDIR/sanitize_nn.log" 2>&1 || rc=1
     grep -E "ERROR SUMMARY" "$OUTDIR/sanitize_nn.log" | tail -1
   fi
 fi
@@ -147,7 +151,12 @@ fi
 if has probe-attention; then
   # Layout probes of the fused attention kernels (scripts/attention_probe.py): which (row,
   # column) positions of O go wrong, per kernel variant and head dim.
-  PYGPUKIT_DEVICE=cuda $PY scripts/attention_probe.py ${PROBE_ARGS:-} 2>&1 | tee "$OUTDIR/probe_attention.log" || rc=1
+  # Each variant in its own capped process, so that one that hangs does not stop the others.
+  for v in ${PROBE_VARIANTS:-default sm90s sm90pp sm80}; do
+    [ "$v" = default ] && v=""
+    PYGPUKIT_DEVICE=cuda timeout "${PROBE_LIMIT:-60}" $PY scripts/attention_probe.py \
+      --variants "$v" ${PROBE_ARGS:-} 2>&1 | tee -a "$OUTDIR/probe_attention.log" || rc=1
+  done
 fi
 if has profile-gemm; then
   # Nsight Compute on the sm90 kernel plain and with a fused bias (scripts/gemm_profile.py): the
