@@ -1,6 +1,8 @@
 // Fused attention forward for Hopper (sm_90a; FlashAttention-3 style, inference):
-// pgk_attn_sm90_<dtype code>_d<D>(tq, tk, tv, AttnParams), 16-bit q / k / v, head dim D = 64
-// or 128, no mask, contiguous (unpaged) K and V.
+// pgk_attn_sm90{,s,pp}_<dtype code>_d<D>(tq, tk, tv, AttnParams), 16-bit q / k / v, head dim
+// D = 64 or 128, no mask, contiguous (unpaged) K and V. Three consumer schedules: pipelined
+// (default: tile t's Q K^T and softmax under tile t - 1's P V), serial (s: one tile at a time)
+// and ping-pong (pp: pipelined, and the two consumers take turns issuing their wgmmas).
 //
 // One CTA per (128 query rows, query head, batch); 384 threads in three warpgroups:
 //   * warpgroup 0, the producer: one thread issues TMA loads (Q once; then per 128-key tile K
