@@ -2,8 +2,8 @@
 # One-call GPU run for the lent H100/H200 machines (see CONTRIBUTING.md): unpacks the carried
 # Abseil / GoogleTest .debs (the machine has no network), builds for sm_90a with -j16, runs the
 # C++ and Python suites (backend parity included) with PYGPUKIT_DEVICE=cuda, python -m pygpukit and the benchmarks.
-#   steps: any of "build test test-gemm test-nn probe-attention sanitize-gemm profile-gemm
-#   selfcheck bench bench-gemm bench-gemm-epilogue bench-scaled-matmul bench-grouped bench-mlp
+#   steps: any of "build test test-gemm test-nn probe-attention sanitize-gemm profile-nn
+#   profile-gemm selfcheck bench bench-gemm bench-gemm-epilogue bench-scaled-matmul bench-grouped bench-mlp
 #   bench-nn bench-attention bench-transformer bench-jit
 #   bench-elementwise bench-sorting bench-rng bench-launch
 #   bench-memory bench-scheduler bench-suite"
@@ -22,6 +22,7 @@
 #   probe-attention: scripts/attention_probe.py (inputs that expose a wrong fragment or
 #   descriptor layout of the fused attention kernels), one capped process per variant
 #   (PROBE_VARIANTS, PROBE_LIMIT seconds; extra arguments in PROBE_ARGS)
+#   profile-nn: Nsight Compute over scripts/nn_profile.py (the row kernels; logs in $OUT)
 #   profile-gemm: Nsight Compute over scripts/gemm_profile.py (the sm90 kernel plain and with a
 #   fused bias: stall reasons, source counters; logs in $OUT)
 #   sanitize: compute-sanitizer memcheck over the C++ op tests and the kernel families' Python
@@ -157,6 +158,21 @@ if has probe-attention; then
     PYGPUKIT_DEVICE=cuda timeout "${PROBE_LIMIT:-60}" $PY scripts/attention_probe.py \
       --variants "$v" ${PROBE_ARGS:-} 2>&1 | tee -a "$OUTDIR/probe_attention.log" || rc=1
   done
+fi
+if has profile-nn; then
+  # Nsight Compute on the nn row kernels (scripts/nn_profile.py: softmax, rms_norm; bf16,
+  # float32; 1024 and 4096 columns; three calls each): throughput, occupancy, stalls.
+  NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  if [ -n "$NCU" ]; then
+    PYGPUKIT_DEVICE=cuda "$NCU" --clock-control none -k regex:pgk_nn_rows \
+      --section SpeedOfLight --section WarpStateStats \
+      --section SchedulerStats --section Occupancy --section LaunchStats \
+      $PY scripts/nn_profile.py >"$OUTDIR/profile_nn.log" 2>&1 || rc=1
+    grep -E "pgk_nn_rows|Duration|Memory Throughput|Achieved Occupancy|Registers|Stall|Issued Warp" \
+      "$OUTDIR/profile_nn.log" | head -80
+  else
+    echo "profile-nn: ncu not found"; rc=1
+  fi
 fi
 if has profile-gemm; then
   # Nsight Compute on the sm90 kernel plain and with a fused bias (scripts/gemm_profile.py): the
