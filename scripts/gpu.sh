@@ -3,8 +3,8 @@
 # Abseil / GoogleTest .debs (the machine has no network), builds for sm_90a with -j16, runs the
 # C++ and Python suites (backend parity included) with PYGPUKIT_DEVICE=cuda, python -m pygpukit and the benchmarks.
 #   steps: any of "build test test-gemm test-nn probe-attention sanitize-gemm profile-nn
-#   profile-gemm selfcheck bench bench-gemm bench-gemm-epilogue bench-scaled-matmul bench-grouped bench-mlp
-#   bench-nn bench-attention bench-transformer bench-jit
+#   profile-gemm selfcheck bench bench-gemm bench-gemm-epilogue bench-scaled-matmul
+#   bench-grouped bench-mlp bench-nn bench-attention bench-transformer bench-jit
 #   bench-elementwise bench-sorting bench-rng bench-launch
 #   bench-memory bench-scheduler bench-suite"
 #   (default: build test selfcheck bench bench-memory bench-scheduler)
