@@ -20,6 +20,9 @@ namespace pygpukit::ops {
 namespace {
 
 constexpr int64_t kBM = 128, kMaxGridYZ = 65535;
+// Hopper's opt-in limit of dynamic shared memory per block (227 KiB).
+static_assert(kernels::AttnSm90SmemBytes(64) <= 232448 &&
+              kernels::AttnSm90SmemBytes(128) <= 232448);
 
 // A (D, rows, heads, batch) tensor map with 64 x 128 boxes and the 128-byte swizzle, or
 // nullopt where TMA cannot describe the layout (strides not multiples of 16 bytes, ...).
