@@ -32,7 +32,8 @@ absl::Status AttentionCuda(LaunchContext& ctx, DType dtype, int64_t head_dim,
                                             DTypeName(dtype), " head dim ", head_dim));
   }
   // Hopper: the sm90 kernel where it serves (prefill without a mask).
-  PGK_ASSIGN_OR_RETURN(const bool sm90, AttentionSm90(ctx, props, dtype, head_dim, p));
+  const absl::string_view forced = AttentionKernelForced();
+  PGK_ASSIGN_OR_RETURN(const bool sm90, AttentionSm90(ctx, props, dtype, head_dim, p, forced));
   if (sm90) return absl::OkStatus();
   // A CTA per 64 packed rows of a KV head's group of query heads (attention_sm80.cu).
   const int64_t rows = p.hq / p.hk * p.sq;
@@ -72,7 +73,7 @@ absl::Status AttentionCuda(LaunchContext& ctx, DType dtype, int64_t head_dim,
   // reserved per block), else two.
   const int64_t tile = kBN * head_dim * 2;
   const bool fits3 = 2 * (7 * tile + 1024) <= props.max_shared_memory_per_block + 1024;
-  const int64_t stages = fits3 && AttentionKernelForced() != "sm80s2" ? 3 : 2;
+  const int64_t stages = fits3 && forced != "sm80s2" ? 3 : 2;
   dims.shared_bytes = static_cast<unsigned>((1 + 2 * stages) * tile);
   // FLOPs: the two products over the keys each row sees (causal: about half); bytes: q, o and
   // k, v once per query block.

@@ -57,10 +57,10 @@ absl::string_view AttentionKernelForced() {
 }
 
 absl::StatusOr<bool> AttentionSm90(LaunchContext& ctx, const hal::DeviceProperties& props,
-                                   DType dtype, int64_t head_dim, const kernels::AttnParams& p) {
+                                   DType dtype, int64_t head_dim, const kernels::AttnParams& p,
+                                   absl::string_view forced) {
   if (props.sm_major != 9 || props.sm_minor != 0 ||
-      !absl::StrContains(EmbeddedKernelArchs(), "90a") ||
-      absl::StartsWith(AttentionKernelForced(), "sm80")) {
+      !absl::StrContains(EmbeddedKernelArchs(), "90a") || absl::StartsWith(forced, "sm80")) {
     return false;
   }
   // Prefill without a mask over contiguous K / V; TMA coordinates are 32-bit.
@@ -96,7 +96,6 @@ absl::StatusOr<bool> AttentionSm90(LaunchContext& ctx, const hal::DeviceProperti
                2 * 2 * p.batch * p.hq * p.sk * head_dim * dims.grid[0];
   kernels::AttnParams args = p;
   void* argv[] = {&*tq, &*tk, &*tv, &args};
-  const absl::string_view forced = AttentionKernelForced();
   const std::string kernel = absl::StrCat(forced == "sm90s"    ? "pgk_attn_sm90s_"
                                           : forced == "sm90pp" ? "pgk_attn_sm90pp_"
                                                                : "pgk_attn_sm90_",

@@ -22,8 +22,10 @@ absl::string_view AttentionKernelForced();
 /// Launches the sm90 kernel for `p` (16-bit `dtype`, head dim 64 or 128) when it serves the
 /// problem: an SM 9.0 device with the sm_90a kernels built, no mask, contiguous K and V, at
 /// least 64 query rows, layouts a TMA tensor map describes, and no SM80 kernel forced
-/// (AttentionKernelForced). Returns false, launching nothing, where it does not.
+/// (`forced`: AttentionKernelForced(), read once by the caller). Returns false, launching
+/// nothing, where it does not.
 absl::StatusOr<bool> AttentionSm90(LaunchContext& ctx, const hal::DeviceProperties& props,
-                                   DType dtype, int64_t head_dim, const kernels::AttnParams& p);
+                                   DType dtype, int64_t head_dim, const kernels::AttnParams& p,
+                                   absl::string_view forced);
 
 }  // namespace pygpukit::ops
