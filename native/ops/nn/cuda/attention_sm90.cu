@@ -215,41 +215,60 @@ __device__ __forceinline__ void AttnSm90Body(const CUtensorMap* tq, const CUtens
   auto softmax = [&](float(&s)[kBN / 2], int t, float(&corr)[2]) {
     // s[4 n + e]: row g (e < 2) or g + 8, key t * kBN + 8 n + 2 c + e % 2.
     const int64_t key0 = int64_t{t} * kBN, key_last = key0 + kBN - 1;
-    const bool plain = key_last < p.sk && (!p.causal || key_last <= diag);
-    auto score = [&](int n, int e) {
-      const int hh = e / 2;
-      const float x = s[4 * n + e] * p.scale_log2;
-      if (plain) return x;
-      const int64_t key = key0 + 8 * n + 2 * c + e % 2;
-      return key >= p.sk || (p.causal && key > qi[hh] + p.sk - p.sq) ? -INFINITY : x;
-    };
-    float mx[2] = {-INFINITY, -INFINITY};
+    if (key_last < p.sk && (!p.causal || key_last <= diag)) {
+#pragma unroll
+      for (int i = 0; i < kBN / 2; ++i) s[i] *= p.scale_log2;
+    } else {
+      // Edge tiles only: row hh sees keys key0 .. key0 + lim[hh] - 1 of this tile. The per-key
+      // test is one 32-bit compare and a select (64-bit tests inside the loops compiled to a
+      // branch per element, which cost more than the tile's wgmmas).
+      int lim[2];
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        int64_t end = p.sk;
+        if (p.causal && qi[hh] + 1 + p.sk - p.sq < end) end = qi[hh] + 1 + p.sk - p.sq;
+        const int64_t n = end - key0;
+        lim[hh] = n < 0 ? 0 : (n > kBN ? kBN : static_cast<int>(n));
+      }
+#pragma unroll
+      for (int n = 0; n < kBN / 8; ++n) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const float x = s[4 * n + e] * p.scale_log2;
+          s[4 * n + e] = 8 * n + 2 * c + e % 2 < lim[e / 2] ? x : -INFINITY;
+        }
+      }
+    }
+    // Two partial maxima and sums per row (e), so that the chains are half as long.
+    float part[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
 #pragma unroll
     for (int n = 0; n < kBN / 8; ++n) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) mx[e / 2] = fmaxf(mx[e / 2], score(n, e));
+      for (int e = 0; e < 4; ++e) part[e] = fmaxf(part[e], s[4 * n + e]);
     }
-    float base[2];
+    float mx[2], base[2];
 #pragma unroll
     for (int hh = 0; hh < 2; ++hh) {
-      mx[hh] = QuadMax(mx[hh]);
+      mx[hh] = QuadMax(fmaxf(part[2 * hh], part[2 * hh + 1]));
       const float m_new = fmaxf(m_run[hh], mx[hh]);
       base[hh] = m_new == -INFINITY ? 0.0f : m_new;  // a row with no key yet: all 0
       corr[hh] = Exp2(m_run[hh] - base[hh]);
       m_run[hh] = m_new;
     }
-    float sum[2] = {0.0f, 0.0f};
+    float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
     for (int n = 0; n < kBN / 8; ++n) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const float pr = Exp2(score(n, e) - base[e / 2]);
-        sum[e / 2] += pr;
+        const float pr = Exp2(s[4 * n + e] - base[e / 2]);
+        sum[e] += pr;
         s[4 * n + e] = pr;
       }
     }
 #pragma unroll
-    for (int hh = 0; hh < 2; ++hh) l_run[hh] = l_run[hh] * corr[hh] + sum[hh];
+    for (int hh = 0; hh < 2; ++hh) {
+      l_run[hh] = l_run[hh] * corr[hh] + (sum[2 * hh] + sum[2 * hh + 1]);
+    }
   };
   // The probabilities as wgmma A fragments in the inputs' dtype: step j covers keys 16 j ..
   // 16 j + 15, i.e. 8-key columns 2 j (a[0] row g, a[1] row g + 8) and 2 j + 1 (a[2], a[3]).
