@@ -3,8 +3,8 @@
 # Abseil / GoogleTest .debs (the machine has no network), builds for sm_90a with -j16, runs the
 # C++ and Python suites (backend parity included) with PYGPUKIT_DEVICE=cuda, python -m pygpukit and the benchmarks.
 #   steps: any of "build test test-gemm test-nn probe-attention sanitize-gemm profile-nn
-#   profile-gemm selfcheck bench bench-gemm bench-gemm-epilogue bench-scaled-matmul
-#   bench-grouped bench-mlp bench-nn bench-attention bench-transformer bench-jit
+#   profile-attention profile-gemm selfcheck bench bench-gemm bench-gemm-epilogue
+#   bench-scaled-matmul bench-grouped bench-mlp bench-nn bench-attention bench-transformer bench-jit
 #   bench-elementwise bench-sorting bench-rng bench-launch
 #   bench-memory bench-scheduler bench-suite"
 #   (default: build test selfcheck bench bench-memory bench-scheduler)
@@ -23,6 +23,8 @@
 #   descriptor layout of the fused attention kernels), one capped process per variant
 #   (PROBE_VARIANTS, PROBE_LIMIT seconds; extra arguments in PROBE_ARGS)
 #   profile-nn: Nsight Compute over scripts/nn_profile.py (the row kernels; logs in $OUT)
+#   profile-attention: Nsight Compute over scripts/attention_profile.py (the Hopper attention
+#   kernel's variants: pipe utilization, stalls; log in $OUT)
 #   profile-gemm: Nsight Compute over scripts/gemm_profile.py (the sm90 kernel plain and with a
 #   fused bias: stall reasons, source counters; logs in $OUT)
 #   sanitize: compute-sanitizer memcheck over the C++ op tests and the kernel families' Python
@@ -172,6 +174,19 @@ if has profile-nn; then
       "$OUTDIR/profile_nn.log" | head -80
   else
     echo "profile-nn: ncu not found"; rc=1
+  fi
+fi
+if has profile-attention; then
+  NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  if [ -n "$NCU" ]; then
+    PYGPUKIT_DEVICE=cuda "$NCU" --clock-control none -k regex:pgk_attn_sm90 \
+      --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats \
+      --section SchedulerStats --section MemoryWorkloadAnalysis --section InstructionStats \
+      $PY scripts/attention_profile.py >"$OUTDIR/profile_attention.log" 2>&1 || rc=1
+    grep -E "pgk_attn|Duration|Throughput|Pipe|Stall|Issued|Eligible|Executed Ipc|L2 Hit" \
+      "$OUTDIR/profile_attention.log" | head -120
+  else
+    echo "profile-attention: ncu not found"; rc=1
   fi
 fi
 if has profile-gemm; then

@@ -45,12 +45,12 @@ struct AttnParams {
 static_assert(sizeof(AttnParams) == 280, "AttnParams layout changed");
 
 /// Dynamic shared memory of the Hopper kernel (attention_sm90.cu) for head dim d (64 or 128):
-/// Q (128 rows), kStages K and V tiles of 128 keys (2 stages for d 128, 4 for d 64), the
+/// Q (128 rows), kStages K and V tiles of 128 keys (3 stages for d 128, 4 for d 64), the
 /// mbarriers, and 1 KiB to align the tiles to the swizzle atom.
-constexpr uint32_t AttnSm90Stages(int64_t d) { return d == 128 ? 2 : 4; }
+constexpr uint32_t AttnSm90Stages(int64_t d) { return d == 128 ? 3 : 4; }
 constexpr uint32_t AttnSm90SmemBytes(int64_t d) {
   return static_cast<uint32_t>(128 * d * 2 + 2 * AttnSm90Stages(d) * 128 * d * 2 +
-                               (1 + 3 * AttnSm90Stages(d)) * 8 + 1024);
+                               (1 + 4 * AttnSm90Stages(d)) * 8 + 1024);
 }
 
 }  // namespace pygpukit::kernels

@@ -8,7 +8,7 @@
 //   * warpgroup 0, the producer: one thread issues TMA loads (Q once; then per 128-key tile K
 //     and V into a ring of kStages stages, each tile completing on its own mbarrier so that
 //     Q K^T starts before V lands). It gives registers back (setmaxnreg) and waits on a stage's
-//     `empty` barrier before reusing it.
+//     k_empty / v_empty barrier before refilling its K / V tile.
 //   * warpgroups 1 and 2, the consumers: 64 query rows each. Per key tile:
 //       S (64 x 128) = Q K^T: wgmma with both operands in shared memory (K-major, 128-byte
 //         swizzle, D / 16 k-steps over D / 64 slabs of 64 columns);
@@ -18,7 +18,8 @@
 //         into wgmma's register A fragments (the accumulator layout of two 8-key columns is the
 //         A layout of one 16-key step);
 //       O (64 x D) = O * correction + P V: wgmma with A from registers and V as an MN-major B
-//         (its D / 64 column slabs `kSlabKv` bytes apart), then the stage is released.
+//         (its D / 64 column slabs `kSlabKv` bytes apart). K's tile is released once the scores
+//         are in registers, V's after P V.
 //   * At the end O / sum (0 for a row with no key) is rounded and stored from registers.
 // Tiles past the causal diagonal of the block's last row are neither loaded nor computed.
 //
@@ -75,8 +76,8 @@ struct Geometry {
   static constexpr uint32_t kQBytes = kBM * D * 2;  // D / 64 slabs
   static constexpr uint32_t kKvBytes = kBN * D * 2;
   static constexpr uint32_t kBarOffset = kQBytes + 2 * kStages * kKvBytes;
-  // q_full, k_full and v_full per stage, empty per stage; 1 KiB of alignment slack.
-  static_assert(kBarOffset + (1 + 3 * kStages) * 8 + 1024 <= pk::AttnSm90SmemBytes(D));
+  // q_full; k_full, v_full, k_empty and v_empty per stage; 1 KiB of alignment slack.
+  static_assert(kBarOffset + (1 + 4 * kStages) * 8 + 1024 <= pk::AttnSm90SmemBytes(D));
 };
 
 // S (64 x kBN) = Q K^T for one consumer: D / 16 k-steps, 32 bytes apart inside a 64-column slab.
@@ -136,7 +137,8 @@ __device__ __forceinline__ void AttnSm90Body(const CUtensorMap* tq, const CUtens
   uint64_t* q_full = reinterpret_cast<uint64_t*>(smem + G::kBarOffset);
   uint64_t* k_full = q_full + 1;
   uint64_t* v_full = k_full + kStages;
-  uint64_t* empty = v_full + kStages;
+  uint64_t* k_empty = v_full + kStages;
+  uint64_t* v_empty = k_empty + kStages;
 
   const int q0 = static_cast<int>(blockIdx.x) * kBM;
   const int h = blockIdx.y, b = blockIdx.z;
@@ -155,7 +157,8 @@ __device__ __forceinline__ void AttnSm90Body(const CUtensorMap* tq, const CUtens
     for (int s = 0; s < kStages; ++s) {
       MbarInit(&k_full[s], 1);
       MbarInit(&v_full[s], 1);
-      MbarInit(&empty[s], kConsumerWarps);
+      MbarInit(&k_empty[s], kConsumerWarps);
+      MbarInit(&v_empty[s], kConsumerWarps);
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
@@ -173,7 +176,8 @@ __device__ __forceinline__ void AttnSm90Body(const CUtensorMap* tq, const CUtens
       for (int j = 0; j < D / 64; ++j) TmaLoad4(sq + j * G::kSlabQ, tq, q_full, 64 * j, q0, h, b);
       for (int t = 0; t < ntiles; ++t) {
         const int st = t % kStages;
-        if (t >= kStages) MbarWait(&empty[st], ((t / kStages) - 1) & 1);
+        const uint32_t reuse = ((t / kStages) - 1) & 1;
+        if (t >= kStages) MbarWait(&k_empty[st], reuse);
         uint8_t* kt = sk + st * G::kKvBytes;
         uint8_t* vt = sv + st * G::kKvBytes;
         MbarExpectTx(&k_full[st], G::kKvBytes);
@@ -181,6 +185,7 @@ __device__ __forceinline__ void AttnSm90Body(const CUtensorMap* tq, const CUtens
         for (int j = 0; j < D / 64; ++j) {
           TmaLoad4(kt + j * G::kSlabKv, tk, &k_full[st], 64 * j, t * kBN, hk, b);
         }
+        if (t >= kStages) MbarWait(&v_empty[st], reuse);
         MbarExpectTx(&v_full[st], G::kKvBytes);
 #pragma unroll
         for (int j = 0; j < D / 64; ++j) {
@@ -292,8 +297,13 @@ __device__ __forceinline__ void AttnSm90Body(const CUtensorMap* tq, const CUtens
       o[4 * d + 3] *= corr[1];
     }
   };
-  auto release = [&](int st) {
-    if (lane == 0) MbarArrive(&empty[st]);
+  // K's stage is released as soon as the scores are in registers, V's after P V: the producer
+  // refills K a tile's softmax earlier than with one barrier per stage.
+  auto release_k = [&](int st) {
+    if (lane == 0) MbarArrive(&k_empty[st]);
+  };
+  auto release_v = [&](int st) {
+    if (lane == 0) MbarArrive(&v_empty[st]);
   };
   MbarWait(q_full, 0);
   if constexpr (!kPipelined) {
@@ -308,6 +318,7 @@ __device__ __forceinline__ void AttnSm90Body(const CUtensorMap* tq, const CUtens
       WgmmaCommit();
       WgmmaWait<0>();
       FenceAcc(s);
+      release_k(st);
       float corr[2];
       softmax(s, t, corr);
       uint32_t pa[kBN / 16][4];
@@ -320,7 +331,7 @@ __device__ __forceinline__ void AttnSm90Body(const CUtensorMap* tq, const CUtens
       WgmmaCommit();
       WgmmaWait<0>();
       FenceAcc(o);
-      release(st);
+      release_v(st);
     }
   } else if (ntiles > 0) {
     // Software-pipelined (FlashAttention-3's intra-warpgroup overlap): tile t's Q K^T and tile
@@ -351,6 +362,7 @@ __device__ __forceinline__ void AttnSm90Body(const CUtensorMap* tq, const CUtens
       pass_turn(false);
       WgmmaWait<0>();
       FenceAcc(s);
+      release_k(0);
       float corr[2];
       softmax(s, 0, corr);
       pack(s, pa);
@@ -371,11 +383,12 @@ __device__ __forceinline__ void AttnSm90Body(const CUtensorMap* tq, const CUtens
       pass_turn(false);
       WgmmaWait<1>();  // the scores (committed first) are done
       FenceAcc(s);
+      release_k(st);
       float corr[2];
       softmax(s, t, corr);
       WgmmaWait<0>();  // P V has read pa
       FenceAcc(o);
-      release(st_prev);
+      release_v(st_prev);
       pack(s, pa);
       rescale(corr);
     }
@@ -389,7 +402,7 @@ __device__ __forceinline__ void AttnSm90Body(const CUtensorMap* tq, const CUtens
     pass_turn(true);
     WgmmaWait<0>();
     FenceAcc(o);
-    release(st);
+    release_v(st);
   }
   // O / l, rounded, from registers: o[4 d + e] is row g (e < 2) or g + 8, column 8 d + 2 c + e % 2.
   T* out = static_cast<T*>(p.o) + b * p.o_b + h * p.o_h;
