@@ -8,9 +8,10 @@ contiguous), and one sequence of 32768;
 TB/s count the cache's bytes (k and v read once). Timing as peers.interleaved_ms: each round
 runs a batch of calls of every candidate in turn with its own CUDA events; medians, spreads.
 Errors (max / mean absolute) against a float64 reference over 4 query rows of the first head.
-Where our Hopper kernel runs, its serial and ping-pong variants ("ours_sm90s", "ours_sm90pp")
-and the SM80 kernel ("ours_sm80") are timed in the same rounds, and where the three-stage SM80
-kernel runs, its two-stage form ("ours_sm80s2"; PYGPUKIT_ATTENTION_KERNEL).
+Where our Hopper kernel runs, its serial, ping-pong and non-persistent variants ("ours_sm90s",
+"ours_sm90pp", "ours_sm90np") and the SM80 kernel ("ours_sm80") are timed in the same rounds,
+and where the three-stage SM80 kernel runs, its two-stage form ("ours_sm80s2";
+PYGPUKIT_ATTENTION_KERNEL).
 Results go to <out>/<gpu>-sm<XY>-attention.json.
 
     python benchmarks/attention.py [--quick] [--reps 5]
@@ -181,11 +182,11 @@ def main():
         ours_call()
         gp.synchronize(dev)
         kernels = sorted(gp.dispatch_stats()["per_kernel"])
-        # Where the Hopper kernel runs, its serial and ping-pong variants and the SM80 kernel are
-        # timed too; where the three-stage SM80 kernel runs, its two-stage form.
+        # Where the Hopper kernel runs, its serial, ping-pong and non-persistent variants and the
+        # SM80 kernel are timed too; where the three-stage SM80 kernel runs, its two-stage form.
         variants = ()
         if any(k.startswith("pgk_attn_sm90") for k in kernels):
-            variants = ("sm90s", "sm90pp", "sm80")
+            variants = ("sm90s", "sm90pp", "sm90np", "sm80")
         elif any(k.endswith("_s3") for k in kernels):
             variants = ("sm80s2",)
         for variant in variants:

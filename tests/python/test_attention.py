@@ -200,6 +200,10 @@ FUSED_CASES = {  # name -> (B, Hq, Hk, Sq, Sk, causal, mask)
     "long_causal": (1, 2, 1, 300, 300, True, None),
     "causal_fewer_keys": (1, 2, 2, 200, 100, True, None),
     "grouped_prefill": (2, 8, 2, 257, 300, False, None),
+    # More work items (128-row block, head, sequence) than an H200 has SMs: the persistent
+    # Hopper kernel's CTAs take several each, with different key counts when causal.
+    "many_blocks": (3, 48, 8, 300, 300, False, None),
+    "many_blocks_causal": (2, 40, 8, 500, 520, True, None),
 }
 
 
@@ -245,13 +249,16 @@ def test_fused_kernel_shapes(rng, device, dtype, d, case):
             assert any(n.startswith("pgk_attn_combine") for n in ran), ran
 
 
-@pytest.mark.parametrize("forced", ["sm80", "sm80s2", "sm90s", "sm90pp"])
+@pytest.mark.parametrize("forced", ["sm80", "sm80s2", "sm90s", "sm90pp", "sm90np"])
 @pytest.mark.parametrize("d", [64, 128])
-@pytest.mark.parametrize("case", ["plain", "long_causal", "causal_fewer_keys", "grouped_prefill"])
+@pytest.mark.parametrize(
+    "case", ["plain", "long_causal", "causal_fewer_keys", "grouped_prefill", "many_blocks_causal"]
+)
 def test_forced_kernel_on_prefill(rng, device, monkeypatch, forced, d, case):
     """PYGPUKIT_ATTENTION_KERNEL=sm80 keeps prefill on the SM80 kernel (on Hopper too), "sm80s2"
     on its two-stage form; "sm90s" and "sm90pp" run the Hopper kernel's serial and ping-pong
-    variants (where the Hopper kernel serves); the same values."""
+    variants and "sm90np" launches it one CTA per work item instead of persistent (where the
+    Hopper kernel serves); the same values."""
     monkeypatch.setenv("PYGPUKIT_ATTENTION_KERNEL", forced)
     b, hq, hk, sq, sk, causal, _ = FUSED_CASES[case]
     (q, k, v), (gq, gk, gv) = arrays(

@@ -50,7 +50,7 @@ static_assert(sizeof(AttnParams) == 280, "AttnParams layout changed");
 constexpr uint32_t AttnSm90Stages(int64_t d) { return d == 128 ? 3 : 4; }
 constexpr uint32_t AttnSm90SmemBytes(int64_t d) {
   return static_cast<uint32_t>(128 * d * 2 + 2 * AttnSm90Stages(d) * 128 * d * 2 +
-                               (1 + 4 * AttnSm90Stages(d)) * 8 + 1024);
+                               (2 + 4 * AttnSm90Stages(d)) * 8 + 1024);
 }
 
 }  // namespace pygpukit::kernels

@@ -70,6 +70,35 @@ __device__ __forceinline__ void LoadRows(uint32_t tile, int64_t row0, int64_t ro
   }
 }
 
+// The same for the kBN rows from row0 of a paged cache: key j is row j % block_size of block
+// table[j / block_size] (ids clamped to the pool). A thread copies one 16-byte column of every
+// (kThreads / kC)-th row, so it divides once per tile and then steps its block and row
+// (64-bit divisions per copy made the paged loads several times slower than contiguous ones).
+template <int D, typename T>
+__device__ __forceinline__ void LoadRowsPaged(uint32_t tile, int64_t row0, int64_t rows_end,
+                                              const T* base, const int64_t* table,
+                                              const AttnParams& p, int64_t block_stride,
+                                              int64_t row_stride) {
+  constexpr int kC = D / 8, kStep = kThreads / kC;
+  static_assert(kThreads % kC == 0 && kBN % kStep == 0);
+  const int c = threadIdx.x % kC;
+  int64_t j = row0 + threadIdx.x / kC;
+  int64_t blk = j / p.block_size, off = j % p.block_size;
+#pragma unroll
+  for (int r = threadIdx.x / kC; r < kBN; r += kStep) {
+    const bool ok = j < rows_end;
+    const T* src = base;
+    if (ok) {
+      int64_t id = table[blk];  // (the op checks ids unless told not to)
+      id = id < 0 ? 0 : (id >= p.num_blocks ? p.num_blocks - 1 : id);
+      src = base + id * block_stride + off * row_stride + c * 8;
+    }
+    CpAsync16(tile + Off<D>(r, c), src, ok ? 16 : 0);
+    j += kStep;
+    for (off += kStep; off >= p.block_size; off -= p.block_size) ++blk;
+  }
+}
+
 // kStages: K / V tiles in flight (2, or 3 where two CTAs of that size still fit a SM: more
 // bytes in flight for decode, which streams the cache).
 template <typename T, int D, int kStages>
@@ -92,14 +121,9 @@ __device__ __forceinline__ void AttnBody(const AttnParams& p) {
   const int64_t* table = paged ? p.block_table + b * p.table_stride : nullptr;
   const int64_t skb = p.seq_lens != nullptr ? p.seq_lens[b] : p.sk;  // this sequence's keys
   auto load_kv = [&](uint32_t ktile, uint32_t vtile, int64_t row0) {
-    if (paged) {  // key j: row j % block_size of block table[j / block_size] (clamped)
-      auto block_row = [&](int64_t j, int64_t block_stride, int64_t row_stride) {
-        int64_t id = table[j / p.block_size];  // (the op checks ids unless told not to)
-        id = id < 0 ? 0 : (id >= p.num_blocks ? p.num_blocks - 1 : id);
-        return id * block_stride + (j % p.block_size) * row_stride;
-      };
-      LoadRows<D>(ktile, row0, skb, k, [&](int64_t j) { return k + block_row(j, p.k_b, p.k_s); });
-      LoadRows<D>(vtile, row0, skb, v, [&](int64_t j) { return v + block_row(j, p.v_b, p.v_s); });
+    if (paged) {
+      LoadRowsPaged<D>(ktile, row0, skb, k, table, p, p.k_b, p.k_s);
+      LoadRowsPaged<D>(vtile, row0, skb, v, table, p, p.v_b, p.v_s);
     } else {
       LoadRows<D>(ktile, row0, skb, k, [&](int64_t j) { return k + j * p.k_s; });
       LoadRows<D>(vtile, row0, skb, v, [&](int64_t j) { return v + j * p.v_s; });

@@ -76,9 +76,32 @@ struct Geometry {
   static constexpr uint32_t kQBytes = kBM * D * 2;  // D / 64 slabs
   static constexpr uint32_t kKvBytes = kBN * D * 2;
   static constexpr uint32_t kBarOffset = kQBytes + 2 * kStages * kKvBytes;
-  // q_full; k_full, v_full, k_empty and v_empty per stage; 1 KiB of alignment slack.
-  static_assert(kBarOffset + (1 + 4 * kStages) * 8 + 1024 <= pk::AttnSm90SmemBytes(D));
+  // q_full, q_empty; k_full, v_full, k_empty and v_empty per stage; 1 KiB of alignment slack.
+  static_assert(kBarOffset + (2 + 4 * kStages) * 8 + 1024 <= pk::AttnSm90SmemBytes(D));
 };
+
+// One work item: kBM query rows (from q0) of query head h of sequence b, and the key tiles
+// they see (causal: up to the last row's diagonal, bottom-right aligned).
+struct Work {
+  int q0, h, b, hk, ntiles;
+};
+__device__ __forceinline__ Work DecodeWork(int64_t w, int64_t nqb, const AttnParams& p) {
+  Work wk;
+  const int64_t qb = w % nqb, rest = w / nqb;
+  // Causal: each head's last (longest) row blocks first, so that short ones fill the tail.
+  wk.q0 = static_cast<int>((p.causal ? nqb - 1 - qb : qb) * kBM);
+  wk.h = static_cast<int>(rest % p.hq);
+  wk.b = static_cast<int>(rest / p.hq);
+  wk.hk = static_cast<int>(wk.h / (p.hq / p.hk));
+  int64_t kend = p.sk;
+  if (p.causal) {
+    const int64_t last_row = (wk.q0 + kBM < p.sq ? wk.q0 + kBM : p.sq) - 1;
+    const int64_t last = last_row + 1 + p.sk - p.sq;
+    kend = last < kend ? last : kend;
+  }
+  wk.ntiles = kend > 0 ? static_cast<int>((kend + kBN - 1) / kBN) : 0;
+  return wk;
+}
 
 // S (64 x kBN) = Q K^T for one consumer: D / 16 k-steps, 32 bytes apart inside a 64-column slab.
 template <typename T, int D>
@@ -135,25 +158,20 @@ __device__ __forceinline__ void AttnSm90Body(const CUtensorMap* tq, const CUtens
   uint8_t* sk = smem + G::kQBytes;
   uint8_t* sv = sk + kStages * G::kKvBytes;
   uint64_t* q_full = reinterpret_cast<uint64_t*>(smem + G::kBarOffset);
-  uint64_t* k_full = q_full + 1;
+  uint64_t* q_empty = q_full + 1;
+  uint64_t* k_full = q_full + 2;
   uint64_t* v_full = k_full + kStages;
   uint64_t* k_empty = v_full + kStages;
   uint64_t* v_empty = k_empty + kStages;
 
-  const int q0 = static_cast<int>(blockIdx.x) * kBM;
-  const int h = blockIdx.y, b = blockIdx.z;
-  const int hk = static_cast<int>(h / (p.hq / p.hk));
-  // Keys this block's rows can see: causal stops after its last row's diagonal.
-  int64_t kend = p.sk;
-  if (p.causal) {
-    const int64_t last_row = (q0 + kBM < p.sq ? q0 + kBM : p.sq) - 1;
-    const int64_t last = last_row + 1 + p.sk - p.sq;
-    kend = last < kend ? last : kend;
-  }
-  const int ntiles = kend > 0 ? static_cast<int>((kend + kBN - 1) / kBN) : 0;
+  // Work items w = blockIdx.x, blockIdx.x + gridDim.x, ... (persistent when the grid is
+  // smaller than the work: the producer loads the next item's Q and K / V while the consumers
+  // finish the last one's tiles and store its rows).
+  const int64_t nqb = (p.sq + kBM - 1) / kBM, total = nqb * p.hq * p.batch;
 
   if (threadIdx.x == 0) {
     MbarInit(q_full, 1);
+    MbarInit(q_empty, kConsumerWarps);
     for (int s = 0; s < kStages; ++s) {
       MbarInit(&k_full[s], 1);
       MbarInit(&v_full[s], 1);
@@ -171,25 +189,32 @@ __device__ __forceinline__ void AttnSm90Body(const CUtensorMap* tq, const CUtens
       asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(tq)) : "memory");
       asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(tk)) : "memory");
       asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(tv)) : "memory");
-      MbarExpectTx(q_full, G::kQBytes);
-#pragma unroll
-      for (int j = 0; j < D / 64; ++j) TmaLoad4(sq + j * G::kSlabQ, tq, q_full, 64 * j, q0, h, b);
-      for (int t = 0; t < ntiles; ++t) {
-        const int st = t % kStages;
-        const uint32_t reuse = ((t / kStages) - 1) & 1;
-        if (t >= kStages) MbarWait(&k_empty[st], reuse);
-        uint8_t* kt = sk + st * G::kKvBytes;
-        uint8_t* vt = sv + st * G::kKvBytes;
-        MbarExpectTx(&k_full[st], G::kKvBytes);
+      uint32_t it = 0, n = 0;  // K / V tiles and work items loaded so far
+      for (int64_t w = blockIdx.x; w < total; w += gridDim.x, ++n) {
+        const Work wk = DecodeWork(w, nqb, p);
+        if (n > 0) MbarWait(q_empty, (n - 1) & 1);  // the last item's final Q K^T is done
+        MbarExpectTx(q_full, G::kQBytes);
 #pragma unroll
         for (int j = 0; j < D / 64; ++j) {
-          TmaLoad4(kt + j * G::kSlabKv, tk, &k_full[st], 64 * j, t * kBN, hk, b);
+          TmaLoad4(sq + j * G::kSlabQ, tq, q_full, 64 * j, wk.q0, wk.h, wk.b);
         }
-        if (t >= kStages) MbarWait(&v_empty[st], reuse);
-        MbarExpectTx(&v_full[st], G::kKvBytes);
+        for (int t = 0; t < wk.ntiles; ++t, ++it) {
+          const int st = static_cast<int>(it % kStages);
+          const uint32_t reuse = ((it / kStages) - 1) & 1;
+          if (it >= kStages) MbarWait(&k_empty[st], reuse);
+          uint8_t* kt = sk + st * G::kKvBytes;
+          uint8_t* vt = sv + st * G::kKvBytes;
+          MbarExpectTx(&k_full[st], G::kKvBytes);
 #pragma unroll
-        for (int j = 0; j < D / 64; ++j) {
-          TmaLoad4(vt + j * G::kSlabKv, tv, &v_full[st], 64 * j, t * kBN, hk, b);
+          for (int j = 0; j < D / 64; ++j) {
+            TmaLoad4(kt + j * G::kSlabKv, tk, &k_full[st], 64 * j, t * kBN, wk.hk, wk.b);
+          }
+          if (it >= kStages) MbarWait(&v_empty[st], reuse);
+          MbarExpectTx(&v_full[st], G::kKvBytes);
+#pragma unroll
+          for (int j = 0; j < D / 64; ++j) {
+            TmaLoad4(vt + j * G::kSlabKv, tv, &v_full[st], 64 * j, t * kBN, wk.hk, wk.b);
+          }
         }
       }
     }
@@ -202,223 +227,242 @@ __device__ __forceinline__ void AttnSm90Body(const CUtensorMap* tq, const CUtens
   const int consumer = warpgroup - 1;
   const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, c = lane % 4;
-  // This thread's two rows (g and g + 8 of its warp's 16): query index and whether it exists.
-  int64_t qi[2];
-  bool live[2];
-  int64_t diag = INT64_MAX;  // the lowest causal limit of its live rows
-#pragma unroll
-  for (int hh = 0; hh < 2; ++hh) {
-    qi[hh] = q0 + consumer * 64 + warp * 16 + g + 8 * hh;
-    live[hh] = qi[hh] < p.sq;
-    if (live[hh] && qi[hh] + p.sk - p.sq < diag) diag = qi[hh] + p.sk - p.sq;
-  }
   const uint8_t* q = sq + consumer * 64 * 128;  // this consumer's 64 rows of every slab
   float o[D / 2];
-  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
-  // Tile t's scores s -> its probabilities exp2(s * scale - max) in place, the running maxima
-  // and sums, and corr, the factor the output so far must be scaled by.
-  auto softmax = [&](float(&s)[kBN / 2], int t, float(&corr)[2]) {
-    // s[4 n + e]: row g (e < 2) or g + 8, key t * kBN + 8 n + 2 c + e % 2.
-    const int64_t key0 = int64_t{t} * kBN, key_last = key0 + kBN - 1;
-    if (key_last < p.sk && (!p.causal || key_last <= diag)) {
+  uint32_t it = 0, n = 0;  // K / V tiles and work items consumed so far
+  for (int64_t w = blockIdx.x; w < total; w += gridDim.x, ++n) {
+    const Work wk = DecodeWork(w, nqb, p);
+    const int q0 = wk.q0, h = wk.h, b = wk.b, ntiles = wk.ntiles;
+    const uint32_t it0 = it;
+    it += ntiles;
+    // Ring stage and phase of this item's key tile t.
+    auto stage = [&](int t) { return static_cast<int>((it0 + t) % kStages); };
+    auto phase = [&](int t) { return ((it0 + t) / kStages) & 1; };
+    // This thread's two rows (g and g + 8 of its warp's 16): query index and whether it exists.
+    int64_t qi[2];
+    bool live[2];
+    int64_t diag = INT64_MAX;  // the lowest causal limit of its live rows
 #pragma unroll
-      for (int i = 0; i < kBN / 2; ++i) s[i] *= p.scale_log2;
-    } else {
-      // Edge tiles only: row hh sees keys key0 .. key0 + lim[hh] - 1 of this tile. The per-key
-      // test is one 32-bit compare and a select (64-bit tests inside the loops compiled to a
-      // branch per element, which cost more than the tile's wgmmas).
-      int lim[2];
+    for (int hh = 0; hh < 2; ++hh) {
+      qi[hh] = q0 + consumer * 64 + warp * 16 + g + 8 * hh;
+      live[hh] = qi[hh] < p.sq;
+      if (live[hh] && qi[hh] + p.sk - p.sq < diag) diag = qi[hh] + p.sk - p.sq;
+    }
+    float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
+    // Tile t's scores s -> its probabilities exp2(s * scale - max) in place, the running maxima
+    // and sums, and corr, the factor the output so far must be scaled by.
+    auto softmax = [&](float(&s)[kBN / 2], int t, float(&corr)[2]) {
+      // s[4 n + e]: row g (e < 2) or g + 8, key t * kBN + 8 n + 2 c + e % 2.
+      const int64_t key0 = int64_t{t} * kBN, key_last = key0 + kBN - 1;
+      if (key_last < p.sk && (!p.causal || key_last <= diag)) {
+#pragma unroll
+        for (int i = 0; i < kBN / 2; ++i) s[i] *= p.scale_log2;
+      } else {
+        // Edge tiles only: row hh sees keys key0 .. key0 + lim[hh] - 1 of this tile. The per-key
+        // test is one 32-bit compare and a select (64-bit tests inside the loops compiled to a
+        // branch per element, which cost more than the tile's wgmmas).
+        int lim[2];
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+          int64_t end = p.sk;
+          if (p.causal && qi[hh] + 1 + p.sk - p.sq < end) end = qi[hh] + 1 + p.sk - p.sq;
+          const int64_t n = end - key0;
+          lim[hh] = n < 0 ? 0 : (n > kBN ? kBN : static_cast<int>(n));
+        }
+#pragma unroll
+        for (int n = 0; n < kBN / 8; ++n) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const float x = s[4 * n + e] * p.scale_log2;
+            s[4 * n + e] = 8 * n + 2 * c + e % 2 < lim[e / 2] ? x : -INFINITY;
+          }
+        }
+      }
+      // Two partial maxima and sums per row (e), so that the chains are half as long.
+      float part[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+#pragma unroll
+      for (int n = 0; n < kBN / 8; ++n) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) part[e] = fmaxf(part[e], s[4 * n + e]);
+      }
+      float mx[2], base[2];
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
-        int64_t end = p.sk;
-        if (p.causal && qi[hh] + 1 + p.sk - p.sq < end) end = qi[hh] + 1 + p.sk - p.sq;
-        const int64_t n = end - key0;
-        lim[hh] = n < 0 ? 0 : (n > kBN ? kBN : static_cast<int>(n));
+        mx[hh] = QuadMax(fmaxf(part[2 * hh], part[2 * hh + 1]));
+        const float m_new = fmaxf(m_run[hh], mx[hh]);
+        base[hh] = m_new == -INFINITY ? 0.0f : m_new;  // a row with no key yet: all 0
+        corr[hh] = Exp2(m_run[hh] - base[hh]);
+        m_run[hh] = m_new;
       }
+      float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
       for (int n = 0; n < kBN / 8; ++n) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const float x = s[4 * n + e] * p.scale_log2;
-          s[4 * n + e] = 8 * n + 2 * c + e % 2 < lim[e / 2] ? x : -INFINITY;
+          const float pr = Exp2(s[4 * n + e] - base[e / 2]);
+          sum[e] += pr;
+          s[4 * n + e] = pr;
         }
       }
-    }
-    // Two partial maxima and sums per row (e), so that the chains are half as long.
-    float part[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
 #pragma unroll
-    for (int n = 0; n < kBN / 8; ++n) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) part[e] = fmaxf(part[e], s[4 * n + e]);
-    }
-    float mx[2], base[2];
-#pragma unroll
-    for (int hh = 0; hh < 2; ++hh) {
-      mx[hh] = QuadMax(fmaxf(part[2 * hh], part[2 * hh + 1]));
-      const float m_new = fmaxf(m_run[hh], mx[hh]);
-      base[hh] = m_new == -INFINITY ? 0.0f : m_new;  // a row with no key yet: all 0
-      corr[hh] = Exp2(m_run[hh] - base[hh]);
-      m_run[hh] = m_new;
-    }
-    float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-    for (int n = 0; n < kBN / 8; ++n) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float pr = Exp2(s[4 * n + e] - base[e / 2]);
-        sum[e] += pr;
-        s[4 * n + e] = pr;
+      for (int hh = 0; hh < 2; ++hh) {
+        l_run[hh] = l_run[hh] * corr[hh] + (sum[2 * hh] + sum[2 * hh + 1]);
       }
-    }
+    };
+    // The probabilities as wgmma A fragments in the inputs' dtype: step j covers keys 16 j ..
+    // 16 j + 15, i.e. 8-key columns 2 j (a[0] row g, a[1] row g + 8) and 2 j + 1 (a[2], a[3]).
+    auto pack = [&](const float(&s)[kBN / 2], uint32_t(&pa)[kBN / 16][4]) {
 #pragma unroll
-    for (int hh = 0; hh < 2; ++hh) {
-      l_run[hh] = l_run[hh] * corr[hh] + (sum[2 * hh] + sum[2 * hh + 1]);
-    }
-  };
-  // The probabilities as wgmma A fragments in the inputs' dtype: step j covers keys 16 j ..
-  // 16 j + 15, i.e. 8-key columns 2 j (a[0] row g, a[1] row g + 8) and 2 j + 1 (a[2], a[3]).
-  auto pack = [&](const float(&s)[kBN / 2], uint32_t(&pa)[kBN / 16][4]) {
+      for (int j = 0; j < kBN / 16; ++j) {
 #pragma unroll
-    for (int j = 0; j < kBN / 16; ++j) {
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const float* pr = s + 4 * (2 * j + half);
-        pa[j][2 * half] = Pack2<T>(pr[0], pr[1]);
-        pa[j][2 * half + 1] = Pack2<T>(pr[2], pr[3]);
+        for (int half = 0; half < 2; ++half) {
+          const float* pr = s + 4 * (2 * j + half);
+          pa[j][2 * half] = Pack2<T>(pr[0], pr[1]);
+          pa[j][2 * half + 1] = Pack2<T>(pr[2], pr[3]);
+        }
       }
-    }
-  };
-  auto rescale = [&](const float(&corr)[2]) {
+    };
+    auto rescale = [&](const float(&corr)[2]) {
 #pragma unroll
-    for (int d = 0; d < D / 8; ++d) {
-      o[4 * d] *= corr[0];
-      o[4 * d + 1] *= corr[0];
-      o[4 * d + 2] *= corr[1];
-      o[4 * d + 3] *= corr[1];
-    }
-  };
-  // K's stage is released as soon as the scores are in registers, V's after P V: the producer
-  // refills K a tile's softmax earlier than with one barrier per stage.
-  auto release_k = [&](int st) {
-    if (lane == 0) MbarArrive(&k_empty[st]);
-  };
-  auto release_v = [&](int st) {
-    if (lane == 0) MbarArrive(&v_empty[st]);
-  };
-  MbarWait(q_full, 0);
-  if constexpr (!kPipelined) {
-    // Each tile in turn: Q K^T, softmax, P V (the other consumer's work overlaps).
-    for (int t = 0; t < ntiles; ++t) {
-      const int st = t % kStages;
-      const uint32_t parity = (t / kStages) & 1;
-      MbarWait(&k_full[st], parity);
-      float s[kBN / 2];
-      WgmmaFence();
-      ScoreTile<T, D>(s, q, sk + st * G::kKvBytes);
-      WgmmaCommit();
-      WgmmaWait<0>();
-      FenceAcc(s);
-      release_k(st);
-      float corr[2];
-      softmax(s, t, corr);
+      for (int d = 0; d < D / 8; ++d) {
+        o[4 * d] *= corr[0];
+        o[4 * d + 1] *= corr[0];
+        o[4 * d + 2] *= corr[1];
+        o[4 * d + 3] *= corr[1];
+      }
+    };
+    // K's stage is released as soon as the scores are in registers, V's after P V: the producer
+    // refills K a tile's softmax earlier than with one barrier per stage.
+    auto release_k = [&](int st) {
+      if (lane == 0) MbarArrive(&k_empty[st]);
+    };
+    auto release_v = [&](int st) {
+      if (lane == 0) MbarArrive(&v_empty[st]);
+    };
+    // Q's buffer, after the item's last Q K^T: the producer loads the next item's rows.
+    auto release_q = [&] {
+      if (lane == 0) MbarArrive(q_empty);
+    };
+    MbarWait(q_full, n & 1);
+    if (ntiles == 0) release_q();
+    if constexpr (!kPipelined) {
+      // Each tile in turn: Q K^T, softmax, P V (the other consumer's work overlaps).
+      for (int t = 0; t < ntiles; ++t) {
+        const int st = stage(t);
+        const uint32_t parity = phase(t);
+        MbarWait(&k_full[st], parity);
+        float s[kBN / 2];
+        WgmmaFence();
+        ScoreTile<T, D>(s, q, sk + st * G::kKvBytes);
+        WgmmaCommit();
+        WgmmaWait<0>();
+        FenceAcc(s);
+        release_k(st);
+        if (t == ntiles - 1) release_q();
+        float corr[2];
+        softmax(s, t, corr);
+        uint32_t pa[kBN / 16][4];
+        pack(s, pa);
+        if (t != 0) rescale(corr);
+        MbarWait(&v_full[st], parity);
+        FenceAcc(o);
+        WgmmaFence();
+        ValueTile<T, D>(o, pa, sv + st * G::kKvBytes, t != 0);
+        WgmmaCommit();
+        WgmmaWait<0>();
+        FenceAcc(o);
+        release_v(st);
+      }
+    } else if (ntiles > 0) {
+      // Software-pipelined (FlashAttention-3's intra-warpgroup overlap): tile t's Q K^T and tile
+      // t - 1's P V are in flight together, and tile t's softmax runs while P V still computes;
+      // its probabilities stay in the score registers until that P V has read the previous P.
+      // Ping-pong turns: a consumer waits for its barrier (1 + consumer) before issuing and
+      // signals the other's after; consumer 0 goes first, and consumer 1 skips its last signal so
+      // that every barrier's arrivals and waits pair up (ntiles + 1 turns each).
+      auto my_turn = [&] {
+        if constexpr (kPingPong) NamedBarrierSync(1 + consumer, 256);
+      };
+      auto pass_turn = [&](bool last) {
+        if constexpr (kPingPong) {
+          if (!(last && consumer == 1)) NamedBarrierArrive(2 - consumer, 256);
+        }
+      };
+      if constexpr (kPingPong) {
+        if (consumer == 1) NamedBarrierArrive(1, 256);
+      }
       uint32_t pa[kBN / 16][4];
-      pack(s, pa);
-      if (t != 0) rescale(corr);
-      MbarWait(&v_full[st], parity);
+      {
+        MbarWait(&k_full[stage(0)], phase(0));
+        float s[kBN / 2];
+        my_turn();
+        WgmmaFence();
+        ScoreTile<T, D>(s, q, sk + stage(0) * G::kKvBytes);
+        WgmmaCommit();
+        pass_turn(false);
+        WgmmaWait<0>();
+        FenceAcc(s);
+        release_k(stage(0));
+        if (ntiles == 1) release_q();
+        float corr[2];
+        softmax(s, 0, corr);
+        pack(s, pa);
+      }
+      for (int t = 1; t < ntiles; ++t) {
+        const int st = stage(t), st_prev = stage(t - 1);
+        MbarWait(&k_full[st], phase(t));
+        MbarWait(&v_full[st_prev], phase(t - 1));
+        float s[kBN / 2];
+        my_turn();
+        FenceAcc(o);
+        WgmmaFence();
+        ScoreTile<T, D>(s, q, sk + st * G::kKvBytes);
+        WgmmaCommit();
+        WgmmaFence();  // (else ptxas injects one: its operands were set up after the first)
+        ValueTile<T, D>(o, pa, sv + st_prev * G::kKvBytes, t - 1 != 0);
+        WgmmaCommit();
+        pass_turn(false);
+        WgmmaWait<1>();  // the scores (committed first) are done
+        FenceAcc(s);
+        release_k(st);
+        if (t == ntiles - 1) release_q();
+        float corr[2];
+        softmax(s, t, corr);
+        WgmmaWait<0>();  // P V has read pa
+        FenceAcc(o);
+        release_v(st_prev);
+        pack(s, pa);
+        rescale(corr);
+      }
+      const int last = ntiles - 1, st = stage(last);
+      MbarWait(&v_full[st], phase(last));
+      my_turn();
       FenceAcc(o);
       WgmmaFence();
-      ValueTile<T, D>(o, pa, sv + st * G::kKvBytes, t != 0);
+      ValueTile<T, D>(o, pa, sv + st * G::kKvBytes, last != 0);
       WgmmaCommit();
+      pass_turn(true);
       WgmmaWait<0>();
       FenceAcc(o);
       release_v(st);
     }
-  } else if (ntiles > 0) {
-    // Software-pipelined (FlashAttention-3's intra-warpgroup overlap): tile t's Q K^T and tile
-    // t - 1's P V are in flight together, and tile t's softmax runs while P V still computes;
-    // its probabilities stay in the score registers until that P V has read the previous P.
-    // Ping-pong turns: a consumer waits for its barrier (1 + consumer) before issuing and
-    // signals the other's after; consumer 0 goes first, and consumer 1 skips its last signal so
-    // that every barrier's arrivals and waits pair up (ntiles + 1 turns each).
-    auto my_turn = [&] {
-      if constexpr (kPingPong) NamedBarrierSync(1 + consumer, 256);
-    };
-    auto pass_turn = [&](bool last) {
-      if constexpr (kPingPong) {
-        if (!(last && consumer == 1)) NamedBarrierArrive(2 - consumer, 256);
+    // O / l, rounded, from registers: o[4 d + e] is row g (e < 2) or g + 8, column 8 d + 2 c + e
+    // % 2.
+    T* out = static_cast<T*>(p.o) + b * p.o_b + h * p.o_h;
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      const float l = QuadSum(l_run[hh]);
+      const float inv = l > 0.0f ? 1.0f / l : 0.0f;  // no key: zeros, as torch
+      if (!live[hh]) continue;
+      uint32_t* dst = reinterpret_cast<uint32_t*>(out + qi[hh] * p.o_s);
+#pragma unroll
+      for (int d = 0; d < D / 8; ++d) {
+        const float x0 = ntiles > 0 ? o[4 * d + 2 * hh] * inv : 0.0f;
+        const float x1 = ntiles > 0 ? o[4 * d + 2 * hh + 1] * inv : 0.0f;
+        dst[(8 * d + 2 * c) / 2] = Pack2<T>(x0, x1);
       }
-    };
-    if constexpr (kPingPong) {
-      if (consumer == 1) NamedBarrierArrive(1, 256);
     }
-    uint32_t pa[kBN / 16][4];
-    {
-      MbarWait(&k_full[0], 0);
-      float s[kBN / 2];
-      my_turn();
-      WgmmaFence();
-      ScoreTile<T, D>(s, q, sk);
-      WgmmaCommit();
-      pass_turn(false);
-      WgmmaWait<0>();
-      FenceAcc(s);
-      release_k(0);
-      float corr[2];
-      softmax(s, 0, corr);
-      pack(s, pa);
-    }
-    for (int t = 1; t < ntiles; ++t) {
-      const int st = t % kStages, st_prev = (t - 1) % kStages;
-      MbarWait(&k_full[st], (t / kStages) & 1);
-      MbarWait(&v_full[st_prev], ((t - 1) / kStages) & 1);
-      float s[kBN / 2];
-      my_turn();
-      FenceAcc(o);
-      WgmmaFence();
-      ScoreTile<T, D>(s, q, sk + st * G::kKvBytes);
-      WgmmaCommit();
-      WgmmaFence();  // (else ptxas injects one: its operands were set up after the first)
-      ValueTile<T, D>(o, pa, sv + st_prev * G::kKvBytes, t - 1 != 0);
-      WgmmaCommit();
-      pass_turn(false);
-      WgmmaWait<1>();  // the scores (committed first) are done
-      FenceAcc(s);
-      release_k(st);
-      float corr[2];
-      softmax(s, t, corr);
-      WgmmaWait<0>();  // P V has read pa
-      FenceAcc(o);
-      release_v(st_prev);
-      pack(s, pa);
-      rescale(corr);
-    }
-    const int last = ntiles - 1, st = last % kStages;
-    MbarWait(&v_full[st], (last / kStages) & 1);
-    my_turn();
-    FenceAcc(o);
-    WgmmaFence();
-    ValueTile<T, D>(o, pa, sv + st * G::kKvBytes, last != 0);
-    WgmmaCommit();
-    pass_turn(true);
-    WgmmaWait<0>();
-    FenceAcc(o);
-    release_v(st);
-  }
-  // O / l, rounded, from registers: o[4 d + e] is row g (e < 2) or g + 8, column 8 d + 2 c + e % 2.
-  T* out = static_cast<T*>(p.o) + b * p.o_b + h * p.o_h;
-#pragma unroll
-  for (int hh = 0; hh < 2; ++hh) {
-    const float l = QuadSum(l_run[hh]);
-    const float inv = l > 0.0f ? 1.0f / l : 0.0f;  // no key: zeros, as torch
-    if (!live[hh]) continue;
-    uint32_t* dst = reinterpret_cast<uint32_t*>(out + qi[hh] * p.o_s);
-#pragma unroll
-    for (int d = 0; d < D / 8; ++d) {
-      const float x0 = ntiles > 0 ? o[4 * d + 2 * hh] * inv : 0.0f;
-      const float x1 = ntiles > 0 ? o[4 * d + 2 * hh + 1] * inv : 0.0f;
-      dst[(8 * d + 2 * c) / 2] = Pack2<T>(x0, x1);
-    }
-  }
+  }  // work items
 #endif
 }
 

@@ -2,6 +2,7 @@
 // problem, its TMA tensor maps over q, k and v, the launch.
 #include "ops/nn/cuda/attention_sm90_cuda.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -13,13 +14,14 @@
 #include "core/cuda/cuda_backend.h"
 #include "core/cuda/driver_api.h"
 #include "core/status.h"
+#include "ops/launch/cuda_launch.h"
 #include "runtime/embedded_kernels.h"
 #include "runtime/runtime.h"
 
 namespace pygpukit::ops {
 namespace {
 
-constexpr int64_t kBM = 128, kMaxGridYZ = 65535;
+constexpr int64_t kBM = 128;
 // Hopper's opt-in limit of dynamic shared memory per block (227 KiB).
 static_assert(kernels::AttnSm90SmemBytes(64) <= 232448 &&
               kernels::AttnSm90SmemBytes(128) <= 232448);
@@ -64,8 +66,9 @@ absl::StatusOr<bool> AttentionSm90(LaunchContext& ctx, const hal::DeviceProperti
     return false;
   }
   // Prefill without a mask over contiguous K / V; TMA coordinates are 32-bit.
+  const int64_t row_blocks = (p.sq + kBM - 1) / kBM;
   if (p.mask != nullptr || p.block_table != nullptr || p.sq < kBM / 2 || p.sq > INT32_MAX ||
-      p.sk > INT32_MAX || p.hq > kMaxGridYZ || p.batch > kMaxGridYZ) {
+      p.sk > INT32_MAX || row_blocks * p.hq * p.batch > INT32_MAX) {
     return false;
   }
   PGK_ASSIGN_OR_RETURN(const cuda::DriverApi* api, cuda::LoadDriverApi());
@@ -82,9 +85,12 @@ absl::StatusOr<bool> AttentionSm90(LaunchContext& ctx, const hal::DeviceProperti
       EncodeRows(api, p.v, type, head_dim, p.sk, p.hk, p.batch, p.v_s, p.v_h, p.v_b);
   if (!tq || !tk || !tv) return false;  // the SM80 kernel reads any such layout
   hal::LaunchDims dims;
-  dims.grid[0] = static_cast<unsigned>((p.sq + kBM - 1) / kBM);
-  dims.grid[1] = static_cast<unsigned>(p.hq);
-  dims.grid[2] = static_cast<unsigned>(p.batch);
+  // Persistent: a CTA holds a whole SM, so one per SM loops over the work items (row block,
+  // head, sequence) and loads the next item's tiles under the last one's math; "sm90np" (not
+  // persistent) launches one CTA per item instead, to measure the difference.
+  const int64_t work = row_blocks * p.hq * p.batch;
+  dims.grid[0] = static_cast<unsigned>(
+      forced == "sm90np" ? work : std::min<int64_t>(work, StreamSms(ctx.stream(), props)));
   dims.block[0] = 384;
   dims.shared_bytes = kernels::AttnSm90SmemBytes(head_dim);
   // FLOPs: the two products over the keys each row sees (causal: about half); bytes: q and o
@@ -93,7 +99,7 @@ absl::StatusOr<bool> AttentionSm90(LaunchContext& ctx, const hal::DeviceProperti
   LaunchCost cost;
   cost.flops = 4 * p.batch * p.hq * p.sq * keys * head_dim;
   cost.bytes = 2 * 2 * p.batch * p.hq * p.sq * head_dim +
-               2 * 2 * p.batch * p.hq * p.sk * head_dim * dims.grid[0];
+               2 * 2 * p.batch * p.hq * p.sk * head_dim * row_blocks;
   kernels::AttnParams args = p;
   void* argv[] = {&*tq, &*tk, &*tv, &args};
   const std::string kernel = absl::StrCat(forced == "sm90s"    ? "pgk_attn_sm90s_"

@@ -16,7 +16,8 @@ namespace pygpukit::ops {
 /// PYGPUKIT_ATTENTION_KERNEL, read per call (tests and measurements set it): "sm80" keeps
 /// prefill on the SM80 kernel where the sm90 one would serve, "sm80s2" also holds the SM80
 /// kernel to two stages, "sm90s" runs the sm90 kernel's serial variant and "sm90pp" its
-/// ping-pong one (the consumers taking turns); empty: the defaults.
+/// ping-pong one (the consumers taking turns), "sm90np" launches the sm90 kernel with one CTA
+/// per work item instead of one per SM; empty: the defaults.
 absl::string_view AttentionKernelForced();
 
 /// Launches the sm90 kernel for `p` (16-bit `dtype`, head dim 64 or 128) when it serves the
