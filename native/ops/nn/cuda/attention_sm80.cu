@@ -70,32 +70,33 @@ __device__ __forceinline__ void LoadRows(uint32_t tile, int64_t row0, int64_t ro
   }
 }
 
-// The same for the kBN rows from row0 of a paged cache: key j is row j % block_size of block
-// table[j / block_size] (ids clamped to the pool). A thread copies one 16-byte column of every
-// (kThreads / kC)-th row, so it divides once per tile and then steps its block and row
-// (64-bit divisions per copy made the paged loads several times slower than contiguous ones).
+// The K and V tiles of the kBN keys from row0 of a paged cache: key j is row j % block_size
+// of block table[j / block_size] (ids clamped to the pool). A thread copies one 16-byte column
+// of every (kThreads / kC)-th row: it divides once per tile, steps its block and row, and reads
+// all its rows' block ids before the first copy (one table latency per tile instead of one per
+// row; 64-bit divisions per copy made paged loads several times slower than contiguous ones).
 template <int D, typename T>
-__device__ __forceinline__ void LoadRowsPaged(uint32_t tile, int64_t row0, int64_t rows_end,
-                                              const T* base, const int64_t* table,
-                                              const AttnParams& p, int64_t block_stride,
-                                              int64_t row_stride) {
-  constexpr int kC = D / 8, kStep = kThreads / kC;
+__device__ __forceinline__ void LoadKvPaged(uint32_t ktile, uint32_t vtile, int64_t row0,
+                                            int64_t rows_end, const T* k, const T* v,
+                                            const int64_t* table, const AttnParams& p) {
+  constexpr int kC = D / 8, kStep = kThreads / kC, kRows = kBN / kStep;
   static_assert(kThreads % kC == 0 && kBN % kStep == 0);
-  const int c = threadIdx.x % kC;
-  int64_t j = row0 + threadIdx.x / kC;
-  int64_t blk = j / p.block_size, off = j % p.block_size;
+  const int c = threadIdx.x % kC, r0 = threadIdx.x / kC;
+  int64_t blk = (row0 + r0) / p.block_size, off = (row0 + r0) % p.block_size;
+  int64_t id[kRows], row[kRows];
 #pragma unroll
-  for (int r = threadIdx.x / kC; r < kBN; r += kStep) {
-    const bool ok = j < rows_end;
-    const T* src = base;
-    if (ok) {
-      int64_t id = table[blk];  // (the op checks ids unless told not to)
-      id = id < 0 ? 0 : (id >= p.num_blocks ? p.num_blocks - 1 : id);
-      src = base + id * block_stride + off * row_stride + c * 8;
-    }
-    CpAsync16(tile + Off<D>(r, c), src, ok ? 16 : 0);
-    j += kStep;
+  for (int i = 0; i < kRows; ++i) {
+    row[i] = off;
+    id[i] = row0 + r0 + i * kStep < rows_end ? table[blk] : 0;  // (ids checked by the op)
     for (off += kStep; off >= p.block_size; off -= p.block_size) ++blk;
+  }
+#pragma unroll
+  for (int i = 0; i < kRows; ++i) {
+    const bool ok = row0 + r0 + i * kStep < rows_end;
+    const int64_t b = id[i] < 0 ? 0 : (id[i] >= p.num_blocks ? p.num_blocks - 1 : id[i]);
+    const uint32_t o = Off<D>(r0 + i * kStep, c);
+    CpAsync16(ktile + o, ok ? k + b * p.k_b + row[i] * p.k_s + c * 8 : k, ok ? 16 : 0);
+    CpAsync16(vtile + o, ok ? v + b * p.v_b + row[i] * p.v_s + c * 8 : v, ok ? 16 : 0);
   }
 }
 
@@ -122,8 +123,7 @@ __device__ __forceinline__ void AttnBody(const AttnParams& p) {
   const int64_t skb = p.seq_lens != nullptr ? p.seq_lens[b] : p.sk;  // this sequence's keys
   auto load_kv = [&](uint32_t ktile, uint32_t vtile, int64_t row0) {
     if (paged) {
-      LoadRowsPaged<D>(ktile, row0, skb, k, table, p, p.k_b, p.k_s);
-      LoadRowsPaged<D>(vtile, row0, skb, v, table, p, p.v_b, p.v_s);
+      LoadKvPaged<D>(ktile, vtile, row0, skb, k, v, table, p);
     } else {
       LoadRows<D>(ktile, row0, skb, k, [&](int64_t j) { return k + j * p.k_s; });
       LoadRows<D>(vtile, row0, skb, v, [&](int64_t j) { return v + j * p.v_s; });
