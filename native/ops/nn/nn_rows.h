@@ -41,6 +41,15 @@ struct RowsParams {
 
 static_assert(sizeof(RowsParams) == 80, "RowsParams layout changed");
 
+/// The CUDA row kernel's launch geometry (cuda/nn_rows.cu and its launcher): each thread holds
+/// up to kRowCache 16-byte vectors of its row in registers, with at most RowMaxThreads(element
+/// size) threads a row (the kernel's launch bound). Four vectors and 1024 threads keep the
+/// 16-bit and float32 kernels at 64 registers, 32 resident warps a SM (eight vectors held 115
+/// registers and 16 warps: too few bytes in flight for rows of 1024 columns); float64 stays at
+/// 512 threads, where its kernels do not spill.
+constexpr int kRowCache = 4;
+constexpr int RowMaxThreads(int element_size) { return element_size == 8 ? 512 : 1024; }
+
 /// The accumulation type of a row op over T: double for float64, else float.
 template <typename T>
 using RowAcc = std::conditional_t<std::is_same_v<T, double>, double, float>;

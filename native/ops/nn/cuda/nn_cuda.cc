@@ -15,9 +15,6 @@ namespace {
 
 using kernels::RowsParams;
 
-constexpr int64_t kCache = 8;         // vectors a thread holds in registers (nn_rows.cu)
-constexpr int64_t kMaxThreads = 512;  // its launch bound
-
 bool Aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 
 // The kernels' dtype code, or TypeError (the op layer admits these four only).
@@ -40,11 +37,11 @@ absl::Status RowsCuda(LaunchContext& ctx, DType dtype, const RowsParams& p) {
       (p.weight == nullptr || Aligned16(p.weight)) && (p.bias == nullptr || Aligned16(p.bias));
   const int64_t v = vec ? wide : 1;
   const int64_t nvec = p.cols / v;
-  // Enough threads that kCache vectors each cover the row (up to 512; longer rows re-read the
-  // rest), at least one warp.
-  const int64_t want = (nvec + kCache - 1) / kCache;
-  const unsigned threads =
-      static_cast<unsigned>(std::clamp<int64_t>((want + 31) / 32 * 32, 32, kMaxThreads));
+  // Enough threads that kRowCache vectors each cover the row (up to the kernel's launch bound;
+  // longer rows re-read the rest), at least one warp.
+  const int64_t want = (nvec + kernels::kRowCache - 1) / kernels::kRowCache;
+  const unsigned threads = static_cast<unsigned>(std::clamp<int64_t>(
+      (want + 31) / 32 * 32, 32, kernels::RowMaxThreads(static_cast<int>(esize))));
   const int64_t blocks = std::min<int64_t>(p.rows, int64_t{1} << 30);
   // Bytes: x (and residual, residual_out) read / written once, y written, weight and bias read
   // per row from cache (not counted); FLOPs: a few per element.

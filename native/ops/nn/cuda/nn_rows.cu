@@ -2,8 +2,9 @@
 // pgk_nn_rows_<dtype code>_o<RowOp>_v<vector>(RowsParams).
 //
 // One CTA per row (grid-stride over rows), blockDim a multiple of 32 picked by the host so that
-// each thread holds at most kCache vectors of the row. A vector is 16 bytes (kVec elements) when
-// the row length and every pointer allow it, else one element (_v1). Pipeline per row:
+// each thread holds at most kCache (kRowCache, nn_rows.h) vectors of the row. A vector is 16 bytes
+// (kVec elements) when the row length and every pointer allow it, else one element (_v1). Pipeline
+// per row:
 //   1. load: each thread reads its vectors (x, or x + residual rounded to the dtype, which is
 //      also written to residual_out) into registers in the dtype, kCache of them; vectors past
 //      kCache * blockDim stay in memory and are read again in each pass (from residual_out when
@@ -13,7 +14,7 @@
 //   3. second pass: sum of exp(v - max), of (v - mean)^2 or of v^2, a block reduction;
 //   4. write: the shared per-element formula (nn_rows.h) with weight and bias, 16 bytes a store.
 // Accumulation in float (double for float64). The rows are read once from HBM when they fit the
-// registers (up to kCache * kMaxThreads vectors: 32K bf16 / 16K float32 elements).
+// registers (up to kCache * RowMaxThreads vectors: 32K bf16 / 16K float32 elements).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -26,10 +27,7 @@ using pk::RowsParams;
 
 namespace {
 
-constexpr int kCache = 8;
-// At most 512 threads a row, so that 128 registers a thread hold the cache and the unpacked
-// values without spilling.
-constexpr int kMaxThreads = 512;
+constexpr int kCache = pk::kRowCache;
 
 // kVec elements of T as one aligned word of kVec * sizeof(T) bytes.
 template <typename T, int kVec>
@@ -167,7 +165,7 @@ __device__ void RowsBody(const RowsParams& p) {
     T* res_out = p.residual != nullptr ? static_cast<T*>(p.residual_out) + r * p.cols : nullptr;
     // Vectors past the cache are read again per pass: from residual_out once it holds the sums.
     const T* again = res != nullptr ? res_out : x;
-    // The cache holds the dtype's values (16 bytes a vector: 32 registers for kCache 8).
+    // The cache holds the dtype's values (16 bytes a vector: 4 registers each).
     Pack<T, kVec> v[kCache];
 #pragma unroll
     for (int c = 0; c < kCache; ++c) {
@@ -275,10 +273,10 @@ __device__ void RowsBody(const RowsParams& p) {
 // One kernel per op (the op is a compile-time constant; one kernel switching over the ops let
 // the register allocator squeeze one instantiation into spills; so did leaving out the minimum
 // of one block a SM): pgk_nn_rows_<code>_o<op>_v<V>.
-#define PGK_NN_ROWS_OP(T, C, V, O)                             \
-  extern "C" __global__ void __launch_bounds__(kMaxThreads, 1) \
-      pgk_nn_rows_##C##_o##O##_v##V(RowsParams p) {            \
-    RowsBody<T, V, O>(p);                                      \
+#define PGK_NN_ROWS_OP(T, C, V, O)                                              \
+  extern "C" __global__ void __launch_bounds__(pk::RowMaxThreads(sizeof(T)), 1) \
+      pgk_nn_rows_##C##_o##O##_v##V(RowsParams p) {                             \
+    RowsBody<T, V, O>(p);                                                       \
   }
 #define PGK_NN_ROWS(T, C, V) \
   PGK_NN_ROWS_OP(T, C, V, 0) \
