@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "array_bindings.h"
 #include "convert.h"
+#include "gil.h"
 #include "ops/interop/dlpack.h"
 
 namespace pygpukit::py {
@@ -117,6 +118,42 @@ pyb::object Dlpack(const GPUArray& self, const pyb::handle& stream, const pyb::h
   return pyb::reinterpret_steal<pyb::object>(cap);
 }
 
+// A producer's managed tensor behind one of ours whose deleter runs the producer's with the GIL
+// taken first (WithGilUnlessExiting): the importer calls it on a runtime thread, and a
+// producer's deleter may take the GIL from a destructor (torch's does), which aborts the process
+// when interpreter exit stops that thread.
+template <typename Managed>
+struct GuardedTensor {
+  Managed self;  // handed to the importer in the producer's place
+  Managed* producer;
+};
+
+template <typename Managed>
+Managed* GuardRelease(Managed* producer) {
+  auto* g = new GuardedTensor<Managed>{*producer, producer};
+  g->self.manager_ctx = g;
+  g->self.deleter = [](Managed* self) {
+    auto* guard = static_cast<GuardedTensor<Managed>*>(self->manager_ctx);
+    Managed* p = guard->producer;
+    delete guard;
+    if (p->deleter != nullptr) WithGilUnlessExiting([p] { p->deleter(p); });
+  };
+  return &g->self;
+}
+
+// ops::FromDLPack / FromDLPackLegacy through a guard; on an error the producer's tensor stays
+// with its capsule.
+template <typename Managed, typename Import>
+GPUArray ImportGuarded(Managed* producer, Import import) {
+  Managed* guarded = GuardRelease(producer);
+  absl::StatusOr<GPUArray> view = import(guarded);
+  if (!view.ok()) {
+    delete static_cast<GuardedTensor<Managed>*>(guarded->manager_ctx);
+    RaiseStatus(view.status());
+  }
+  return *std::move(view);
+}
+
 // Imports a capsule from a producer's __dlpack__; the result owns the tensor.
 GPUArray FromCapsule(const pyb::object& cap, std::optional<bool> copy, bool* producer_copied) {
   *producer_copied = false;
@@ -127,7 +164,9 @@ GPUArray FromCapsule(const pyb::object& cap, std::optional<bool> copy, bool* pro
     if (read_only && copy == false) {
       RaiseBufferError("from_dlpack: the producer's tensor is read-only and copy=False");
     }
-    GPUArray view = Unwrap(ops::FromDLPack(m, /*read_only_ok=*/read_only));
+    GPUArray view = ImportGuarded(m, [&](DLManagedTensorVersioned* g) {
+      return ops::FromDLPack(g, /*read_only_ok=*/read_only);
+    });
     PyCapsule_SetName(cap.ptr(), "used_dltensor_versioned");
     *producer_copied = (m->flags & DLPACK_FLAG_BITMASK_IS_COPIED) != 0;
     if (read_only) {
@@ -138,7 +177,7 @@ GPUArray FromCapsule(const pyb::object& cap, std::optional<bool> copy, bool* pro
   }
   if (PyCapsule_IsValid(cap.ptr(), kLegacyName)) {
     auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(cap.ptr(), kLegacyName));
-    GPUArray view = Unwrap(ops::FromDLPackLegacy(m));
+    GPUArray view = ImportGuarded(m, [](DLManagedTensor* g) { return ops::FromDLPackLegacy(g); });
     PyCapsule_SetName(cap.ptr(), "used_dltensor");
     return view;
   }
@@ -293,12 +332,9 @@ GPUArray FromCudaArrayInterface(const pyb::object& obj, const pyb::handle& devic
   // The producer object keeps the memory alive; released with the GIL once our work is done.
   auto owner = std::make_shared<pyb::object>(obj);
   auto release = [owner]() {
-    if (!Py_IsInitialized()) {
-      owner->release();  // the interpreter is gone: leak the reference
-      return;
+    if (!WithGilUnlessExiting([&] { *owner = pyb::object(); })) {
+      owner->release();  // the interpreter is exiting: leak the reference
     }
-    pyb::gil_scoped_acquire gil;
-    *owner = pyb::object();
   };
   std::optional<absl::Span<const int64_t>> st;
   if (strides.has_value()) st = absl::MakeConstSpan(*strides);
@@ -351,6 +387,37 @@ pyb::object ArrayProtocol(const pyb::object& self, const pyb::handle& dtype,
   return out;
 }
 
+// A legacy DLPack capsule over four float32 zeros whose deleter takes the GIL from a destructor,
+// as torch's does: what test_interop.py releases just before the interpreter exits.
+pyb::object DlpackTestCapsule() {
+  struct Ctx {
+    float data[4] = {};
+    int64_t shape[1] = {4};
+  };
+  auto* ctx = new Ctx;
+  auto* m = new DLManagedTensor{};
+  m->dl_tensor.data = ctx->data;
+  m->dl_tensor.device = {kDLCPU, 0};
+  m->dl_tensor.ndim = 1;
+  m->dl_tensor.dtype = {kDLFloat, 32, 1};
+  m->dl_tensor.shape = ctx->shape;
+  m->manager_ctx = ctx;
+  m->deleter = [](DLManagedTensor* self) {
+    struct TakesGil {
+      ~TakesGil() { pyb::gil_scoped_acquire gil; }
+    };
+    { TakesGil t; }
+    delete static_cast<Ctx*>(self->manager_ctx);
+    delete self;
+  };
+  PyObject* cap = PyCapsule_New(m, kLegacyName, DeleteLegacyCapsule);
+  if (cap == nullptr) {
+    m->deleter(m);
+    throw pyb::error_already_set();
+  }
+  return pyb::reinterpret_steal<pyb::object>(cap);
+}
+
 }  // namespace
 
 void BindInterop(pyb::module_& m, pyb::class_<GPUArray>& cls) {
@@ -374,6 +441,7 @@ void BindInterop(pyb::module_& m, pyb::class_<GPUArray>& cls) {
         "from_dlpack(x, /, *, device=None, copy=None)\n\nAn array sharing the memory of any "
         "DLPack producer (NumPy, PyTorch, CuPy, JAX ...), with the CUDA stream handshake; "
         "`device` different from the data's, or copy=True, copies.");
+  m.def("_dlpack_test_capsule", &DlpackTestCapsule);
   m.def("_from_cuda_array_interface", &FromCudaArrayInterface, pyb::arg("obj"),
         pyb::arg("device") = none, pyb::arg("copy") = none);
 }

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "array_bindings.h"
 #include "convert.h"
+#include "gil.h"
 
 namespace pygpukit::py {
 namespace {
@@ -133,6 +134,7 @@ pyb::dict TuneInfoDict(Device d) {
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "pygpukit native core: GPUArray, devices and array operations.";
+  RegisterGilExitHook();
 
   pyb::class_<PyDType>(m, "dtype", "An array element type.")
       .def_property_readonly("name",

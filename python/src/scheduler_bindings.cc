@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "array_bindings.h"
 #include "convert.h"
+#include "gil.h"
 #include "runtime/blocking.h"
 
 namespace pygpukit::py {
@@ -24,13 +25,10 @@ namespace {
 using PyRef = std::shared_ptr<pyb::object>;
 PyRef Hold(pyb::object o) {
   return PyRef(new pyb::object(std::move(o)), [](pyb::object* p) {
-    if (!Py_IsInitialized()) {  // interpreter gone: leak the reference rather than touch it
-      p->release();
+    if (!WithGilUnlessExiting([p] { delete p; })) {
+      p->release();  // the interpreter is exiting: leak the reference rather than touch it
       delete p;
-      return;
     }
-    pyb::gil_scoped_acquire gil;
-    delete p;
   });
 }
 

@@ -9,7 +9,7 @@ import weakref
 
 import numpy as np
 import pytest
-from helpers import ALL, NATIVE, check_equal, gpdt, host, npdt, rand
+from helpers import ALL, NATIVE, check_equal, gpdt, host, npdt, rand, run_child
 
 import pygpukit as gp
 
@@ -403,3 +403,48 @@ def test_cupy_round_trips(cuda, rng):
     g2[1, 1] = 7.0
     gp.synchronize(cuda)  # our write, seen by CuPy's stream
     assert float(c[1, 1]) == 7.0
+
+
+EXIT_PRODUCER = """
+import pygpukit as gp
+
+class Producer:
+    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+        return gp._core._dlpack_test_capsule()
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+for _ in range(20):
+    a = gp.from_dlpack(Producer())
+    assert float(gp.sum(a)) == 0.0
+    del a  # the producer's deleter runs on a runtime thread, perhaps while the interpreter exits
+"""
+
+
+def test_exit_right_after_releasing_a_view_of_a_producer_whose_deleter_takes_the_gil():
+    """Views of a DLPack producer's memory dropped just before the interpreter exits: the
+    producer's deleter takes the GIL from a C++ destructor (as torch's does), which CPython's
+    exit would abort by stopping the waiting thread; the process must exit cleanly."""
+    for _ in range(3):
+        r = run_child(EXIT_PRODUCER)
+        assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
+        assert "terminate" not in r.stderr, r.stderr[-2000:]
+
+
+def test_exit_right_after_releasing_a_view_of_a_torch_tensor():
+    """The same with torch as the producer (its CPU tensors; CUDA ones where both run there)."""
+    pytest.importorskip("torch")
+    code = """
+    import pygpukit as gp, torch
+    for _ in range(20):
+        t = torch.arange(12, dtype=torch.float32).reshape(3, 4)[:, 1:3]
+        a = gp.from_dlpack(t)
+        u = torch.from_dlpack(a * 2)
+        assert float(u.sum()) == 66.0
+        del a, u, t
+    """
+    for _ in range(3):
+        r = run_child(code, address_limit=False)
+        assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
+        assert "terminate" not in r.stderr, r.stderr[-2000:]
