@@ -11,6 +11,9 @@ namespace {
 
 namespace pyb = pybind11;
 
+// Sequentially consistent (the default): a call counts itself before it reads `exiting`, the hook
+// sets `exiting` before it reads the count, so at least one of them sees the other's write
+// (acquire / release alone would allow both to miss).
 std::atomic<bool> exiting{false};
 std::atomic<int> running{0};  // WithGilUnlessExiting calls past their check of `exiting`
 
@@ -39,6 +42,7 @@ bool WithGilUnlessExiting(absl::FunctionRef<void()> fn) {
 }
 
 void RegisterGilExitHook() {
+  exiting.store(false);  // an embedding that finalized Python and started it again
   pyb::module_::import("atexit").attr("register")(pyb::cpp_function(&OnExit));
 }
 

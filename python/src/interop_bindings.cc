@@ -6,6 +6,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <memory>
+
 #include "absl/strings/str_cat.h"
 #include "array_bindings.h"
 #include "convert.h"
@@ -146,11 +148,12 @@ Managed* GuardRelease(Managed* producer) {
 template <typename Managed, typename Import>
 GPUArray ImportGuarded(Managed* producer, Import import) {
   Managed* guarded = GuardRelease(producer);
+  // Freed here unless the import took it (an error status or an exception).
+  std::unique_ptr<GuardedTensor<Managed>> owner(
+      static_cast<GuardedTensor<Managed>*>(guarded->manager_ctx));
   absl::StatusOr<GPUArray> view = import(guarded);
-  if (!view.ok()) {
-    delete static_cast<GuardedTensor<Managed>*>(guarded->manager_ctx);
-    RaiseStatus(view.status());
-  }
+  if (!view.ok()) RaiseStatus(view.status());
+  (void)owner.release();
   return *std::move(view);
 }
 

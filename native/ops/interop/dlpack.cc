@@ -150,8 +150,8 @@ EventWatcher& ReleaseWatcher() {
 void FenceThenRelease(Device device, std::vector<hal::Stream*> used,
                       std::function<void()> release) {
   absl::StatusOr<hal::Backend*> backend = Runtime::Get().backend(device.type);
-  if (!backend.ok()) {
-    release();
+  if (!backend.ok()) {  // nothing to fence: release on a thread of its own, as below
+    std::thread(std::move(release)).detach();
     return;
   }
   auto left = std::make_shared<std::atomic<size_t>>(used.size());
