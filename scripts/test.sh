@@ -8,6 +8,9 @@ cd "$(dirname "$0")/.."
 . scripts/deps.sh
 pgk_install_system_deps
 python3 -m pip install -q numpy pytest hypothesis pybind11 scikit-build-core ml_dtypes
+# torch for pygpukit.torch's tests and the interop tests with torch (its CPU path; about a minute
+# to install from PyPI)
+python3 -m pip install -q torch
 BUILD=${PYGPUKIT_BUILD_DIR:-build/test}
 ARCHS=${PYGPUKIT_CUDA_ARCHS:-90a}
 JOBS=${PYGPUKIT_JOBS:-$(nproc)}
