@@ -9,8 +9,8 @@ cd "$(dirname "$0")/.."
 pgk_install_system_deps
 python3 -m pip install -q numpy pytest hypothesis pybind11 scikit-build-core ml_dtypes
 # torch for pygpukit.torch's tests and the interop tests with torch (its CPU path; about a minute
-# to install from PyPI)
-python3 -m pip install -q torch
+# to install from PyPI); where it cannot be installed those tests skip
+python3 -m pip install -q torch || echo "test.sh: torch not installed; its tests will skip"
 BUILD=${PYGPUKIT_BUILD_DIR:-build/test}
 ARCHS=${PYGPUKIT_CUDA_ARCHS:-90a}
 JOBS=${PYGPUKIT_JOBS:-$(nproc)}
