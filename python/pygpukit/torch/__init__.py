@@ -2,7 +2,7 @@
 pygpukit[torch]``; ``import pygpukit`` itself never imports torch).
 
     import pygpukit.torch as pgt
-    report = pgt.patch(model)          # nn.Linear, norms, GELU / SiLU, F.scaled_dot_product_attention
+    report = pgt.patch(model)          # Linear, norms, GELU / SiLU, scaled_dot_product_attention
     y = model(x)                       # the same tensors in and out, no copies (DLPack views)
     pgt.unpatch(model)                 # the original forwards, the same function objects
     with pgt.patched(model):           # or for one block

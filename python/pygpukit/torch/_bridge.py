@@ -1,9 +1,9 @@
 """Tensors <-> arrays on the same memory through DLPack (no copies; on CUDA the DLPack stream
 handshake orders the two libraries' work), and which tensors pygpukit's kernels take."""
 
-import pygpukit as gp
-
 import torch
+
+import pygpukit as gp
 
 # torch dtypes the patched layers hand to pygpukit (others fall back to torch).
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)

@@ -11,11 +11,11 @@ import dataclasses
 import threading
 import warnings
 
-import pygpukit as gp
-
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+import pygpukit as gp
 
 from ._bridge import to_gp, to_torch, usable
 
@@ -69,9 +69,7 @@ class _Weights:
     def get(self):
         params = [getattr(self._module, n) for n in self._names]
         key = tuple(
-            None
-            if p is None
-            else (id(p), p.data_ptr(), p.dtype, p.device, tuple(p.shape))
+            None if p is None else (id(p), p.data_ptr(), p.dtype, p.device, tuple(p.shape))
             for p in params
         )
         if key != self._key:
@@ -109,10 +107,7 @@ def _layer_norm_forward(module):
     shape = tuple(module.normalized_shape)
 
     def forward(x):
-        if (
-            not usable(x, module.weight, module.bias)
-            or tuple(x.shape[-len(shape) :]) != shape
-        ):
+        if not usable(x, module.weight, module.bias) or tuple(x.shape[-len(shape) :]) != shape:
             return original(x)
         gw, gb = weights.get()
         return to_torch(gp.nn.layer_norm(to_gp(x), shape, gw, gb, module.eps))
@@ -131,9 +126,7 @@ def _rms_norm_forward(module):
         # eps None: pygpukit's default is torch's (float32's epsilon for 16-bit rows, whose
         # sums are float32).
         (gw,) = weights.get()
-        return to_torch(
-            gp.nn.rms_norm(to_gp(x), gw, module.eps, normalized_shape=shape)
-        )
+        return to_torch(gp.nn.rms_norm(to_gp(x), gw, module.eps, normalized_shape=shape))
 
     return forward
 
@@ -167,9 +160,7 @@ _sdpa_depth = 0
 _sdpa_original = None
 
 
-def _sdpa(
-    query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, **kw
-):
+def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, **kw):
     enable_gqa = kw.pop("enable_gqa", False)
     fits = (
         not kw
@@ -178,13 +169,15 @@ def _sdpa(
         and query.dim() >= 3
         and (
             attn_mask is None
-            or (usable(attn_mask) and attn_mask.dtype == query.dtype)
-            or (isinstance(attn_mask, torch.Tensor) and attn_mask.dtype == torch.bool)
+            or usable(query, attn_mask)  # an additive mask of q's dtype, on its device
+            or (
+                isinstance(attn_mask, torch.Tensor)
+                and attn_mask.dtype == torch.bool
+                and attn_mask.device == query.device
+            )
         )
         # torch aligns a causal mask at the top left when Sq != Sk, pygpukit at the bottom right
-        and not (
-            is_causal and (attn_mask is not None or query.shape[-2] != key.shape[-2])
-        )
+        and not (is_causal and (attn_mask is not None or query.shape[-2] != key.shape[-2]))
         and query.shape[-1] == key.shape[-1]
         and (query.shape[-3] == key.shape[-3] or enable_gqa)
     )
@@ -261,9 +254,7 @@ def patch(model, ops=OPS):
     if unknown:
         raise ValueError(f"patch: unknown ops {unknown} (expected some of {OPS})")
     if not isinstance(model, nn.Module):
-        raise TypeError(
-            f"patch: expected a torch.nn.Module, got {type(model).__name__}"
-        )
+        raise TypeError(f"patch: expected a torch.nn.Module, got {type(model).__name__}")
     report = PatchReport()
     names = {m: n or type(model).__name__ for n, m in model.named_modules()}
     done = set()
@@ -316,14 +307,10 @@ def patch(model, ops=OPS):
                 add("norm", module, _norm_kind(module)(module))
         elif "activation" in ops and type(module) in (nn.GELU, nn.SiLU):
             add("activation", module, _activation_forward(module))
-    if (
-        "attention" in ops and model not in done
-    ):  # (a model that is itself a layer calls none)
+    if "attention" in ops and model not in done:  # (a model that is itself a layer calls none)
         add("attention", model, _attention_forward(model))
     for name, reason in report.skipped:
-        warnings.warn(
-            f"pygpukit.torch.patch: left {name} as it is: {reason}", stacklevel=2
-        )
+        warnings.warn(f"pygpukit.torch.patch: left {name} as it is: {reason}", stacklevel=2)
     return report
 
 
