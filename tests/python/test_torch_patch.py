@@ -297,3 +297,10 @@ def test_import_pygpukit_does_not_import_torch():
 
     r = run_child("import sys, pygpukit; assert 'torch' not in sys.modules, 'torch imported'")
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_readme_example():
+    from helpers import run_readme_example
+
+    scope = run_readme_example("### PyTorch models")
+    assert scope["report"].fused == [("0", "1")]
