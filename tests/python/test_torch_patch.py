@@ -292,6 +292,24 @@ def test_bridge_views_and_lazy_negation(device):
     np.testing.assert_array_equal(gp.to_numpy(pgt.to_gp(z)), [-2.0, 4.0])
 
 
+def test_pygpukit_torch_without_torch_says_what_to_install():
+    from helpers import run_child
+
+    code = """
+    import sys
+    sys.modules["torch"] = None  # as if torch were not installed
+    import pygpukit
+    try:
+        import pygpukit.torch
+    except ImportError as e:
+        assert "pip install pygpukit[torch]" in str(e), e
+    else:
+        raise AssertionError("imported without torch")
+    """
+    r = run_child(code)
+    assert r.returncode == 0, r.stderr[-2000:]
+
+
 def test_import_pygpukit_does_not_import_torch():
     from helpers import run_child
 
