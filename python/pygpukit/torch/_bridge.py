@@ -7,6 +7,7 @@ import pygpukit as gp
 
 # torch dtypes the patched layers hand to pygpukit (others fall back to torch).
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+DEVICE_TYPES = ("cpu", "cuda")
 
 
 def to_gp(t):
@@ -35,7 +36,7 @@ def usable(*tensors):
             continue
         if not isinstance(t, torch.Tensor) or t.dtype not in DTYPES or t.is_sparse:
             return False
-        if t.device.type not in ("cpu", "cuda") or (grad and t.requires_grad):
+        if t.device.type not in DEVICE_TYPES or (grad and t.requires_grad):
             return False
         if first is None:
             first = t

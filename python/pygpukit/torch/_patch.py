@@ -17,7 +17,7 @@ from torch import nn
 
 import pygpukit as gp
 
-from ._bridge import to_gp, to_torch, usable
+from ._bridge import DEVICE_TYPES, DTYPES, to_gp, to_torch, usable
 
 OPS = ("linear", "norm", "attention", "activation")
 _STATE = "_pygpukit_patch"  # per patched module: what its instance `forward` was before
@@ -236,11 +236,6 @@ def _norm_kind(module):
     return None
 
 
-def _dtype_of(module):
-    p = next(module.parameters(recurse=False), None)
-    return None if p is None else p.dtype
-
-
 def patch(model, ops=OPS):
     """Patches ``model``'s layers of the kinds in ``ops`` (see ``OPS``) with pygpukit's kernels
     and returns a ``PatchReport``. ``linear``: ``nn.Linear``, fused with a following ReLU / GELU /
@@ -270,14 +265,10 @@ def patch(model, ops=OPS):
         return True
 
     def params_ok(module):
-        dtype = _dtype_of(module)
         p = next(module.parameters(recurse=False), None)
-        if dtype is None or (
-            dtype in (torch.float32, torch.float16, torch.bfloat16)
-            and p.device.type in ("cpu", "cuda")
-        ):
+        if p is None or (p.dtype in DTYPES and p.device.type in DEVICE_TYPES):
             return True
-        report.skipped.append((names[module], f"parameters of {dtype} on {p.device}"))
+        report.skipped.append((names[module], f"parameters of {p.dtype} on {p.device}"))
         return False
 
     if "linear" in ops:
